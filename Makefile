@@ -1,0 +1,54 @@
+# Basalt: the two commands of the README, plus developer conveniences.
+#   make test     install missing packages, configure, build, run the default test suite
+#   make cluster  (arrives with the cluster issue)
+# Build directories live inside the clone (ignored by git); ccache keeps its cache outside it.
+
+BUILD_DIR ?= build
+CMAKE_FLAGS ?=
+CTEST_FLAGS ?= --output-on-failure --timeout 600
+# Default suite: everything labelled "unit". Longer stress and soak tests carry other labels.
+CTEST_LABELS ?= unit
+JOBS ?= $(shell nproc)
+
+.PHONY: all deps configure build test test-all asan tsan tsa bench format clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD_DIR)/build.ninja:
+	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
+
+configure: deps $(BUILD_DIR)/build.ninja
+
+build: configure
+	ninja -C $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -j $(JOBS) -L '$(CTEST_LABELS)'
+
+# Every test, whatever its label.
+test-all: build
+	cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -j $(JOBS)
+
+# Sanitizer builds, each in its own directory.
+asan: deps
+	$(MAKE) test BUILD_DIR=build-asan CMAKE_FLAGS="-DBASALT_SANITIZE='address;undefined' -DCMAKE_BUILD_TYPE=Debug -DBASALT_BUILD_BENCHMARKS=OFF"
+
+tsan: deps
+	$(MAKE) test BUILD_DIR=build-tsan CMAKE_FLAGS="-DBASALT_SANITIZE=thread -DBASALT_BUILD_BENCHMARKS=OFF"
+
+# clang-14 with -Wthread-safety: checks the ABSL_GUARDED_BY annotations (g++ ignores them).
+tsa: deps
+	CC=clang-14 CXX=clang++-14 cmake -S . -B build-tsa -G Ninja -DBASALT_THREAD_SAFETY_ANALYSIS=ON -DBASALT_BUILD_BENCHMARKS=OFF
+	ninja -C build-tsa -j $(JOBS)
+
+bench: build
+	@for b in $(BUILD_DIR)/bench/*_bench; do echo "== $$b"; $$b --benchmark_format=json; done
+
+format:
+	@git ls-files '*.h' '*.cc' | xargs clang-format -i
+
+clean:
+	rm -rf build build-asan build-tsan build-tsa

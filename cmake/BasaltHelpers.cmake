@@ -1,0 +1,30 @@
+# Helpers shared by every directory's CMakeLists.txt.
+
+# basalt_add_library(NAME DIR DEPS...): one library per source directory, built from every *.cc in
+# DIR that is not a test (*_test.cc). Includes are rooted at src/.
+function(basalt_add_library name)
+  cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
+  file(GLOB _srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
+  list(FILTER _srcs EXCLUDE REGEX "_test\\.cc$")
+  add_library(${name} ${_srcs})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_compile_options(${name} PRIVATE ${BASALT_WARNING_FLAGS})
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# basalt_add_test(NAME DEPS...): one gtest binary per directory from every *_test.cc in it,
+# registered with ctest test by test and labelled "unit".
+function(basalt_add_test name)
+  cmake_parse_arguments(ARG "" "" "DEPS;LABELS" ${ARGN})
+  file(GLOB _tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*_test.cc)
+  if(NOT _tests)
+    return()
+  endif()
+  add_executable(${name} ${_tests})
+  target_compile_options(${name} PRIVATE ${BASALT_WARNING_FLAGS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  if(NOT ARG_LABELS)
+    set(ARG_LABELS unit)
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${ARG_LABELS}")
+endfunction()

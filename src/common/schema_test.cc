@@ -1,0 +1,166 @@
+#include "common/schema.h"
+
+#include <gtest/gtest.h>
+
+#include "common/strings.h"
+#include "proto/common.pb.h"
+
+namespace basalt {
+namespace {
+
+Schema TestSchema() {
+  return Schema::Create(
+             {
+                 ColumnSchema("host", DataType::kString),
+                 ColumnSchema("ts", DataType::kUnixtimeMicros),
+                 ColumnSchema("value", DataType::kDouble, /*is_nullable=*/true),
+                 ColumnSchema("price", DataType::kDecimal64, true, Datum::Decimal64(1050),
+                              TypeAttributes{12, 2, 0}),
+                 ColumnSchema(
+                     "tag", DataType::kVarchar, false, Datum::Varchar("none"),
+                     TypeAttributes{0, 0, 8},
+                     ColumnStorageAttributes{EncodingType::kDict, CompressionType::kLz4, 4096}),
+             },
+             2)
+      .value();
+}
+
+TEST(SchemaTest, BasicAccessorsAndLayout) {
+  Schema s = TestSchema();
+  EXPECT_EQ(s.num_columns(), 5);
+  EXPECT_EQ(s.num_key_columns(), 2);
+  EXPECT_TRUE(s.is_key_column(1));
+  EXPECT_FALSE(s.is_key_column(2));
+  EXPECT_EQ(s.find_column("value"), 2);
+  EXPECT_EQ(s.find_column("nope"), -1);
+  EXPECT_EQ(s.find_column_by_id(4), 4);
+  EXPECT_EQ(s.next_column_id(), 5u);
+  EXPECT_TRUE(s.has_nullables());
+  EXPECT_EQ(s.column_offset(0), 0u);
+  EXPECT_EQ(s.column_offset(1), sizeof(std::string_view));
+  EXPECT_EQ(s.column_offset(2), sizeof(std::string_view) + 8);
+  EXPECT_EQ(s.key_byte_size(), sizeof(std::string_view) + 8);
+  EXPECT_EQ(s.fixed_row_size(), 2 * sizeof(std::string_view) + 8 + 8 + 8);
+}
+
+TEST(SchemaTest, ValidationErrorsNameTheProblem) {
+  auto expect_error = [](std::vector<ColumnSchema> cols, int num_key, std::string_view needle) {
+    auto s = Schema::Create(std::move(cols), num_key);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(s.status().message().find(ToAbsl(needle)), absl::string_view::npos) << s.status();
+  };
+  expect_error({}, 0, "at least one column");
+  expect_error({ColumnSchema("a", DataType::kInt32)}, 0, "primary key");
+  expect_error({ColumnSchema("a", DataType::kInt32), ColumnSchema("a", DataType::kInt64)}, 1,
+               "duplicate column name 'a'");
+  expect_error({ColumnSchema("k", DataType::kInt32, /*is_nullable=*/true)}, 1,
+               "column 'k': primary key columns must be NOT NULL");
+  expect_error({ColumnSchema("", DataType::kInt32)}, 1, "must not be empty");
+  expect_error({ColumnSchema("k", DataType::kInt32, false, Datum::String("x"))}, 1,
+               "default value");
+  expect_error({ColumnSchema("k", DataType::kInt32),
+                ColumnSchema("v", DataType::kInt32, false, Datum::Null(DataType::kInt32))},
+               1, "NULL default");
+  expect_error({ColumnSchema("k", DataType::kInt32),
+                ColumnSchema("d", DataType::kDecimal32, false, Datum::Decimal32(100000),
+                             TypeAttributes{5, 0, 0})},
+               1, "does not fit DECIMAL(5, 0)");
+  expect_error({ColumnSchema("k", DataType::kVarchar)}, 1, "VARCHAR length");
+  std::vector<ColumnSchema> many;
+  for (int i = 0; i <= kMaxColumns; i++)
+    many.emplace_back("c" + std::to_string(i), DataType::kInt8);
+  expect_error(many, 1, "too many columns");
+}
+
+TEST(SchemaTest, ProtobufRoundTrip) {
+  Schema s = TestSchema();
+  pb::SchemaPB pb;
+  s.ToPB(&pb);
+  auto back = Schema::FromPB(pb);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->Equals(s)) << back->ToString() << "\nvs\n" << s.ToString();
+  EXPECT_EQ(back->column(4).storage().compression, CompressionType::kLz4);
+  EXPECT_EQ(back->column(3).default_value()->int_value(), 1050);
+}
+
+TEST(SchemaTest, FromPBRejectsMalformedInput) {
+  pb::SchemaPB pb;
+  TestSchema().ToPB(&pb);
+  {
+    pb::SchemaPB bad = pb;
+    bad.mutable_columns(1)->set_type(static_cast<pb::DataType>(77));
+    EXPECT_EQ(Schema::FromPB(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  }
+  {
+    pb::SchemaPB bad = pb;
+    bad.mutable_columns(2)->set_default_value("abc");  // A DOUBLE needs 8 bytes.
+    EXPECT_EQ(Schema::FromPB(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  }
+  {
+    pb::SchemaPB bad = pb;
+    bad.mutable_columns(3)->set_is_key(true);  // Key column after a non-key column.
+    EXPECT_FALSE(Schema::FromPB(bad).ok());
+  }
+  {
+    pb::SchemaPB bad = pb;
+    bad.mutable_columns(1)->set_id(0);  // Duplicate id.
+    EXPECT_FALSE(Schema::FromPB(bad).ok());
+  }
+  {
+    pb::SchemaPB bad = pb;
+    bad.set_next_column_id(2);
+    EXPECT_FALSE(Schema::FromPB(bad).ok());
+  }
+}
+
+TEST(SchemaTest, ProjectionKeepsIds) {
+  Schema s = TestSchema();
+  auto p = s.Project({"tag", "host"});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->num_columns(), 2);
+  EXPECT_EQ(p->num_key_columns(), 0);
+  EXPECT_EQ(p->column_id(0), 4u);
+  EXPECT_EQ(p->column_id(1), 0u);
+  auto with_key = s.Project({"host", "ts", "value"});
+  ASSERT_TRUE(with_key.ok());
+  EXPECT_EQ(with_key->num_key_columns(), 2);
+  EXPECT_EQ(s.Project({"nope"}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(s.Project({"host", "host"}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.KeyProjection().num_columns(), 2);
+}
+
+TEST(SchemaTest, SchemaChangesNeverReuseIds) {
+  Schema s = TestSchema();
+  auto dropped = s.DropColumn("tag");
+  ASSERT_TRUE(dropped.ok());
+  EXPECT_EQ(dropped->version(), 1u);
+  EXPECT_EQ(dropped->next_column_id(), 5u);
+  auto added = dropped->AddColumn(ColumnSchema("tag", DataType::kInt32, true));
+  ASSERT_TRUE(added.ok()) << added.status();
+  EXPECT_EQ(added->column_id(added->find_column("tag")), 5u);
+  EXPECT_EQ(added->next_column_id(), 6u);
+  auto renamed = added->RenameColumn("value", "v2");
+  ASSERT_TRUE(renamed.ok());
+  EXPECT_EQ(renamed->column_id(renamed->find_column("v2")), 2u);
+  EXPECT_EQ(renamed->version(), 3u);
+
+  EXPECT_EQ(s.DropColumn("host").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.DropColumn("zzz").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(s.AddColumn(ColumnSchema("ts", DataType::kInt8, true)).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(s.AddColumn(ColumnSchema("nn", DataType::kInt8)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.RenameColumn("value", "ts").status().code(), absl::StatusCode::kAlreadyExists);
+}
+
+TEST(SchemaTest, ToString) {
+  Schema s = TestSchema();
+  EXPECT_EQ(s.ToString(),
+            "(\n  host STRING NOT NULL,\n  ts UNIXTIME_MICROS NOT NULL,\n"
+            "  value DOUBLE NULLABLE,\n  price DECIMAL(12, 2) NULLABLE DEFAULT 10.50,\n"
+            "  tag VARCHAR(8) NOT NULL DEFAULT \"none\",\n  PRIMARY KEY (host, ts)\n)");
+}
+
+}  // namespace
+}  // namespace basalt
