@@ -149,10 +149,24 @@ absl::StatusOr<Schema> Schema::Create(std::vector<ColumnSchema> columns, int num
   return s;
 }
 
+namespace {
+
+size_t CellAlignment(const TypeInfo& info) {
+  if (info.is_variable_length()) return alignof(std::string_view);
+  if (info.physical_type() == PhysicalType::kInt128) return alignof(absl::int128);
+  return info.size();
+}
+
+}  // namespace
+
 void Schema::ComputeLayout() {
   offsets_.clear();
   size_t offset = 0;
   for (const ColumnSchema& col : columns_) {
+    // Natural alignment, so a row buffer whose base is aligned to kRowAlignment can be read
+    // through typed pointers as well as with memcpy.
+    size_t align = CellAlignment(col.type_info());
+    offset = (offset + align - 1) / align * align;
     offsets_.push_back(offset);
     offset += col.type_info().size();
   }

@@ -8,6 +8,9 @@
 // in-memory rows: each column's cell sits at column_offset(i) in a buffer of fixed_row_size()
 // bytes (variable-length cells are std::string_view pointing elsewhere); nullness and "is set"
 // are kept in separate bitmaps of BitmapSize(num_columns()) bytes, bit i for column i, LSB first.
+// Each cell is at its natural alignment relative to the buffer start, so in a buffer aligned to
+// kRowAlignment cells may be read through typed pointers; code that cannot vouch for the buffer's
+// alignment reads cells with memcpy.
 //
 // Schemas are immutable after construction; const methods are thread-safe.
 
@@ -38,6 +41,8 @@ using ColumnId = uint32_t;
 inline constexpr int kMaxColumns = 300;
 inline constexpr int kMaxKeyColumns = 32;
 inline constexpr size_t kMaxColumnNameLength = 256;
+// Alignment a row buffer needs for typed access to its cells (that of absl::int128).
+inline constexpr size_t kRowAlignment = 16;
 
 // Storage encodings and codecs; numbering equals basalt.pb.EncodingType / CompressionType.
 enum class EncodingType : uint8_t {
@@ -137,6 +142,7 @@ class Schema {
   // Row layout (see the file comment).
   size_t column_offset(int idx) const { return offsets_[idx]; }
   size_t fixed_row_size() const { return fixed_row_size_; }
+  // Bytes of the leading key cells, including alignment padding before the first non-key cell.
   size_t key_byte_size() const { return num_key_columns_ ? offsets_[num_key_columns_] : 0; }
 
   // A schema of the named columns, in the given order, keeping their ids. Key columns stay key

@@ -43,6 +43,25 @@ TEST(SchemaTest, BasicAccessorsAndLayout) {
   EXPECT_EQ(s.fixed_row_size(), 2 * sizeof(std::string_view) + 8 + 8 + 8);
 }
 
+TEST(SchemaTest, CellsAreNaturallyAligned) {
+  Schema s =
+      Schema::Create(
+          {ColumnSchema("a", DataType::kInt8), ColumnSchema("b", DataType::kInt64),
+           ColumnSchema("c", DataType::kInt16), ColumnSchema("d", DataType::kBinary),
+           ColumnSchema("e", DataType::kBool),
+           ColumnSchema("f", DataType::kDecimal128, false, std::nullopt, TypeAttributes{20, 0, 0})},
+          1)
+          .value();
+  EXPECT_EQ(s.column_offset(0), 0u);
+  EXPECT_EQ(s.column_offset(1), 8u);
+  EXPECT_EQ(s.column_offset(2), 16u);
+  EXPECT_EQ(s.column_offset(3), 24u);
+  EXPECT_EQ(s.column_offset(4), 40u);
+  EXPECT_EQ(s.column_offset(5), 48u);
+  EXPECT_EQ(s.fixed_row_size(), 64u);
+  EXPECT_EQ(s.key_byte_size(), 8u);
+}
+
 TEST(SchemaTest, ValidationErrorsNameTheProblem) {
   auto expect_error = [](std::vector<ColumnSchema> cols, int num_key, std::string_view needle) {
     auto s = Schema::Create(std::move(cols), num_key);
