@@ -1,0 +1,116 @@
+#include "common/arena.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <glog/logging.h>
+
+namespace basalt {
+namespace {
+
+inline bool IsPowerOfTwo(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+inline char* AlignUp(char* p, size_t align) {
+  const uintptr_t v = reinterpret_cast<uintptr_t>(p);
+  return reinterpret_cast<char*>((v + align - 1) & ~(uintptr_t{align} - 1));
+}
+
+// Blocks come from new char[], which is aligned for any fundamental type.
+constexpr size_t kBlockAlignment = alignof(std::max_align_t);
+
+}  // namespace
+
+Arena::Arena(size_t initial_block_size, size_t max_block_size)
+    : initial_block_size_(initial_block_size),
+      max_block_size_(max_block_size),
+      next_block_size_(initial_block_size) {
+  CHECK_GT(initial_block_size, 0u);
+  CHECK_LE(initial_block_size, max_block_size);
+}
+
+Arena::~Arena() = default;
+
+char* Arena::Allocate(size_t n) { return AllocateAligned(n, 1); }
+
+char* Arena::AllocateAligned(size_t n, size_t align) {
+  CHECK(IsPowerOfTwo(align)) << "alignment " << align << " is not a power of two";
+  if (alloc_ptr_ != nullptr) {
+    char* result = AlignUp(alloc_ptr_, align);
+    if (result <= alloc_end_ && static_cast<size_t>(alloc_end_ - result) >= n) {
+      alloc_ptr_ = result + n;
+      bytes_allocated_ += n;
+      return result;
+    }
+  }
+  return AllocateFallback(n, align);
+}
+
+char* Arena::AllocateFallback(size_t n, size_t align) {
+  // Worst-case padding needed to align the start of a fresh block.
+  const size_t padding = align > kBlockAlignment ? align - 1 : 0;
+  CHECK_LE(n, SIZE_MAX / 2) << "arena allocation of " << n << " bytes is absurdly large";
+  const size_t needed = n + padding;
+  bytes_allocated_ += n;
+  if (needed > next_block_size_ / 4) {
+    // Dedicated block: keep the current block for later small allocations.
+    return AlignUp(NewBlock(needed), align);
+  }
+  char* block = NewBlock(next_block_size_);
+  alloc_ptr_ = block;
+  alloc_end_ = block + next_block_size_;
+  next_block_size_ = std::min(next_block_size_ * 2, max_block_size_);
+  char* result = AlignUp(alloc_ptr_, align);
+  alloc_ptr_ = result + n;
+  DCHECK_LE(alloc_ptr_, alloc_end_);
+  return result;
+}
+
+char* Arena::NewBlock(size_t size) {
+  // Allocate at least one byte so Allocate(0) in a dedicated block returns a distinct pointer.
+  const size_t alloc_size = std::max<size_t>(size, 1);
+  blocks_.push_back(Block{std::make_unique_for_overwrite<char[]>(alloc_size), alloc_size});
+  total_block_bytes_ += alloc_size;
+  return blocks_.back().data.get();
+}
+
+std::string_view Arena::AddString(std::string_view data) {
+  return std::string_view(Copy(data.data(), data.size()), data.size());
+}
+
+char* Arena::Copy(const void* data, size_t n) {
+  char* dst = Allocate(n);
+  if (n > 0) std::memcpy(dst, data, n);
+  return dst;
+}
+
+size_t Arena::MemoryUsage() const {
+  return sizeof(*this) + total_block_bytes_ + blocks_.capacity() * sizeof(Block);
+}
+
+void Arena::Reset() {
+  bytes_allocated_ = 0;
+  // Find the current regular block (the one alloc_ptr_ points into) and keep only it.
+  Block kept{nullptr, 0};
+  if (alloc_ptr_ != nullptr) {
+    for (Block& b : blocks_) {
+      if (alloc_end_ == b.data.get() + b.size) {
+        kept = std::move(b);
+        break;
+      }
+    }
+    DCHECK(kept.data != nullptr);
+  }
+  blocks_.clear();
+  total_block_bytes_ = 0;
+  if (kept.data != nullptr) {
+    alloc_ptr_ = kept.data.get();
+    alloc_end_ = alloc_ptr_ + kept.size;
+    total_block_bytes_ = kept.size;
+    blocks_.push_back(std::move(kept));
+  } else {
+    alloc_ptr_ = alloc_end_ = nullptr;
+    next_block_size_ = initial_block_size_;
+  }
+}
+
+}  // namespace basalt

@@ -1,0 +1,182 @@
+#include "common/arena.h"
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/random.h"
+
+namespace basalt {
+namespace {
+
+bool IsAligned(const void* p, size_t align) { return reinterpret_cast<uintptr_t>(p) % align == 0; }
+
+TEST(ArenaTest, EmptyArenaUsesNoBlocks) {
+  Arena arena;
+  EXPECT_EQ(arena.bytes_allocated(), 0u);
+  EXPECT_LT(arena.MemoryUsage(), 1024u);
+}
+
+TEST(ArenaTest, SmallAllocationsShareABlock) {
+  Arena arena(4096, 65536);
+  char* a = arena.Allocate(10);
+  char* b = arena.Allocate(20);
+  // Bump allocation: b follows a directly.
+  EXPECT_EQ(b, a + 10);
+  const size_t usage = arena.MemoryUsage();
+  EXPECT_GE(usage, 4096u);
+  EXPECT_LT(usage, 4096u + 1024u);
+  EXPECT_EQ(arena.bytes_allocated(), 30u);
+}
+
+TEST(ArenaTest, AllocationsDoNotOverlapAndKeepContents) {
+  const uint64_t seed = SeedFromEnvOrTime();
+  SCOPED_TRACE(testing::Message() << "seed=" << seed);
+  Random rng(seed);
+  Arena arena(128, 8192);
+  std::vector<std::pair<char*, std::string>> allocs;
+  size_t total = 0;
+  for (int i = 0; i < 5000; ++i) {
+    const size_t n = rng.OneIn(50) ? rng.Uniform(20000) : rng.Uniform(100);
+    char* p =
+        rng.OneIn(3) ? arena.AllocateAligned(n, size_t{1} << rng.Uniform(7)) : arena.Allocate(n);
+    ASSERT_NE(p, nullptr);
+    std::string expected = rng.Bytes(n);
+    std::memcpy(p, expected.data(), n);
+    allocs.emplace_back(p, std::move(expected));
+    total += n;
+  }
+  // Every allocation still holds what was written: nothing overlapped or moved.
+  for (const auto& [p, expected] : allocs) {
+    ASSERT_EQ(std::string(p, expected.size()), expected);
+  }
+  EXPECT_EQ(arena.bytes_allocated(), total);
+  EXPECT_GE(arena.MemoryUsage(), total);
+}
+
+TEST(ArenaTest, AlignedAllocations) {
+  Arena arena(4096, 4096);
+  for (size_t align : {1u, 2u, 4u, 8u, 16u, 32u, 64u, 128u, 256u, 4096u}) {
+    arena.Allocate(1);  // Misalign the bump pointer.
+    char* p = arena.AllocateAligned(24, align);
+    EXPECT_TRUE(IsAligned(p, align)) << "align=" << align;
+    std::memset(p, 0xab, 24);
+  }
+  // Alignment larger than the block size still works (dedicated block).
+  char* big = arena.AllocateAligned(8, 8192);
+  EXPECT_TRUE(IsAligned(big, 8192));
+}
+
+TEST(ArenaTest, LargeAllocationGetsDedicatedBlock) {
+  Arena arena(4096, 16384);
+  char* small1 = arena.Allocate(16);
+  const size_t before = arena.MemoryUsage();
+  char* large = arena.Allocate(100000);
+  std::memset(large, 0x5a, 100000);
+  EXPECT_GE(arena.MemoryUsage(), before + 100000);
+  // The current block keeps serving small allocations after the large one.
+  char* small2 = arena.Allocate(16);
+  EXPECT_EQ(small2, small1 + 16);
+  for (int i = 0; i < 100000; ++i) ASSERT_EQ(large[i], 0x5a);
+}
+
+TEST(ArenaTest, BlocksGrowUpToMax) {
+  Arena arena(1024, 4096);
+  // Allocate 200 bytes at a time (below a quarter of every block size) and watch the usage grow:
+  // blocks of 1 KiB, 2 KiB, 4 KiB, 4 KiB, ...
+  size_t last_usage = arena.MemoryUsage();
+  std::vector<size_t> growth;
+  for (int i = 0; i < 200; ++i) {
+    arena.Allocate(200);
+    const size_t usage = arena.MemoryUsage();
+    if (usage != last_usage) {
+      growth.push_back(usage - last_usage);
+      last_usage = usage;
+    }
+  }
+  ASSERT_GE(growth.size(), 4u);
+  // Growth includes a little bookkeeping (vector capacity), so compare with tolerance.
+  EXPECT_NEAR(static_cast<double>(growth[0]), 1024, 256);
+  EXPECT_NEAR(static_cast<double>(growth[1]), 2048, 256);
+  EXPECT_NEAR(static_cast<double>(growth[2]), 4096, 256);
+  for (size_t i = 3; i < growth.size(); ++i) EXPECT_LE(growth[i], 4096u + 512u);
+}
+
+TEST(ArenaTest, AddStringAndCopy) {
+  Arena arena;
+  std::string source = "hello, arena";
+  std::string_view copy = arena.AddString(source);
+  source[0] = 'J';  // The copy is independent of the source.
+  EXPECT_EQ(copy, "hello, arena");
+  EXPECT_NE(copy.data(), source.data());
+  std::string_view empty = arena.AddString("");
+  EXPECT_TRUE(empty.empty());
+  std::string with_nul("a\0b", 3);
+  EXPECT_EQ(arena.AddString(with_nul), with_nul);
+  const int64_t value = 0x0102030405060708;
+  char* p = arena.Copy(&value, sizeof(value));
+  int64_t back;
+  std::memcpy(&back, p, sizeof(back));
+  EXPECT_EQ(back, value);
+}
+
+TEST(ArenaTest, ZeroByteAllocations) {
+  Arena arena(16, 16);
+  char* a = arena.Allocate(0);
+  EXPECT_NE(a, nullptr);
+  char* b = arena.AllocateAligned(0, 64);
+  EXPECT_NE(b, nullptr);
+  EXPECT_TRUE(IsAligned(b, 64));
+}
+
+TEST(ArenaTest, NewObject) {
+  struct Point {
+    int32_t x;
+    int64_t y;
+  };
+  Arena arena;
+  arena.Allocate(3);
+  Point* p = arena.NewObject<Point>(Point{1, 2});
+  EXPECT_TRUE(IsAligned(p, alignof(Point)));
+  EXPECT_EQ(p->x, 1);
+  EXPECT_EQ(p->y, 2);
+}
+
+TEST(ArenaTest, ResetKeepsOneBlockAndReusesIt) {
+  Arena arena(1024, 1024);
+  for (int i = 0; i < 50; ++i) arena.Allocate(200);
+  arena.Allocate(50000);
+  const size_t grown = arena.MemoryUsage();
+  EXPECT_GT(grown, 50000u);
+  arena.Reset();
+  EXPECT_EQ(arena.bytes_allocated(), 0u);
+  const size_t after_reset = arena.MemoryUsage();
+  EXPECT_LT(after_reset, 2048u + 1024u);
+  EXPECT_GE(after_reset, 1024u);  // One block retained.
+  // Allocations after Reset reuse the retained block: usage does not grow.
+  char* a = arena.Allocate(100);
+  char* b = arena.Allocate(100);
+  EXPECT_EQ(b, a + 100);
+  EXPECT_EQ(arena.MemoryUsage(), after_reset);
+}
+
+TEST(ArenaTest, ResetOfEmptyArenaAndRepeatedResets) {
+  Arena arena;
+  arena.Reset();
+  arena.Reset();
+  EXPECT_EQ(arena.AddString("x"), "x");
+  arena.Reset();
+  EXPECT_EQ(arena.AddString("yz"), "yz");
+}
+
+TEST(ArenaDeathTest, NonPowerOfTwoAlignmentDies) {
+  Arena arena;
+  EXPECT_DEATH(arena.AllocateAligned(8, 3), "power of two");
+}
+
+}  // namespace
+}  // namespace basalt
