@@ -66,7 +66,8 @@ class ColumnPredicate {
   // Evaluates over a column vector of `n` cells laid out contiguously (type_info().size() bytes
   // each; std::string_view for variable-length types) with an optional null bitmap (bit set =
   // NULL). Clears the bit in `selection` of every row that does not match; rows already clear
-  // stay clear. `selection` has BitmapSize(n) bytes.
+  // stay clear. `selection` has BitmapSize(n) bytes. REQUIRES: `cells` is aligned for the
+  // type (a column buffer or a row buffer aligned to kRowAlignment; checked in debug builds).
   void EvaluateVector(const void* cells, const uint8_t* null_bitmap, size_t n,
                       uint8_t* selection) const;
 
