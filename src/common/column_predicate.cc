@@ -40,27 +40,7 @@ int Compare(const ColumnSchema& col, const Datum& a, const Datum& b) {
 // minimum "" and no maximum.
 
 void IntDomain(const ColumnSchema& col, absl::int128* min, absl::int128* max) {
-  switch (col.type_info().physical_type()) {
-    case PhysicalType::kInt8:
-      *min = std::numeric_limits<int8_t>::min();
-      *max = std::numeric_limits<int8_t>::max();
-      break;
-    case PhysicalType::kInt16:
-      *min = std::numeric_limits<int16_t>::min();
-      *max = std::numeric_limits<int16_t>::max();
-      break;
-    case PhysicalType::kInt32:
-      *min = std::numeric_limits<int32_t>::min();
-      *max = std::numeric_limits<int32_t>::max();
-      break;
-    case PhysicalType::kInt64:
-      *min = std::numeric_limits<int64_t>::min();
-      *max = std::numeric_limits<int64_t>::max();
-      break;
-    default:
-      *min = std::numeric_limits<absl::int128>::min();
-      *max = std::numeric_limits<absl::int128>::max();
-  }
+  IntegerStorageRange(col.type(), min, max);
   int precision = col.attributes().precision;
   if (col.type_info().is_decimal() && precision >= 1 && precision <= kMaxDecimal128Precision) {
     absl::int128 bound = 1;

@@ -14,31 +14,6 @@ Datum MakeFixed(DataType type, T v) {
   return Datum::FromCell(type, &v);
 }
 
-// Inclusive value range of an integer-backed type, widened to int128.
-void IntRange(DataType type, absl::int128* min, absl::int128* max) {
-  switch (GetTypeInfo(type).physical_type()) {
-    case PhysicalType::kInt8:
-      *min = std::numeric_limits<int8_t>::min();
-      *max = std::numeric_limits<int8_t>::max();
-      return;
-    case PhysicalType::kInt16:
-      *min = std::numeric_limits<int16_t>::min();
-      *max = std::numeric_limits<int16_t>::max();
-      return;
-    case PhysicalType::kInt32:
-      *min = std::numeric_limits<int32_t>::min();
-      *max = std::numeric_limits<int32_t>::max();
-      return;
-    case PhysicalType::kInt64:
-      *min = std::numeric_limits<int64_t>::min();
-      *max = std::numeric_limits<int64_t>::max();
-      return;
-    default:
-      *min = std::numeric_limits<absl::int128>::min();
-      *max = std::numeric_limits<absl::int128>::max();
-  }
-}
-
 bool IsIntegerBacked(DataType type) {
   switch (GetTypeInfo(type).physical_type()) {
     case PhysicalType::kInt8:
@@ -198,7 +173,7 @@ absl::StatusOr<Datum> Datum::CastTo(DataType target) const {
   }
   absl::int128 v = int128_value();
   absl::int128 min, max;
-  IntRange(target, &min, &max);
+  IntegerStorageRange(target, &min, &max);
   if (v < min || v > max) {
     return absl::InvalidArgumentError(
         StrCat("value ", ToString(), " is out of range for ", DataTypeName(target)));

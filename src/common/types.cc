@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <limits>
 #include <string>
 
 #include "absl/strings/ascii.h"
@@ -337,6 +338,33 @@ absl::Status ValidateCell(DataType type, const TypeAttributes& attrs, const void
     }
   }
   return absl::OkStatus();
+}
+
+void IntegerStorageRange(DataType type, absl::int128* min, absl::int128* max) {
+  switch (GetTypeInfo(type).physical_type()) {
+    case PhysicalType::kInt8:
+      *min = std::numeric_limits<int8_t>::min();
+      *max = std::numeric_limits<int8_t>::max();
+      return;
+    case PhysicalType::kInt16:
+      *min = std::numeric_limits<int16_t>::min();
+      *max = std::numeric_limits<int16_t>::max();
+      return;
+    case PhysicalType::kInt32:
+      *min = std::numeric_limits<int32_t>::min();
+      *max = std::numeric_limits<int32_t>::max();
+      return;
+    case PhysicalType::kInt64:
+      *min = std::numeric_limits<int64_t>::min();
+      *max = std::numeric_limits<int64_t>::max();
+      return;
+    case PhysicalType::kInt128:
+      *min = std::numeric_limits<absl::int128>::min();
+      *max = std::numeric_limits<absl::int128>::max();
+      return;
+    default:
+      LOG(FATAL) << DataTypeName(type) << " is not integer-backed";
+  }
 }
 
 std::string FormatDecimal(absl::int128 unscaled, int scale) {

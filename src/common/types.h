@@ -129,6 +129,10 @@ absl::Status ValidateTypeAttributes(DataType type, const TypeAttributes& attrs);
 // STRING/BINARY at most kMaxCellBytes; BOOL is 0 or 1. INVALID_ARGUMENT otherwise.
 absl::Status ValidateCell(DataType type, const TypeAttributes& attrs, const void* cell);
 
+// The inclusive value range of an integer-backed type's storage (INT8..INT64, DATE,
+// UNIXTIME_MICROS, DECIMAL*), widened to int128. REQUIRES: the type is integer-backed.
+void IntegerStorageRange(DataType type, absl::int128* min, absl::int128* max);
+
 // Renders an unscaled decimal with `scale` digits after the point ("-12.340").
 std::string FormatDecimal(absl::int128 unscaled, int scale);
 // Number of UTF-8 code points in `s`, or -1 if `s` is not valid UTF-8.
