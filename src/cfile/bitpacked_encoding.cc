@@ -1,0 +1,440 @@
+#include "cfile/bitpacked_encoding.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "cfile/encoding_internal.h"
+#include "common/coding.h"
+#include "glog/logging.h"
+
+// Forces inlining into the per-instruction-set wrappers, so the loops are compiled with the
+// wrapper's target features.
+#define BASALT_UNPACK_INLINE __attribute__((always_inline)) inline
+
+namespace basalt {
+namespace bitpacking {
+namespace {
+
+constexpr size_t kRowBytes = 16;  // One row of residuals: 128 bits, an SSE register.
+
+template <typename U>
+constexpr int kBits = 8 * sizeof(U);
+template <typename U>
+constexpr int kLanes = kRowBytes / sizeof(U);
+
+template <typename U>
+constexpr U LowMask(int width) {
+  return width >= kBits<U> ? U(~U(0)) : U((U(1) << width) - 1);
+}
+
+// The unpack kernel for a compile-time width W. Position p of lane l (value p * L + l) occupies
+// bits [p * W, p * W + W) of the lane's stream; rows are loaded once, and after full unrolling
+// every shift is a constant and each step is a handful of L-wide vector operations.
+template <typename U, int W>
+BASALT_UNPACK_INLINE void UnpackImpl(const uint8_t* in, U ref, U* __restrict out) {
+  constexpr int L = kLanes<U>;
+  constexpr int B = kBits<U>;
+  if constexpr (W == 0) {
+    for (size_t i = 0; i < kBlockValues; i++) out[i] = ref;
+  } else {
+    constexpr U mask = LowMask<U>(W);
+    U rows[W * L];
+    std::memcpy(rows, in, sizeof(rows));
+#pragma GCC unroll 64
+    for (int p = 0; p < B; p++) {
+      const int bit = p * W;
+      const int word = bit / B;
+      const int shift = bit % B;
+      for (int l = 0; l < L; l++) {
+        U v = U(rows[word * L + l] >> shift);
+        if (shift + W > B) v = U(v | U(rows[(word + 1) * L + l] << (B - shift)));
+        out[p * L + l] = U(U(v & mask) + ref);
+      }
+    }
+  }
+}
+
+template <typename U>
+using UnpackFn = void (*)(const uint8_t*, U, U*);
+
+template <typename U, int W>
+void UnpackPortable(const uint8_t* in, U ref, U* out) {
+  UnpackImpl<U, W>(in, ref, out);
+}
+
+#if defined(__x86_64__)
+template <typename U, int W>
+__attribute__((target("avx2"))) void UnpackAvx2(const uint8_t* in, U ref, U* out) {
+  UnpackImpl<U, W>(in, ref, out);
+}
+#endif
+
+template <typename U, bool kAvx2, size_t... W>
+constexpr std::array<UnpackFn<U>, sizeof...(W)> MakeTable(std::index_sequence<W...>) {
+#if defined(__x86_64__)
+  if constexpr (kAvx2) return {{&UnpackAvx2<U, static_cast<int>(W)>...}};
+#endif
+  return {{&UnpackPortable<U, static_cast<int>(W)>...}};
+}
+
+template <typename U, bool kAvx2>
+const std::array<UnpackFn<U>, kBits<U> + 1>& Table() {
+  static constexpr auto table = MakeTable<U, kAvx2>(std::make_index_sequence<kBits<U> + 1>());
+  return table;
+}
+
+std::atomic<UnpackIsa>& ActiveIsa() {
+  static std::atomic<UnpackIsa> isa{BestSupportedUnpackIsa()};
+  return isa;
+}
+
+}  // namespace
+
+UnpackIsa BestSupportedUnpackIsa() {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2")) return UnpackIsa::kAvx2;
+#endif
+  return UnpackIsa::kPortable;
+}
+
+void SetUnpackIsaForTesting(UnpackIsa isa) {
+  CHECK(static_cast<int>(isa) <= static_cast<int>(BestSupportedUnpackIsa()))
+      << "unpack ISA not supported by this CPU";
+  ActiveIsa().store(isa, std::memory_order_relaxed);
+}
+
+template <typename U>
+void PackBlock(const U* residuals, int width, uint8_t* out) {
+  constexpr int L = kLanes<U>;
+  constexpr int B = kBits<U>;
+  DCHECK(width >= 0 && width <= B);
+  U rows[B * L] = {};
+  for (int p = 0; p < B && width > 0; p++) {
+    const int bit = p * width;
+    const int word = bit / B;
+    const int shift = bit % B;
+    for (int l = 0; l < L; l++) {
+      const U v = residuals[p * L + l];
+      DCHECK_EQ(v & ~LowMask<U>(width), 0) << "residual wider than " << width << " bits";
+      rows[word * L + l] = U(rows[word * L + l] | U(v << shift));
+      if (shift + width > B)
+        rows[(word + 1) * L + l] = U(rows[(word + 1) * L + l] | (v >> (B - shift)));
+    }
+  }
+  std::memcpy(out, rows, kRowBytes * width);
+}
+
+template <typename U>
+void UnpackBlock(const uint8_t* in, int width, U ref, U* out) {
+  DCHECK(width >= 0 && width <= kBits<U>);
+#if defined(__x86_64__)
+  if (ActiveIsa().load(std::memory_order_relaxed) == UnpackIsa::kAvx2) {
+    Table<U, true>()[width](in, ref, out);
+    return;
+  }
+#endif
+  Table<U, false>()[width](in, ref, out);
+}
+
+template void PackBlock<uint8_t>(const uint8_t*, int, uint8_t*);
+template void PackBlock<uint16_t>(const uint16_t*, int, uint8_t*);
+template void PackBlock<uint32_t>(const uint32_t*, int, uint8_t*);
+template void PackBlock<uint64_t>(const uint64_t*, int, uint8_t*);
+template void UnpackBlock<uint8_t>(const uint8_t*, int, uint8_t, uint8_t*);
+template void UnpackBlock<uint16_t>(const uint8_t*, int, uint16_t, uint16_t*);
+template void UnpackBlock<uint32_t>(const uint8_t*, int, uint32_t, uint32_t*);
+template void UnpackBlock<uint64_t>(const uint8_t*, int, uint64_t, uint64_t*);
+
+}  // namespace bitpacking
+
+namespace {
+
+using bitpacking::kBlockValues;
+constexpr size_t kRowBytes = 16;
+using encoding_internal::Corruption;
+constexpr std::string_view kBitPacked = "BIT_PACKED";
+constexpr uint8_t kDeltaFlag = 0x80;
+constexpr uint8_t kWidthMask = 0x7f;
+
+// Bytes of the largest possible block of T: the page-full rule reserves room for one.
+template <typename T>
+constexpr size_t kMaxBlockBytes = 1 + 2 * sizeof(T) + kRowBytes * 8 * sizeof(T);
+
+template <typename U>
+void PutCell(std::string* buf, U v) {
+  buf->append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+template <typename U>
+U GetCell(const char* p) {
+  U v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+}  // namespace
+
+template <typename T>
+BitPackedPageBuilder<T>::BitPackedPageBuilder(const PageBuilderOptions& options)
+    : page_size_(options.page_size_bytes) {
+  Reset();
+}
+
+template <typename T>
+size_t BitPackedPageBuilder<T>::Add(const void* cells, size_t n) {
+  const T* values = static_cast<const T*>(cells);
+  size_t taken = 0;
+  while (taken < n && !IsFull()) {
+    const size_t k = std::min(n - taken, kBlockValues - num_pending_);
+    std::memcpy(pending_ + num_pending_, values + taken, k * sizeof(T));
+    if (count_ == 0) first_ = values[0];
+    num_pending_ += k;
+    count_ += k;
+    taken += k;
+    if (num_pending_ == kBlockValues) FlushBlock();
+  }
+  if (taken > 0) last_ = values[taken - 1];
+  return taken;
+}
+
+template <typename T>
+bool BitPackedPageBuilder<T>::IsFull() const {
+  // Only whole blocks end a page (kMaxValuesPerPage is a multiple of 128), and the room of one
+  // worst-case block is reserved, so the page ends within the target.
+  return num_pending_ == 0 &&
+         encoding_internal::IsPageFull(count_, buf_.size() + kMaxBlockBytes<T>, page_size_);
+}
+
+// Codes pending_[0, num_pending_) as one block, FOR or DELTA, whichever is smaller.
+template <typename T>
+void BitPackedPageBuilder<T>::FlushBlock() {
+  using U = std::make_unsigned_t<T>;
+  const size_t n = num_pending_;
+  DCHECK_GT(n, 0u);
+  T min = pending_[0], max = pending_[0];
+  T dmin = 0, dmax = 0;
+  for (size_t i = 1; i < n; i++) {
+    min = std::min(min, pending_[i]);
+    max = std::max(max, pending_[i]);
+    const T d = static_cast<T>(U(U(pending_[i]) - U(pending_[i - 1])));
+    dmin = i == 1 ? d : std::min(dmin, d);
+    dmax = i == 1 ? d : std::max(dmax, d);
+  }
+  const int for_width = std::bit_width(U(U(max) - U(min)));
+  const int delta_width = std::bit_width(U(U(dmax) - U(dmin)));
+  const bool use_delta = kRowBytes * delta_width + sizeof(T) < kRowBytes * for_width;
+  U residuals[kBlockValues] = {};
+  int width;
+  if (use_delta) {
+    width = delta_width;
+    buf_.push_back(static_cast<char>(width | kDeltaFlag));
+    PutCell<U>(&buf_, U(U(pending_[0]) - U(dmin)));
+    PutCell<U>(&buf_, U(dmin));
+    for (size_t i = 1; i < n; i++) {
+      residuals[i] = U(U(U(pending_[i]) - U(pending_[i - 1])) - U(dmin));
+    }
+  } else {
+    width = for_width;
+    buf_.push_back(static_cast<char>(width));
+    PutCell<U>(&buf_, U(min));
+    for (size_t i = 0; i < n; i++) residuals[i] = U(U(pending_[i]) - U(min));
+  }
+  const size_t at = buf_.size();
+  buf_.resize(at + kRowBytes * width);
+  bitpacking::PackBlock<U>(residuals, width, reinterpret_cast<uint8_t*>(buf_.data() + at));
+  num_pending_ = 0;
+}
+
+template <typename T>
+std::string_view BitPackedPageBuilder<T>::Finish() {
+  if (num_pending_ > 0) FlushBlock();
+  encoding_internal::PatchPageCount(&buf_, 0, count_);
+  return buf_;
+}
+
+template <typename T>
+void BitPackedPageBuilder<T>::Reset() {
+  buf_.clear();
+  encoding_internal::PutPageCountPlaceholder(&buf_);
+  buf_.push_back(static_cast<char>(sizeof(T)));
+  num_pending_ = 0;
+  count_ = 0;
+}
+
+template <typename T>
+bool BitPackedPageBuilder<T>::GetFirstValue(void* cell) const {
+  if (count_ == 0) return false;
+  std::memcpy(cell, &first_, sizeof(T));
+  return true;
+}
+
+template <typename T>
+bool BitPackedPageBuilder<T>::GetLastValue(void* cell) const {
+  if (count_ == 0) return false;
+  std::memcpy(cell, &last_, sizeof(T));
+  return true;
+}
+
+template <typename T>
+BitPackedPageDecoder<T>::BitPackedPageDecoder() = default;
+
+template <typename T>
+absl::Status BitPackedPageDecoder<T>::Init(std::string_view page) {
+  uint32_t count;
+  BASALT_RETURN_IF_ERROR(encoding_internal::ReadPageCount(kBitPacked, &page, &count));
+  if (page.empty() || static_cast<uint8_t>(page[0]) != sizeof(T)) {
+    return Corruption(kBitPacked, "cell width ",
+                      page.empty() ? -1 : static_cast<int>(static_cast<uint8_t>(page[0])),
+                      " does not match the column's ", sizeof(T), " bytes");
+  }
+  page.remove_prefix(1);
+  const size_t num_blocks = (count + kBlockValues - 1) / kBlockValues;
+  block_offsets_.resize(num_blocks);
+  size_t off = 0;
+  for (size_t b = 0; b < num_blocks; b++) {
+    if (off >= page.size()) {
+      return Corruption(kBitPacked, "block ", b, " of ", num_blocks, " starts past the end");
+    }
+    const uint8_t desc = static_cast<uint8_t>(page[off]);
+    const size_t width = desc & kWidthMask;
+    if (width > 8 * sizeof(T)) {
+      return Corruption(kBitPacked, "block ", b, " has bit width ", width, " for ", 8 * sizeof(T),
+                        "-bit values");
+    }
+    const size_t bytes = 1 + sizeof(T) * ((desc & kDeltaFlag) ? 2 : 1) + kRowBytes * width;
+    if (bytes > page.size() - off) {
+      return Corruption(kBitPacked, "block ", b, " at offset ", off + 5, " needs ", bytes,
+                        " bytes, ", page.size() - off, " left");
+    }
+    block_offsets_[b] = static_cast<uint32_t>(off);
+    off += bytes;
+  }
+  if (off != page.size()) {
+    return Corruption(kBitPacked, page.size() - off, " trailing bytes after ", num_blocks,
+                      " blocks");
+  }
+  data_ = page.data();
+  count_ = count;
+  pos_ = 0;
+  scratch_block_ = SIZE_MAX;
+  return absl::OkStatus();
+}
+
+template <typename T>
+void BitPackedPageDecoder<T>::SeekToPositionInPage(size_t pos) {
+  DCHECK_LE(pos, count_);
+  pos_ = pos;
+}
+
+template <typename T>
+void BitPackedPageDecoder<T>::DecodeBlock(size_t b, U* out) const {
+  const char* p = data_ + block_offsets_[b];
+  const uint8_t desc = static_cast<uint8_t>(*p++);
+  const int width = desc & kWidthMask;
+  const U ref = GetCell<U>(p);
+  p += sizeof(U);
+  if (!(desc & kDeltaFlag)) {
+    bitpacking::UnpackBlock<U>(reinterpret_cast<const uint8_t*>(p), width, ref, out);
+    return;
+  }
+  const U min_delta = GetCell<U>(p);
+  p += sizeof(U);
+  bitpacking::UnpackBlock<U>(reinterpret_cast<const uint8_t*>(p), width, min_delta, out);
+  U acc = ref;
+  for (size_t i = 0; i < kBlockValues; i++) {
+    acc = U(acc + out[i]);
+    out[i] = acc;
+  }
+}
+
+template <typename T>
+const typename BitPackedPageDecoder<T>::U* BitPackedPageDecoder<T>::ScratchBlock(size_t b) {
+  if (scratch_block_ != b) {
+    DecodeBlock(b, scratch_);
+    scratch_block_ = b;
+  }
+  return scratch_;
+}
+
+template <typename T>
+size_t BitPackedPageDecoder<T>::DecodeRaw(size_t n, T* out) {
+  const size_t k = std::min(n, count_ - pos_);
+  U* dst = reinterpret_cast<U*>(out);
+  size_t done = 0;
+  while (done < k) {
+    const size_t b = pos_ / kBlockValues;
+    const size_t in_block = pos_ % kBlockValues;
+    const size_t take = std::min(k - done, kBlockValues - in_block);
+    if (take == kBlockValues) {
+      DecodeBlock(b, dst + done);  // Whole block straight into the output.
+    } else {
+      std::memcpy(dst + done, ScratchBlock(b) + in_block, take * sizeof(U));
+    }
+    done += take;
+    pos_ += take;
+  }
+  return k;
+}
+
+template <typename T>
+absl::StatusOr<size_t> BitPackedPageDecoder<T>::DecodeNext(size_t n, ColumnBlock* out,
+                                                           size_t dst_offset) {
+  DCHECK_EQ(out->cell_size, sizeof(T));
+  DCHECK_LE(dst_offset + std::min(n, count_ - pos_), out->capacity);
+  return DecodeRaw(n, out->data<T>() + dst_offset);
+}
+
+template <typename T>
+absl::Status BitPackedPageDecoder<T>::CompareAt(size_t pos, const void* value, int* result) {
+  const T v = static_cast<T>(ScratchBlock(pos / kBlockValues)[pos % kBlockValues]);
+  T target;
+  std::memcpy(&target, value, sizeof(T));
+  *result = (v > target) - (v < target);
+  return absl::OkStatus();
+}
+
+template class BitPackedPageBuilder<int8_t>;
+template class BitPackedPageBuilder<int16_t>;
+template class BitPackedPageBuilder<int32_t>;
+template class BitPackedPageBuilder<int64_t>;
+template class BitPackedPageDecoder<int8_t>;
+template class BitPackedPageDecoder<int16_t>;
+template class BitPackedPageDecoder<int32_t>;
+template class BitPackedPageDecoder<int64_t>;
+
+std::unique_ptr<PageBuilder> NewBitPackedPageBuilder(DataType type,
+                                                     const PageBuilderOptions& options) {
+  switch (GetTypeInfo(type).size()) {
+    case 1:
+      return std::make_unique<BitPackedPageBuilder<int8_t>>(options);
+    case 2:
+      return std::make_unique<BitPackedPageBuilder<int16_t>>(options);
+    case 4:
+      return std::make_unique<BitPackedPageBuilder<int32_t>>(options);
+    case 8:
+      return std::make_unique<BitPackedPageBuilder<int64_t>>(options);
+  }
+  LOG(FATAL) << "BIT_PACKED cannot store " << DataTypeName(type);
+  return nullptr;
+}
+
+std::unique_ptr<PageDecoder> NewBitPackedPageDecoder(DataType type) {
+  switch (GetTypeInfo(type).size()) {
+    case 1:
+      return std::make_unique<BitPackedPageDecoder<int8_t>>();
+    case 2:
+      return std::make_unique<BitPackedPageDecoder<int16_t>>();
+    case 4:
+      return std::make_unique<BitPackedPageDecoder<int32_t>>();
+    case 8:
+      return std::make_unique<BitPackedPageDecoder<int64_t>>();
+  }
+  LOG(FATAL) << "BIT_PACKED cannot store " << DataTypeName(type);
+  return nullptr;
+}
+
+}  // namespace basalt

@@ -1,0 +1,112 @@
+#pragma once
+
+// BIT_PACKED encoding: frame of reference + bit packing in blocks of 128 values, the default for
+// integer-backed types (docs/cfile_encodings.md has the byte table).
+//
+// Page: u32 count | u8 cell_bytes | ceil(count / 128) blocks. Each block codes 128 values (the
+// last block of a page is padded with zero residuals) in one of two modes, whichever is smaller:
+//   FOR:   values minus the block minimum (signed), in `width` bits each;
+//   DELTA: differences of consecutive values minus their minimum, in `width` bits each, so
+//          sequential keys cost a 0-bit block: header only, under 1 bit per value.
+// Block: u8 (width | delta << 7) | ref (cell_bytes, LE) | [min_delta (cell_bytes, LE)] |
+//        16 * width bytes of residuals.
+// Arithmetic is modulo 2^(8 * cell_bytes), so every value, including the type's extremes, round
+// trips.
+//
+// Residuals are laid out *vertically* so unpacking is SIMD work without shuffles: the block is
+// `width` rows of 16 bytes; a row holds L = 16 / cell_bytes lanes of cell_bytes each; value i
+// belongs to lane i % L at position i / L, and each lane is an LSB-first bit stream of its
+// positions across the rows. Unpack routines are specialized per (cell width, bit width) and
+// compiled twice, portable (SSE2 on x86-64) and AVX2, picked at run time by CPUID.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cfile/encoding.h"
+
+namespace basalt {
+
+// REQUIRES: IsEncodingAllowed(type, kBitPacked).
+std::unique_ptr<PageBuilder> NewBitPackedPageBuilder(DataType type,
+                                                     const PageBuilderOptions& options);
+std::unique_ptr<PageDecoder> NewBitPackedPageDecoder(DataType type);
+
+namespace bitpacking {
+
+inline constexpr size_t kBlockValues = 128;
+
+// Instruction sets the unpack routines are compiled for.
+enum class UnpackIsa : uint8_t { kPortable = 0, kAvx2 = 1 };
+UnpackIsa BestSupportedUnpackIsa();
+// Forces `isa` (REQUIRES: isa <= BestSupportedUnpackIsa()) so tests cover every variant.
+void SetUnpackIsaForTesting(UnpackIsa isa);
+
+// Packs 128 residuals of `width` bits (REQUIRES: each < 2^width) into 16 * width bytes at `out`.
+// U is uint8_t, uint16_t, uint32_t or uint64_t; 0 <= width <= 8 * sizeof(U).
+template <typename U>
+void PackBlock(const U* residuals, int width, uint8_t* out);
+// Inverse of PackBlock, adding `ref` to every residual (mod 2^bits): writes 128 values to `out`.
+template <typename U>
+void UnpackBlock(const uint8_t* in, int width, U ref, U* out);
+
+}  // namespace bitpacking
+
+// The BIT_PACKED builder and decoder for cells of C++ type T (int8_t..int64_t), exposed for DICT,
+// which bit-packs its codes with them. Not thread-safe.
+template <typename T>
+class BitPackedPageBuilder final : public PageBuilder {
+ public:
+  explicit BitPackedPageBuilder(const PageBuilderOptions& options);
+  size_t Add(const void* cells, size_t n) override;
+  bool IsFull() const override;
+  size_t count() const override { return count_; }
+  std::string_view Finish() override;
+  void Reset() override;
+  bool GetFirstValue(void* cell) const override;
+  bool GetLastValue(void* cell) const override;
+
+ private:
+  void FlushBlock();
+
+  const size_t page_size_;
+  std::string buf_;
+  T pending_[bitpacking::kBlockValues];
+  size_t num_pending_ = 0;
+  size_t count_ = 0;
+  T first_ = 0;
+  T last_ = 0;
+};
+
+template <typename T>
+class BitPackedPageDecoder final : public PageDecoder {
+ public:
+  using U = std::make_unsigned_t<T>;
+  BitPackedPageDecoder();
+  absl::Status Init(std::string_view page) override;
+  size_t count() const override { return count_; }
+  size_t position() const override { return pos_; }
+  void SeekToPositionInPage(size_t pos) override;
+  absl::StatusOr<size_t> DecodeNext(size_t n, ColumnBlock* out, size_t dst_offset) override;
+  // DecodeNext into a plain array: writes min(n, count() - position()) values and returns it.
+  size_t DecodeRaw(size_t n, T* out);
+
+ protected:
+  absl::Status CompareAt(size_t pos, const void* value, int* result) override;
+
+ private:
+  // Decodes block `b` (all 128 slots, padding included) into `out`.
+  void DecodeBlock(size_t b, U* out) const;
+  const U* ScratchBlock(size_t b);
+
+  const char* data_ = nullptr;
+  size_t count_ = 0;
+  size_t pos_ = 0;
+  std::vector<uint32_t> block_offsets_;  // Byte offset of each block in data_.
+  alignas(64) U scratch_[bitpacking::kBlockValues];
+  size_t scratch_block_ = SIZE_MAX;  // Block held in scratch_, or SIZE_MAX.
+};
+
+}  // namespace basalt

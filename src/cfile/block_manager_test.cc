@@ -1,0 +1,392 @@
+#include "cfile/block_manager.h"
+
+#include <unistd.h>
+
+#include <ctime>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/env.h"
+#include "common/env_memory.h"
+#include "common/fault_injection_env.h"
+#include "common/random.h"
+#include "common/strings.h"
+#include "glog/logging.h"
+#include "gtest/gtest.h"
+
+namespace basalt {
+namespace {
+
+constexpr char kDataDir[] = "/data";
+
+// Returns every file (not directory) under `dir`, recursively, as paths.
+std::vector<std::string> AllFiles(Env* env, const std::string& dir) {
+  std::vector<std::string> out;
+  auto children = env->GetChildren(dir);
+  if (!children.ok()) return out;
+  for (const std::string& name : *children) {
+    const std::string path = JoinPath(dir, name);
+    if (*env->IsDirectory(path)) {
+      for (std::string& p : AllFiles(env, path)) out.push_back(std::move(p));
+    } else {
+      out.push_back(path);
+    }
+  }
+  return out;
+}
+
+bool HasTempFiles(Env* env) {
+  for (const std::string& path : AllFiles(env, kDataDir)) {
+    if (path.ends_with(".tmp")) return true;
+  }
+  return false;
+}
+
+std::unique_ptr<BlockManager> OpenOrDie(Env* env) {
+  auto bm = BlockManager::Open(env, kDataDir);
+  CHECK(bm.ok()) << bm.status();
+  return *std::move(bm);
+}
+
+// Writes `data` in a few appends and finalizes; returns the id.
+BlockId WriteBlock(BlockManager* bm, std::string_view data) {
+  auto block = bm->CreateBlock();
+  CHECK(block.ok()) << block.status();
+  for (size_t pos = 0; pos < data.size(); pos += 1000) {
+    CHECK(((*block)->Append(data.substr(pos, 1000))).ok());
+  }
+  CHECK(((*block)->Finalize()).ok());
+  return (*block)->id();
+}
+
+std::string ReadBlock(BlockManager* bm, BlockId id) {
+  auto block = bm->OpenBlock(id);
+  CHECK(block.ok()) << block.status();
+  std::string data;
+  CHECK(((*block)->ReadAt(0, (*block)->size(), &data)).ok());
+  return data;
+}
+
+TEST(BlockIdTest, FormatAndParse) {
+  const BlockId id(0x0000010000000abcull);
+  EXPECT_EQ(id.ToString(), "0000010000000abc");
+  EXPECT_EQ(BlockId::FromString("0000010000000abc"), id);
+  EXPECT_EQ(BlockId::FromString("ffffffffffffffff")->value(), ~0ull);
+  EXPECT_FALSE(BlockId::FromString("0000000000000000").has_value());  // 0 is not a block.
+  EXPECT_FALSE(BlockId::FromString("0000010000000ABC").has_value());  // Uppercase.
+  EXPECT_FALSE(BlockId::FromString("10000000abc").has_value());
+  EXPECT_FALSE(BlockId::FromString("0000010000000abc.tmp").has_value());
+  EXPECT_FALSE(BlockId::FromString("000001000000-abc").has_value());
+  EXPECT_FALSE(BlockId().valid());
+}
+
+TEST(BlockManagerTest, WriteReadListDelete) {
+  MemoryEnv env;
+  auto bm = OpenOrDie(&env);
+  Random rng(SeedFromEnvOrTime());
+  const std::string a = rng.Bytes(5000);
+  const std::string b = rng.Bytes(1);
+  const BlockId id_a = WriteBlock(bm.get(), a);
+  const BlockId id_b = WriteBlock(bm.get(), b);
+  EXPECT_NE(id_a, id_b);
+  EXPECT_EQ(ReadBlock(bm.get(), id_a), a);
+  EXPECT_EQ(ReadBlock(bm.get(), id_b), b);
+  EXPECT_EQ(*bm->ListBlocks(), (std::vector<BlockId>{id_a, id_b}));
+  EXPECT_TRUE(env.FileExists(bm->BlockPath(id_a)));
+  EXPECT_EQ(bm->BlockPath(id_a),
+            JoinPath(JoinPath("/data/blocks", id_a.ToString().substr(14)), id_a.ToString()));
+
+  auto reader = bm->OpenBlock(id_a);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ((*reader)->size(), a.size());
+  std::string part;
+  ASSERT_TRUE((*reader)->ReadAt(4000, 1000, &part).ok());
+  EXPECT_EQ(part, a.substr(4000));
+  ASSERT_TRUE((*reader)->ReadAt(5000, 0, &part).ok());
+  EXPECT_EQ(part, "");
+
+  ASSERT_TRUE(bm->DeleteBlock(id_a).ok());
+  EXPECT_FALSE(bm->BlockExists(id_a));
+  EXPECT_EQ(bm->OpenBlock(id_a).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(bm->DeleteBlock(id_a).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(*bm->ListBlocks(), std::vector<BlockId>{id_b});
+  // An open reader keeps reading a deleted block.
+  ASSERT_TRUE((*reader)->ReadAt(0, 10, &part).ok());
+  EXPECT_EQ(part, a.substr(0, 10));
+}
+
+TEST(BlockManagerTest, ReadPastEndIsDataLossNamingTheBlock) {
+  MemoryEnv env;
+  auto bm = OpenOrDie(&env);
+  const BlockId id = WriteBlock(bm.get(), "0123456789");
+  auto reader = *bm->OpenBlock(id);
+  std::string out;
+  for (auto [offset, n] : {std::pair<uint64_t, size_t>{5, 6}, {10, 1}, {11, 0}, {~0ull, 2}}) {
+    absl::Status s = reader->ReadAt(offset, n, &out);
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << offset << " " << n;
+    EXPECT_NE(s.message().find(id.ToString()), absl::string_view::npos) << s;
+  }
+}
+
+TEST(BlockManagerTest, AbortAndDestructorRemoveTheTempFile) {
+  MemoryEnv env;
+  auto bm = OpenOrDie(&env);
+  {
+    auto block = *bm->CreateBlock();
+    ASSERT_TRUE(block->Append("abc").ok());
+    EXPECT_EQ(block->bytes_written(), 3u);
+    EXPECT_TRUE(HasTempFiles(&env));
+    ASSERT_TRUE(block->Abort().ok());
+    EXPECT_FALSE(HasTempFiles(&env));
+    EXPECT_TRUE(block->Abort().ok());
+    EXPECT_EQ(block->Append("x").code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(block->Finalize().code(), absl::StatusCode::kFailedPrecondition);
+  }
+  {
+    auto block = *bm->CreateBlock();
+    ASSERT_TRUE(block->Append("abc").ok());
+  }  // Destroyed unfinished.
+  EXPECT_FALSE(HasTempFiles(&env));
+  EXPECT_TRUE(bm->ListBlocks()->empty());
+
+  auto block = *bm->CreateBlock();
+  ASSERT_TRUE(block->Finalize().ok());
+  EXPECT_EQ(block->Append("x").code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(block->Abort().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ReadBlock(bm.get(), block->id()), "");  // An empty block is valid.
+}
+
+TEST(BlockManagerTest, SecondOpenOfTheSameDirectoryIsUnavailable) {
+  MemoryEnv env;
+  auto bm = OpenOrDie(&env);
+  EXPECT_EQ(BlockManager::Open(&env, kDataDir).status().code(), absl::StatusCode::kUnavailable);
+  bm.reset();
+  EXPECT_TRUE(BlockManager::Open(&env, kDataDir).ok());
+}
+
+TEST(BlockManagerTest, OpenRemovesTempFilesAndKeepsUnknownFiles) {
+  MemoryEnv env;
+  auto bm = OpenOrDie(&env);
+  const BlockId kept = WriteBlock(bm.get(), "kept");
+  bm.reset();
+  // What a crash in the middle of writing leaves behind, plus a stray file.
+  const std::string tmp = "/data/blocks/07/0000010000000007.tmp";
+  ASSERT_TRUE(WriteStringToFile(&env, tmp, "partial", false).ok());
+  ASSERT_TRUE(WriteStringToFile(&env, "/data/blocks/07/README", "x", false).ok());
+  bm = OpenOrDie(&env);
+  EXPECT_FALSE(env.FileExists(tmp));
+  EXPECT_TRUE(env.FileExists("/data/blocks/07/README"));
+  EXPECT_EQ(*bm->ListBlocks(), std::vector<BlockId>{kept});
+}
+
+TEST(BlockManagerTest, IdsAreNeverReusedAcrossRestartsEvenAfterDeletes) {
+  MemoryEnv env;
+  std::set<BlockId> seen;
+  uint64_t last_epoch = 0;
+  for (int round = 0; round < 4; ++round) {
+    auto bm = OpenOrDie(&env);
+    EXPECT_GT(bm->epoch(), last_epoch);
+    last_epoch = bm->epoch();
+    for (int i = 0; i < 300; ++i) {  // More than 256: wraps around the subdirectories.
+      auto block = *bm->CreateBlock();
+      EXPECT_TRUE(seen.insert(block->id()).second) << block->id().ToString();
+      if (i % 2 == 0) {
+        ASSERT_TRUE(block->Finalize().ok());
+        if (round % 2 == 1) {
+          ASSERT_TRUE(bm->DeleteBlock(block->id()).ok());  // Delete them all.
+        }
+      }
+    }
+  }
+}
+
+TEST(BlockManagerTest, EpochSurvivesLossOfTheEpochFile) {
+  MemoryEnv env;
+  BlockId last;
+  {
+    auto bm = OpenOrDie(&env);
+    last = WriteBlock(bm.get(), "x");
+  }
+  ASSERT_TRUE(env.DeleteFile("/data/blocks/EPOCH").ok());
+  auto bm = OpenOrDie(&env);
+  EXPECT_GT(bm->epoch(), last.value() >> BlockManager::kCounterBits);
+  EXPECT_GT((*bm->CreateBlock())->id(), last);
+}
+
+TEST(BlockManagerTest, CorruptEpochFileIsDataLoss) {
+  MemoryEnv env;
+  OpenOrDie(&env).reset();
+  std::string epoch;
+  ASSERT_TRUE(ReadFileToString(&env, "/data/blocks/EPOCH", &epoch).ok());
+  ASSERT_EQ(epoch.size(), 12u);
+  for (size_t i = 0; i <= epoch.size(); ++i) {
+    std::string bad = epoch;
+    if (i < epoch.size()) {
+      bad[i] ^= 0x10;
+    } else {
+      bad.pop_back();  // Truncated.
+    }
+    ASSERT_TRUE(WriteStringToFile(&env, "/data/blocks/EPOCH", bad, false).ok());
+    absl::Status s = BlockManager::Open(&env, kDataDir).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << i << " " << s;
+    EXPECT_NE(s.message().find("EPOCH"), absl::string_view::npos) << s;
+  }
+}
+
+TEST(BlockManagerTest, FinalizeBlocksBatchesDirectorySyncs) {
+  MemoryEnv mem;
+  FaultInjectionEnv env(&mem);
+  auto bm = OpenOrDie(&env);
+  std::vector<std::unique_ptr<WritableBlock>> blocks;
+  std::vector<WritableBlock*> ptrs;
+  for (int i = 0; i < 3; ++i) {
+    blocks.push_back(*bm->CreateBlock());
+    ASSERT_TRUE(blocks.back()->Append(std::string(10 + i, 'a' + i)).ok());
+    ptrs.push_back(blocks.back().get());
+  }
+  const int64_t before = env.num_sync_points();
+  ASSERT_TRUE(bm->FinalizeBlocks(ptrs).ok());
+  // One sync per file, one per distinct subdirectory (consecutive ids: 3 subdirectories).
+  EXPECT_EQ(env.num_sync_points() - before, 6);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(ReadBlock(bm.get(), blocks[i]->id()), std::string(10 + i, 'a' + i));
+  }
+}
+
+TEST(BlockManagerTest, InjectedErrorsLeaveNoBlockBehind) {
+  using OpKind = FaultInjectionEnv::OpKind;
+  for (OpKind kind : {OpKind::kAppend, OpKind::kSync, OpKind::kRename, OpKind::kSyncDir}) {
+    SCOPED_TRACE(OpKindName(kind));
+    MemoryEnv mem;
+    FaultInjectionEnv env(&mem);
+    auto bm = OpenOrDie(&env);
+    auto block = *bm->CreateBlock();
+    env.FailAfter(0, kind, /*one_shot=*/true);
+    absl::Status s = block->Append("data");
+    if (s.ok()) s = block->Finalize();
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.message().find(block->id().ToString()), absl::string_view::npos) << s;
+    env.ClearFailures();
+    EXPECT_FALSE(bm->BlockExists(block->id()));
+    EXPECT_FALSE(HasTempFiles(&env));
+    EXPECT_TRUE(bm->ListBlocks()->empty());
+    EXPECT_TRUE(block->Abort().ok());
+  }
+}
+
+// Writes `num_blocks` blocks and finalizes them together, crashing after `crash_at` sync points,
+// then recovers and checks that each block is absent or complete, never partial.
+void CrashWhileFinalizing(int num_blocks, int64_t crash_at, int64_t* sync_points_used) {
+  SCOPED_TRACE(testing::Message() << "blocks=" << num_blocks << " crash_at=" << crash_at);
+  MemoryEnv mem;
+  FaultInjectionEnv env(&mem);
+  auto bm = OpenOrDie(&env);
+  const std::string old_data(3000, 'o');
+  const BlockId old_id = WriteBlock(bm.get(), old_data);
+
+  std::vector<std::unique_ptr<WritableBlock>> blocks;
+  std::vector<WritableBlock*> ptrs;
+  std::vector<std::string> contents;
+  const int64_t start = env.num_sync_points();
+  env.SetCrashAtSyncPoint(crash_at);
+  for (int i = 0; i < num_blocks; ++i) {
+    auto block = bm->CreateBlock();
+    if (!block.ok()) break;  // Crashed already.
+    contents.push_back(std::string(2500 + i, static_cast<char>('a' + i)));
+    (void)(*block)->Append(std::string_view(contents.back()).substr(0, 1000));
+    (void)(*block)->Append(std::string_view(contents.back()).substr(1000));
+    ptrs.push_back(block->get());
+    blocks.push_back(*std::move(block));
+  }
+  const bool finalized = bm->FinalizeBlocks(ptrs).ok();
+  *sync_points_used = env.num_sync_points() - start;
+  std::vector<BlockId> ids;
+  for (WritableBlock* b : ptrs) ids.push_back(b->id());
+  blocks.clear();
+  bm.reset();
+  ASSERT_TRUE(env.DropUnsyncedData().ok());
+
+  bm = OpenOrDie(&env);
+  EXPECT_FALSE(HasTempFiles(&env));
+  EXPECT_EQ(ReadBlock(bm.get(), old_id), old_data);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const BlockId id = ids[i];
+    if (finalized) {
+      EXPECT_TRUE(bm->BlockExists(id)) << id.ToString();
+    }
+    if (bm->BlockExists(id)) {
+      EXPECT_EQ(ReadBlock(bm.get(), id), contents[i]) << id.ToString();
+    }
+  }
+  // New ids stay unique after the crash.
+  for (BlockId id : ids) EXPECT_GT((*bm->CreateBlock())->id(), id);
+}
+
+TEST(BlockManagerTest, CrashAtEverySyncPointLeavesNoPartialBlock) {
+  for (int num_blocks : {1, 3}) {
+    int64_t total = 0;
+    CrashWhileFinalizing(num_blocks, /*crash_at=*/1000, &total);  // No crash: counts them.
+    ASSERT_EQ(total, 2 * num_blocks);
+    for (int64_t k = 0; k <= total; ++k) {
+      int64_t unused;
+      CrashWhileFinalizing(num_blocks, k, &unused);
+    }
+  }
+}
+
+TEST(BlockManagerTest, CrashDuringOpenOfAFreshDirectoryRecovers) {
+  int64_t total = 0;
+  {
+    MemoryEnv mem;
+    FaultInjectionEnv env(&mem);
+    OpenOrDie(&env).reset();
+    total = env.num_sync_points();
+  }
+  ASSERT_GT(total, 0);
+  for (int64_t k = 0; k <= total; ++k) {
+    SCOPED_TRACE(k);
+    MemoryEnv mem;
+    FaultInjectionEnv env(&mem);
+    ASSERT_TRUE(mem.CreateDirs(kDataDir).ok());
+    env.SetCrashAtSyncPoint(k);
+    (void)BlockManager::Open(&env, kDataDir);
+    ASSERT_TRUE(env.DropUnsyncedData().ok());
+    auto bm = OpenOrDie(&env);
+    const BlockId id = WriteBlock(bm.get(), "after");
+    EXPECT_EQ(ReadBlock(bm.get(), id), "after");
+  }
+}
+
+TEST(BlockManagerTest, UnsyncedDeleteMayBeUndoneButNeverLeavesAPartialBlock) {
+  MemoryEnv mem;
+  FaultInjectionEnv env(&mem);
+  auto bm = OpenOrDie(&env);
+  const std::string data(4096, 'd');
+  const BlockId id = WriteBlock(bm.get(), data);
+  ASSERT_TRUE(bm->DeleteBlock(id).ok());
+  bm.reset();
+  ASSERT_TRUE(env.DropUnsyncedData().ok());
+  bm = OpenOrDie(&env);
+  ASSERT_EQ(*bm->ListBlocks(), std::vector<BlockId>{id});  // An orphan for GC.
+  EXPECT_EQ(ReadBlock(bm.get(), id), data);
+}
+
+TEST(BlockManagerTest, WorksOnThePosixEnv) {
+  Env* env = Env::Default();
+  const std::string dir =
+      JoinPath(testing::TempDir(), StrCat("block_manager_test_", getpid(), "_", time(nullptr)));
+  {
+    auto bm = BlockManager::Open(env, dir);
+    ASSERT_TRUE(bm.ok()) << bm.status();
+    EXPECT_EQ(BlockManager::Open(env, dir).status().code(), absl::StatusCode::kUnavailable);
+    const BlockId id = WriteBlock(bm->get(), "posix block");
+    EXPECT_EQ(ReadBlock(bm->get(), id), "posix block");
+    EXPECT_EQ(*(*bm)->ListBlocks(), std::vector<BlockId>{id});
+  }
+  ASSERT_TRUE(env->DeleteDirRecursively(dir).ok());
+}
+
+}  // namespace
+}  // namespace basalt
