@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace basalt {
 
@@ -35,6 +36,26 @@ struct LogEntry {
   std::string data;
 
   OpId id() const { return OpId{term, index}; }
+};
+
+// The durable part of a replica's Raft state besides its log (Raft paper figure 2: currentTerm,
+// votedFor) plus the commit index, which is persisted so that a restarted replica can re-apply
+// committed entries without waiting for a leader. Persisted atomically (consensus metadata) before
+// any message that depends on it is sent.
+struct HardState {
+  uint64_t term = 0;
+  PeerId vote;  // Empty: no vote cast in `term`.
+  uint64_t commit = 0;
+  bool operator==(const HardState&) const = default;
+};
+
+// A Raft group's membership: voters count toward elections and commitment; learners (non-voting
+// members) receive the log but never count. Both lists are sorted and disjoint (raft_config.h
+// checks and normalizes).
+struct RaftConfig {
+  std::vector<PeerId> voters;
+  std::vector<PeerId> learners;
+  bool operator==(const RaftConfig&) const = default;
 };
 
 }  // namespace basalt

@@ -1,0 +1,241 @@
+#pragma once
+
+// Log: the write-ahead log of one Raft group, which is also its Raft log. Entries live in segment
+// files (log_segment.h, byte tables in docs/wal.md) of about --log_segment_size_mb under one
+// directory; one appender thread writes them with group commit.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/btree_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/env.h"
+#include "consensus/log_reader.h"
+#include "consensus/log_segment.h"
+#include "consensus/raft_types.h"
+
+namespace basalt {
+
+struct LogOptions {
+  // A segment is closed and a new one started once it reaches this size (a segment may exceed it
+  // by one batch). Default: --log_segment_size_mb.
+  uint64_t segment_size_bytes = 8 << 20;
+  // Sync (fdatasync) each group of batches before acknowledging it. Default:
+  // --log_force_fsync_all. When false, an acknowledged entry survives a process crash but not a
+  // machine crash.
+  bool force_fsync = true;
+  // Written into every segment header; when not empty, Open() refuses segments of another log.
+  std::string log_id;
+
+  // Returns options with the defaults taken from the flags.
+  static LogOptions FromFlags();
+};
+
+// The durable Raft log of one group.
+//
+// Lifecycle: Open() recovers the directory (creating an empty log if there is none); the reader
+// methods work from then on. Start() launches the appender thread, required by every mutating
+// call; Shutdown() (or the destructor) completes every queued operation, runs its callback, and
+// stops the thread.
+//
+// Writes are queued and executed in order by the appender thread:
+//  - AsyncAppend() queues a batch; the appender takes every queued batch (up to a few MiB),
+//    writes them as one frame, syncs once (group commit), publishes them to readers, and then
+//    runs their callbacks in queue order. An entry may count toward a Raft majority only after
+//    its callback reported OK: then it is durable (with force_fsync).
+//  - TruncateSuffix() and GC() queue an operation and wait for it.
+// A failed write or sync puts the log in a failed state: that operation and every later mutating
+// call fail with the error (what reached the disk is unknown until the log is reopened, whose
+// recovery sorts it out). Readers keep working on the entries published before the failure.
+//
+// Invariants: the log holds the entries [FirstIndex(), LastIndex()], consecutive, with
+// non-decreasing terms; segments have consecutive sequence numbers, each starting at the index
+// after the previous one's last entry; only the newest segment (the active one) is written.
+// LastIndex() and the reader methods see only published entries (written and, with force_fsync,
+// synced).
+//
+// Thread-safe. Appends must arrive in index order, so a caller appending from several threads
+// serializes choosing the index with the AsyncAppend call. Callbacks run on the appender thread:
+// they must be quick and must not call the blocking methods (Append, TruncateSuffix, GC,
+// Shutdown), which wait for that thread.
+class Log : public LogReader {
+ public:
+  using StatusCallback = std::function<void(const absl::Status&)>;
+
+  // Opens (or creates) the log in directory `dir`, creating the directory if needed, and
+  // recovers it: every complete batch is kept, a torn tail of the last segment (a partial final
+  // batch with nothing valid after it) is cut off and the file truncated, and a segment left
+  // empty by a crash while it was being created is removed. Returns DATA_LOSS, naming the file and
+  // offset, for damage anywhere else (a bad batch with valid data after it, damage in a segment
+  // that is not the last, a missing segment, entries out of order), FAILED_PRECONDITION for
+  // segments of another log id, and I/O errors. `env` is borrowed and must outlive the log.
+  static absl::StatusOr<std::unique_ptr<Log>> Open(Env* env, const std::string& dir,
+                                                   const LogOptions& options);
+
+  ~Log() override;
+
+  Log(const Log&) = delete;
+  Log& operator=(const Log&) = delete;
+
+  // Starts the appender thread. FAILED_PRECONDITION if already started or shut down.
+  absl::Status Start() ABSL_LOCKS_EXCLUDED(mu_);
+  // Executes every queued operation (running its callback), then stops the appender thread and
+  // closes the active segment. Idempotent. Later mutating calls fail with FAILED_PRECONDITION.
+  void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Queues `entries` for appending; `callback` runs on the appender thread once they are durable
+  // (OK) or failed (the error). The entries must be consecutive with non-decreasing terms, the
+  // first one at most one past the last queued entry: if it is at or below it, the entries from
+  // there on are replaced (a follower's log conflicting with its leader's), like TruncateSuffix.
+  // Returns without queuing (and without calling `callback`): INVALID_ARGUMENT for entries that
+  // break these rules or are too large (kMaxEntryDataBytes), FAILED_PRECONDITION if not started,
+  // shut down, or failed earlier (with that error's message).
+  absl::Status AsyncAppend(std::vector<LogEntry> entries, StatusCallback callback)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // AsyncAppend and wait for the callback. Returns its status.
+  absl::Status Append(std::vector<LogEntry> entries) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Durably removes the entries with index >= `index` (after the queued appends before it), across
+  // segments if needed; a no-op if there are none. INVALID_ARGUMENT if `index` < FirstIndex();
+  // FAILED_PRECONDITION as AsyncAppend; I/O errors (which fail the log).
+  absl::Status TruncateSuffix(uint64_t index) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Deletes the oldest segments whose entries are all below `retain_from_index`, never the
+  // active segment, and returns how many it deleted. Afterwards FirstIndex() <= retain_from_index
+  // unless the active segment starts after it. FAILED_PRECONDITION as AsyncAppend; I/O errors
+  // (which do not fail the log: the segments not yet deleted stay).
+  absl::StatusOr<int> GC(uint64_t retain_from_index) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Replaces the whole log by an empty one whose previous entry is `snapshot` (after a tablet
+  // copy installed a snapshot): FirstIndex() becomes snapshot.index + 1. Crash-safe: a new
+  // segment flagged as starting a new log is made durable before the old ones are deleted.
+  absl::Status ResetToSnapshot(OpId snapshot) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- LogReader ----
+  uint64_t FirstIndex() const override ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t LastIndex() const override ABSL_LOCKS_EXCLUDED(mu_);
+  // NOT_FOUND outside [FirstIndex() - 1, LastIndex()].
+  absl::StatusOr<uint64_t> Term(uint64_t index) const override ABSL_LOCKS_EXCLUDED(mu_);
+  // Reads the entries [lo, hi) from the segment files, stopping once their total LogEntrySize
+  // would exceed max_bytes (but returning at least one). REQUIRES: lo < hi. NOT_FOUND if the range
+  // is not within [FirstIndex(), LastIndex()]; DATA_LOSS if a batch fails its checksum; I/O
+  // errors. A range truncated or collected concurrently may still be returned as it was.
+  absl::StatusOr<std::vector<LogEntry>> Entries(uint64_t lo, uint64_t hi,
+                                                uint64_t max_bytes) const override
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  OpId LastOpId() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- Introspection (tests, metrics) ----
+  // Number of group commits that synced the active segment.
+  int64_t num_syncs() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Sequence numbers of the segments, oldest first.
+  std::vector<uint64_t> SegmentSeqs() const ABSL_LOCKS_EXCLUDED(mu_);
+  const std::string& dir() const { return dir_; }
+
+ private:
+  struct Segment;
+  struct Task;
+  // Where a batch lives.
+  struct BatchPos {
+    uint64_t seq = 0;
+    uint64_t offset = 0;
+    uint32_t frame_size = 0;
+    uint64_t last_index = 0;
+  };
+
+  Log(Env* env, std::string dir, LogOptions options);
+
+  // ---- Recovery ----
+  absl::Status Recover() ABSL_LOCKS_EXCLUDED(mu_);
+  // Returns the segment sequence numbers in the directory, sorted, creating the directory if
+  // needed and deleting leftover temporary files.
+  absl::StatusOr<std::vector<uint64_t>> ListSegments();
+  // Deletes a newest segment whose header never became durable, and the segments before the
+  // newest one that starts a new log (ResetToSnapshot).
+  absl::Status DropObsoleteSegments(std::vector<uint64_t>* seqs);
+  absl::Status ReadSegmentHeader(uint64_t seq, SegmentHeader* header, uint64_t* file_size);
+  // Scans segment `seq`, cutting off a torn tail if `is_last`, and publishes its batches.
+  absl::Status RecoverSegment(uint64_t seq, bool is_last) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- Appender thread ----
+  void AppenderLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Queues `task`, releases mu_ until it has run, and returns its status.
+  absl::Status EnqueueAndWait(std::unique_ptr<Task> task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RunAppendGroup(std::vector<std::unique_ptr<Task>> group) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status WriteGroup(const std::vector<std::unique_ptr<Task>>& group) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status DoTruncate(uint64_t index) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<int> DoGC(uint64_t retain_from_index) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status DoReset(OpId snapshot) ABSL_LOCKS_EXCLUDED(mu_);
+  // Syncs and closes the active segment's writer, if open.
+  absl::Status CloseWriter();
+  // Creates segment `seq` durably (file and directory synced), opens its writer as the active
+  // one, and returns it for the caller to publish.
+  absl::StatusOr<std::shared_ptr<Segment>> CreateSegment(uint64_t seq, uint64_t first_index,
+                                                         uint64_t prev_term, uint32_t flags)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Opens a writer appending to existing segment `seq` and makes it active.
+  absl::Status OpenWriter(uint64_t seq) ABSL_LOCKS_EXCLUDED(mu_);
+  // Durably replaces segment `seq`'s file by `contents`.
+  absl::Status RewriteSegment(uint64_t seq, const std::string& contents) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- Helpers (mu_ held) ----
+  std::string SegmentPath(uint64_t seq) const { return JoinPath(dir_, SegmentFileName(seq)); }
+  absl::StatusOr<uint64_t> TermLocked(uint64_t index) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Term of entry `index` once every queued operation has run.
+  absl::StatusOr<uint64_t> QueuedTermLocked(uint64_t index) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckWritableLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Publishes a batch written at `offset` of the active segment.
+  void AddBatchLocked(uint64_t seq, uint64_t offset, uint32_t frame_size, uint64_t first_index,
+                      const std::vector<uint64_t>& terms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets entries >= index (in memory only).
+  void DropFromLocked(uint64_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t LastIndexLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return first_index_ + terms_.size() - 1;
+  }
+  // Reads and decodes the batch at `pos` of `segment` into `entries` (views into `*buf`).
+  static absl::Status ReadBatch(const Segment& segment, const BatchPos& pos,
+                                uint64_t expected_first_index, std::string* buf,
+                                std::vector<EntryView>* entries);
+
+  // Constant after construction.
+  Env* const env_;
+  const std::string dir_;
+  const LogOptions options_;
+
+  // Owned by the appender thread (and by Open before the thread starts): the active segment's
+  // writer, which no other thread touches.
+  std::unique_ptr<WritableFile> writer_;
+  uint64_t active_seq_ = 0;  // Mirrored in segments_ as the newest segment.
+
+  mutable absl::Mutex mu_;
+  // Published state: segments by sequence number, batches by first index, and the term of every
+  // entry [first_index_, first_index_ + terms_.size()).
+  std::map<uint64_t, std::shared_ptr<Segment>> segments_ ABSL_GUARDED_BY(mu_);
+  absl::btree_map<uint64_t, BatchPos> batches_ ABSL_GUARDED_BY(mu_);
+  std::deque<uint64_t> terms_ ABSL_GUARDED_BY(mu_);
+  uint64_t first_index_ ABSL_GUARDED_BY(mu_) = 1;
+  // Queue state: the index after the last queued entry and that entry's term, as they will be once
+  // every queued operation has run.
+  uint64_t next_queued_index_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t last_queued_term_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<std::unique_ptr<Task>> queue_ ABSL_GUARDED_BY(mu_);
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);  // Set when a write failed; sticky.
+  int64_t num_syncs_ ABSL_GUARDED_BY(mu_) = 0;
+
+  std::thread appender_;  // Started by Start(), joined by Shutdown().
+};
+
+}  // namespace basalt

@@ -1,0 +1,166 @@
+#pragma once
+
+// The on-disk format of write-ahead log segments (byte tables in docs/wal.md): the segment header,
+// the CRC32C framing of entry batches, the serialization of entries inside a batch, and a scanner
+// that validates a whole segment and tells a torn tail from corruption. Pure functions over bytes
+// in memory; the Log (log.h) does the file I/O.
+//
+// A segment file "wal-<seq, 9 digits>" is:
+//   header | frame | frame | ...
+// and each frame is
+//   [payload length u32][masked crc32c(payload) u32][masked crc32c(first 8 bytes) u32][payload]
+// where the payload is one batch of consecutive entries:
+//   [varint64 first index][varint32 count] then per entry
+//   [varint64 term][u8 type][varint64 timestamp][varint32 data length][data]
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "consensus/raft_types.h"
+
+namespace basalt {
+
+// "bsltwal" + a newline: catches text-mode mangling and tells a WAL segment from other files.
+inline constexpr char kSegmentMagic[8] = {'b', 's', 'l', 't', 'w', 'a', 'l', '\n'};
+inline constexpr uint32_t kSegmentFormatVersion = 1;
+// Header bytes before the log id: magic 8, version 4, flags 4, seq 8, first index 8, prev term
+// 8, log id length 2.
+inline constexpr size_t kSegmentHeaderFixedSize = 42;
+// Log ids (tablet ids) are uuids in practice; the bound keeps a corrupt length harmless.
+inline constexpr size_t kMaxLogIdBytes = 255;
+inline constexpr size_t kMaxSegmentHeaderSize = kSegmentHeaderFixedSize + kMaxLogIdBytes + 4;
+
+// Header flag: this segment starts a new log after a snapshot (ResetToSnapshot); the segments
+// before it are obsolete and recovery deletes them.
+inline constexpr uint32_t kSegmentFlagStartsNewLog = 1;
+
+// Frame header: length, payload crc, header crc.
+inline constexpr size_t kFrameHeaderSize = 12;
+// Largest payload a frame may carry. Batches are far smaller (the appender groups up to a few
+// MiB); the bound makes a corrupt length detectable without reading gigabytes.
+inline constexpr uint32_t kMaxFramePayloadBytes = 128u << 20;
+// Largest data of one entry (a batch of one such entry must still fit a frame).
+inline constexpr size_t kMaxEntryDataBytes = 64u << 20;
+
+struct SegmentHeader {
+  uint32_t flags = 0;
+  uint64_t seq = 0;
+  // Index of the first entry this segment holds (or would hold, if it is empty).
+  uint64_t first_index = 1;
+  // Term of the entry at first_index - 1 (0 at the start of the log).
+  uint64_t prev_term = 0;
+  // Identifies the Raft group (tablet id); empty if unused.
+  std::string log_id;
+};
+
+// Returns "wal-000000042" for seq 42.
+std::string SegmentFileName(uint64_t seq);
+// Parses a segment file name; returns false for any other name (including "*.tmp").
+bool ParseSegmentFileName(std::string_view name, uint64_t* seq);
+
+// Returns the encoded header. REQUIRES: header.log_id.size() <= kMaxLogIdBytes.
+std::string EncodeSegmentHeader(const SegmentHeader& header);
+// Decodes the header at the start of `data` and sets *size to its length. DATA_LOSS (naming
+// `filename`) if the bytes are short, the magic, version or crc is wrong.
+absl::Status DecodeSegmentHeader(std::string_view data, std::string_view filename,
+                                 SegmentHeader* header, size_t* size);
+
+// ---- Entries ----
+
+// A decoded entry whose data points into the payload it was decoded from.
+struct EntryView {
+  uint64_t term = 0;
+  uint64_t index = 0;
+  EntryType type = EntryType::kNormal;
+  uint64_t timestamp = 0;
+  std::string_view data;
+
+  LogEntry ToLogEntry() const;
+};
+
+// Appends the serialization of one entry (without its index) to *dst.
+void AppendEncodedEntry(const LogEntry& entry, std::string* dst);
+
+// Builds frames of batches: reserve the frame header, append entries, finish.
+// Not thread-safe; the caller serializes.
+class FrameBuilder {
+ public:
+  // Starts a frame for a batch whose first entry has index `first_index` and that will hold
+  // `count` entries.
+  FrameBuilder(uint64_t first_index, uint32_t count);
+  // Appends already-encoded entries (AppendEncodedEntry output).
+  void AppendEncodedEntries(std::string_view encoded) { buf_.append(encoded); }
+  // Fills in the frame header and returns the frame. REQUIRES: payload <= kMaxFramePayloadBytes.
+  std::string Finish() &&;
+
+ private:
+  std::string buf_;
+};
+
+// Decodes a batch payload into `out` (cleared first). DATA_LOSS for malformed bytes: truncated
+// values, an unknown entry type, an index overflow, or bytes left over.
+absl::Status DecodeBatch(std::string_view payload, std::vector<EntryView>* out);
+
+// ---- Frames ----
+
+enum class FrameState {
+  kOk,          // A complete frame with valid checksums.
+  kEnd,         // No bytes left.
+  kIncomplete,  // The bytes end inside the frame header or payload.
+  kCorrupt,     // A checksum mismatch or an impossible length.
+};
+
+struct FrameResult {
+  FrameState state = FrameState::kEnd;
+  std::string_view payload;  // kOk only.
+  size_t frame_size = 0;     // kOk only: header + payload.
+  const char* reason = "";   // kIncomplete / kCorrupt: what is wrong.
+};
+
+// Reads the frame at the start of `data` (which runs to the end of the file).
+FrameResult ReadFrame(std::string_view data);
+
+// Returns the smallest offset in [from, data.size()) at which a complete, valid frame starts, or
+// std::string_view::npos. Used to tell a torn tail (nothing valid follows) from corruption.
+size_t FindValidFrame(std::string_view data, size_t from);
+
+// ---- Whole segments ----
+
+// One batch found by ScanSegment.
+struct ScannedBatch {
+  uint64_t offset = 0;      // Of the frame in the file.
+  uint32_t frame_size = 0;  // Header + payload.
+  uint64_t first_index = 0;
+  std::vector<uint64_t> terms;  // One per entry, in index order.
+};
+
+struct SegmentScan {
+  SegmentHeader header;
+  size_t header_size = 0;
+  std::vector<ScannedBatch> batches;
+  // Bytes that hold the header and the valid batches; the rest (if any) is a torn tail.
+  uint64_t valid_size = 0;
+  bool torn_tail = false;
+  // Index after the last entry (first_index if there are none) and the last entry's term.
+  uint64_t next_index = 0;
+  uint64_t last_term = 0;
+};
+
+// Validates the segment `contents` (a whole file named `filename`): the header, every frame's
+// checksums, the batch encoding, and that entries are consecutive from the header's first index
+// with non-decreasing terms no lower than its prev_term.
+//
+// If `allow_torn_tail` (the last segment of the log), an invalid or incomplete frame after which
+// no valid frame starts anywhere in the file is a torn tail: scanning stops there and the result
+// says so. Every other damage is DATA_LOSS with the file name and offset: a bad frame followed by
+// a valid one (data after the damage would be lost), any damage in a segment that is not the last,
+// and a frame whose checksums are valid but whose contents are malformed or out of order.
+absl::StatusOr<SegmentScan> ScanSegment(std::string_view contents, std::string_view filename,
+                                        bool allow_torn_tail);
+
+}  // namespace basalt

@@ -1,0 +1,150 @@
+#include "consensus/quorum.h"
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "consensus/raft_config.h"
+
+namespace basalt {
+namespace {
+
+RaftConfig Voters(std::vector<PeerId> voters, std::vector<PeerId> learners = {}) {
+  return RaftConfig{std::move(voters), std::move(learners)};
+}
+
+TEST(QuorumTest, MajoritySize) {
+  EXPECT_EQ(MajoritySize(Voters({"a"})), 1u);
+  EXPECT_EQ(MajoritySize(Voters({"a", "b"})), 2u);
+  EXPECT_EQ(MajoritySize(Voters({"a", "b", "c"})), 2u);
+  EXPECT_EQ(MajoritySize(Voters({"a", "b", "c", "d"})), 3u);
+  EXPECT_EQ(MajoritySize(Voters({"a", "b", "c", "d", "e"})), 3u);
+}
+
+TEST(QuorumTest, CommittedIndexIsHighestIndexMatchedByMajority) {
+  const RaftConfig three = Voters({"a", "b", "c"});
+  EXPECT_EQ(CommittedIndex(three, {{"a", 5}, {"b", 3}, {"c", 1}}), 3u);
+  EXPECT_EQ(CommittedIndex(three, {{"a", 5}, {"b", 5}, {"c", 1}}), 5u);
+  EXPECT_EQ(CommittedIndex(three, {{"a", 7}}), 0u);  // Missing voters count as 0.
+  const RaftConfig four = Voters({"a", "b", "c", "d"});
+  EXPECT_EQ(CommittedIndex(four, {{"a", 9}, {"b", 8}, {"c", 2}, {"d", 1}}), 2u);
+  const RaftConfig five = Voters({"a", "b", "c", "d", "e"});
+  EXPECT_EQ(CommittedIndex(five, {{"a", 9}, {"b", 8}, {"c", 7}, {"d", 1}, {"e", 1}}), 7u);
+  EXPECT_EQ(CommittedIndex(Voters({}), {{"a", 9}}), 0u);
+}
+
+TEST(QuorumTest, LearnersAndNonMembersDoNotCountTowardCommit) {
+  const RaftConfig config = Voters({"a", "b", "c"}, {"l1", "l2"});
+  EXPECT_EQ(CommittedIndex(config, {{"a", 5}, {"b", 1}, {"c", 1}, {"l1", 5}, {"l2", 5}, {"x", 5}}),
+            1u);
+}
+
+TEST(QuorumTest, TallyVotes) {
+  const RaftConfig three = Voters({"a", "b", "c"});
+  EXPECT_EQ(TallyVotes(three, {{"a", true}}), VoteResult::kPending);
+  EXPECT_EQ(TallyVotes(three, {{"a", true}, {"b", true}}), VoteResult::kWon);
+  EXPECT_EQ(TallyVotes(three, {{"a", true}, {"b", false}}), VoteResult::kPending);
+  EXPECT_EQ(TallyVotes(three, {{"a", true}, {"b", false}, {"c", false}}), VoteResult::kLost);
+  // Even split of four voters: no majority is possible any more.
+  const RaftConfig four = Voters({"a", "b", "c", "d"});
+  EXPECT_EQ(TallyVotes(four, {{"a", true}, {"b", true}, {"c", false}}), VoteResult::kPending);
+  EXPECT_EQ(TallyVotes(four, {{"a", true}, {"b", true}, {"c", false}, {"d", false}}),
+            VoteResult::kLost);
+  EXPECT_EQ(TallyVotes(Voters({"a"}), {{"a", true}}), VoteResult::kWon);
+}
+
+TEST(QuorumTest, LearnerVotesAreIgnored) {
+  const RaftConfig config = Voters({"a", "b", "c"}, {"l"});
+  EXPECT_EQ(TallyVotes(config, {{"a", true}, {"l", true}, {"x", true}}), VoteResult::kPending);
+  EXPECT_EQ(TallyVotes(config, {{"a", true}, {"b", false}, {"c", false}, {"l", true}}),
+            VoteResult::kLost);
+}
+
+TEST(QuorumTest, QuorumActive) {
+  const RaftConfig config = Voters({"a", "b", "c"}, {"l"});
+  EXPECT_FALSE(QuorumActive(config, {{"a", true}, {"l", true}}));
+  EXPECT_FALSE(QuorumActive(config, {{"a", true}, {"b", false}}));
+  EXPECT_TRUE(QuorumActive(config, {{"a", true}, {"c", true}}));
+}
+
+TEST(RaftConfigTest, SingleServerChanges) {
+  const RaftConfig config = Voters({"a", "b", "c"});
+  auto added = ApplyConfigChange(config, {ConfigChange::Type::kAddLearner, "d"});
+  ASSERT_TRUE(added.ok()) << added.status();
+  EXPECT_EQ(*added, Voters({"a", "b", "c"}, {"d"}));
+  auto promoted = ApplyConfigChange(*added, {ConfigChange::Type::kPromoteLearner, "d"});
+  ASSERT_TRUE(promoted.ok());
+  EXPECT_EQ(*promoted, Voters({"a", "b", "c", "d"}));
+  auto removed = ApplyConfigChange(*promoted, {ConfigChange::Type::kRemovePeer, "b"});
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(*removed, Voters({"a", "c", "d"}));
+
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      ApplyConfigChange(config, {ConfigChange::Type::kAddLearner, "a"}).status()));
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      ApplyConfigChange(config, {ConfigChange::Type::kPromoteLearner, "a"}).status()));
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      ApplyConfigChange(config, {ConfigChange::Type::kRemovePeer, "z"}).status()));
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      ApplyConfigChange(Voters({"a"}), {ConfigChange::Type::kRemovePeer, "a"}).status()));
+}
+
+TEST(RaftConfigTest, ValidateRejectsMalformedConfigs) {
+  EXPECT_TRUE(ValidateConfig(Voters({"a", "b"}, {"c"})).ok());
+  EXPECT_FALSE(ValidateConfig(Voters({})).ok());
+  EXPECT_FALSE(ValidateConfig(Voters({"b", "a"})).ok());
+  EXPECT_FALSE(ValidateConfig(Voters({"a", "a"})).ok());
+  EXPECT_FALSE(ValidateConfig(Voters({"a"}, {"a"})).ok());
+  EXPECT_FALSE(ValidateConfig(Voters({""})).ok());
+  EXPECT_EQ(NormalizeConfig(Voters({"b", "a", "b"})), Voters({"a", "b"}));
+}
+
+TEST(RaftConfigTest, EncodingRoundTripsAndGoldenBytes) {
+  const RaftConfig config = Voters({"a", "bc"}, {"d"});
+  const std::string encoded = EncodeConfig(config);
+  EXPECT_EQ(encoded, std::string("\x01\x02\x01"
+                                 "a"
+                                 "\x02"
+                                 "bc"
+                                 "\x01\x01"
+                                 "d",
+                                 10));
+  auto decoded = DecodeConfig(encoded);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(*decoded, config);
+}
+
+TEST(RaftConfigTest, CorruptEncodingIsDataLossNeverACrash) {
+  const std::string encoded = EncodeConfig(Voters({"alpha", "beta", "gamma"}, {"delta"}));
+  for (size_t len = 0; len < encoded.size(); ++len) {
+    EXPECT_TRUE(absl::IsDataLoss(DecodeConfig(encoded.substr(0, len)).status())) << len;
+  }
+  EXPECT_TRUE(absl::IsDataLoss(DecodeConfig(encoded + "x").status()));
+  for (size_t i = 0; i < encoded.size(); ++i) {
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string flipped = encoded;
+      flipped[i] ^= static_cast<char>(1 << bit);
+      auto s = DecodeConfig(flipped);  // May decode to another valid config; must not crash.
+      if (!s.ok()) {
+        EXPECT_TRUE(absl::IsDataLoss(s.status()));
+      }
+    }
+    std::string zeroed = encoded;
+    zeroed[i] = 0;
+    auto s = DecodeConfig(zeroed);
+    if (!s.ok()) {
+      EXPECT_TRUE(absl::IsDataLoss(s.status()));
+    }
+  }
+  // Duplicate voters decode structurally but fail validation.
+  EXPECT_TRUE(absl::IsDataLoss(DecodeConfig(std::string("\x01\x02\x01"
+                                                        "a"
+                                                        "\x01"
+                                                        "a"
+                                                        "\x00",
+                                                        7))
+                                   .status()));
+}
+
+}  // namespace
+}  // namespace basalt

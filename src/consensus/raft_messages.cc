@@ -1,0 +1,42 @@
+#include "consensus/raft_messages.h"
+
+#include "common/strings.h"
+
+namespace basalt {
+
+const char* MessageTypeName(MessageType type) {
+  switch (type) {
+    case MessageType::kPreVote:
+      return "PreVote";
+    case MessageType::kPreVoteResponse:
+      return "PreVoteResp";
+    case MessageType::kVote:
+      return "Vote";
+    case MessageType::kVoteResponse:
+      return "VoteResp";
+    case MessageType::kAppend:
+      return "Append";
+    case MessageType::kAppendResponse:
+      return "AppendResp";
+    case MessageType::kHeartbeat:
+      return "Heartbeat";
+    case MessageType::kHeartbeatResponse:
+      return "HeartbeatResp";
+    case MessageType::kTimeoutNow:
+      return "TimeoutNow";
+  }
+  return "?";
+}
+
+std::string MessageToString(const RaftMessage& m) {
+  std::string out = StrCat(MessageTypeName(m.type), " ", m.from, "->", m.to, " term=", m.term,
+                           " log=", m.log_term, "/", m.index, " commit=", m.commit);
+  if (!m.entries.empty()) {
+    StrAppend(&out, " entries=[", m.entries.front().index, "..", m.entries.back().index, "]");
+  }
+  if (m.reject) StrAppend(&out, " REJECT hint=", m.reject_hint_term, "/", m.reject_hint_index);
+  if (m.transfer) StrAppend(&out, " transfer");
+  return out;
+}
+
+}  // namespace basalt

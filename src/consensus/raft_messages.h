@@ -1,0 +1,82 @@
+#pragma once
+
+// Messages exchanged by Raft cores (raft_core.h), as plain C++ structs. The transport maps them to
+// its wire format (proto/consensus.proto for gRPC); the core never sees bytes.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "consensus/raft_types.h"
+
+namespace basalt {
+
+enum class MessageType : uint8_t {
+  // Pre-vote (Raft thesis §9.6): "would you vote for me at term `term`?" Carries the candidate's
+  // last log term/index in log_term/index. Granting changes no state on the voter.
+  kPreVote = 0,
+  kPreVoteResponse = 1,
+  // RequestVote: term, last log term (log_term) and last log index (index).
+  kVote = 2,
+  kVoteResponse = 3,
+  // AppendEntries: entries follow the entry at (log_term, index); commit is the leader's commit.
+  kAppend = 4,
+  // Success: index is the follower's last index known to match the leader. Reject: index is the
+  // rejected prev index; reject_hint_index/term name the follower's best guess for a match.
+  kAppendResponse = 5,
+  // Leader liveness and commit propagation; commit is min(leader commit, follower match).
+  kHeartbeat = 6,
+  kHeartbeatResponse = 7,
+  // Leadership transfer: the recipient starts an election at once, skipping pre-vote.
+  kTimeoutNow = 8,
+};
+
+const char* MessageTypeName(MessageType type);
+
+// One Raft message. Fields not listed for a type are zero/empty.
+struct RaftMessage {
+  MessageType type = MessageType::kHeartbeat;
+  PeerId from;
+  PeerId to;
+  // The sender's term; for kPreVote the term the sender would campaign at (its term + 1), and for
+  // a granted kPreVoteResponse that same term echoed back.
+  uint64_t term = 0;
+  uint64_t log_term = 0;
+  uint64_t index = 0;
+  std::vector<LogEntry> entries;
+  uint64_t commit = 0;
+  bool reject = false;
+  uint64_t reject_hint_index = 0;
+  uint64_t reject_hint_term = 0;
+  // On kVote/kPreVote: the election was started by a leadership transfer (kTimeoutNow), so voters
+  // must not ignore it for having heard from a leader recently.
+  bool transfer = false;
+};
+
+// Returns a one-line description for traces and test failures.
+std::string MessageToString(const RaftMessage& m);
+
+// A batch of work the caller of RaftCore must carry out, in this order:
+//   1. persist hard_state (if set) and append entries to the log (an entry whose index is at or
+//      below the log's last index replaces that entry and everything after it), durably;
+//   2. send messages (they may depend on step 1, never before it is durable);
+//   3. start tablet copies for snapshots_needed;
+//   4. apply committed_entries in order (they may include entries from step 1);
+//   5. call RaftCore::Advance(ready).
+struct Ready {
+  std::optional<HardState> hard_state;  // Set only when it changed since the last Ready.
+  std::vector<LogEntry> entries;
+  std::vector<RaftMessage> messages;
+  std::vector<LogEntry> committed_entries;
+  // Followers the leader can no longer feed from its log (their next entry was compacted away):
+  // they need a tablet copy, after which the caller reports RaftCore::ReportSnapshotDone/Failed.
+  std::vector<PeerId> snapshots_needed;
+
+  bool empty() const {
+    return !hard_state && entries.empty() && messages.empty() && committed_entries.empty() &&
+           snapshots_needed.empty();
+  }
+};
+
+}  // namespace basalt

@@ -1,0 +1,626 @@
+#include "consensus/raft_simulation.h"
+
+#include <algorithm>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include <glog/logging.h>
+
+#include "common/random.h"
+#include "common/strings.h"
+#include "consensus/memory_log.h"
+
+namespace basalt {
+namespace {
+
+// ---- The replicated key-value state machine -------------------------------------------------
+
+// A put returns the previous value; a get returns the current one. Requests carry a unique id
+// and are deduplicated, so a retried request takes effect once and returns its first result.
+struct KvOp {
+  uint64_t req_id = 0;
+  bool put = false;
+  std::string key;
+  std::string value;
+};
+
+std::string EncodeOp(const KvOp& op) {
+  return StrCat(op.req_id, "|", op.put ? "P" : "G", "|", op.key, "|", op.value);
+}
+
+std::optional<KvOp> DecodeOp(const std::string& data) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t i = 0; i <= data.size(); ++i) {
+    if (i == data.size() || data[i] == '|') {
+      parts.push_back(data.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  if (parts.size() != 4) return std::nullopt;
+  return KvOp{std::stoull(parts[0]), parts[1] == "P", parts[2], parts[3]};
+}
+
+class KvStore {
+ public:
+  std::string Apply(const KvOp& op) {
+    auto it = results_.find(op.req_id);
+    if (it != results_.end()) return it->second;
+    ++applications_[op.req_id];
+    std::string result = data_[op.key];
+    if (op.put) data_[op.key] = op.value;
+    results_[op.req_id] = result;
+    return result;
+  }
+  bool operator==(const KvStore&) const = default;
+  const std::map<uint64_t, std::string>& results() const { return results_; }
+  const std::map<uint64_t, int>& applications() const { return applications_; }
+
+ private:
+  std::map<std::string, std::string> data_;
+  std::map<uint64_t, std::string> results_;
+  std::map<uint64_t, int> applications_;
+};
+
+// ---- Simulated parts ------------------------------------------------------------------------
+
+struct InFlight {
+  uint64_t deliver_at;
+  RaftMessage msg;
+};
+
+struct SimNode {
+  PeerId id;
+  int phase = 0;  // Substep of each tick at which this node's clock ticks.
+  std::unique_ptr<Random> rng;
+  MemoryLog log;
+  HardState durable_hard_state;
+  std::unique_ptr<RaftCore> core;  // Null while crashed.
+  KvStore kv;
+  uint64_t applied = 0;
+  uint64_t checked_commit = 0;
+};
+
+struct ClientOp {
+  KvOp op;
+  uint64_t invoke_time = 0;
+  uint64_t ack_time = 0;
+  bool acked = false;
+  std::string response;
+};
+
+struct Client {
+  bool busy = false;
+  size_t op = 0;  // Index into the history.
+  PeerId target;
+  bool proposed = false;
+  uint64_t proposed_at = 0;
+  uint64_t next_try_at = 0;
+};
+
+class Simulation {
+ public:
+  explicit Simulation(const SimulationOptions& options);
+  SimulationResult Run();
+
+ private:
+  bool ok() const { return result_.ok; }
+  bool Chance(int per_mille) { return rng_.Uniform(1000) < static_cast<uint64_t>(per_mille); }
+  void Fail(std::string what);
+  void Trace(const std::function<std::string()>& line);
+
+  // Nodes.
+  void Start(SimNode* n);
+  void Crash(SimNode* n);
+  void Process(SimNode* n);
+  void Apply(SimNode* n, const LogEntry& e);
+  SimNode* Node(const PeerId& id);
+
+  // Network.
+  void Send(RaftMessage m);
+  void DeliverDue();
+  void Partition();
+  void InjectFaults();
+
+  // Clients.
+  void StepClients();
+  void Submit(Client* c);
+
+  // Checks.
+  void CheckNewEntries(SimNode* n, const std::vector<LogEntry>& entries);
+  void CheckNode(SimNode* n);
+  void CheckElectableLogsHoldCommitted();
+  bool Converged();
+  void FinalChecks();
+
+  void RunSubstep();
+
+  const SimulationOptions options_;
+  Random rng_;
+  SimulationOptions rates_;  // options_ with fault rates scaled for this seed (swarm testing).
+  bool faulty_ = true;
+  uint64_t now_ = 0;  // Substeps.
+  std::vector<std::unique_ptr<SimNode>> nodes_;
+  RaftConfig config_;
+  std::vector<InFlight> network_;
+  std::set<std::pair<PeerId, PeerId>> blocked_;
+  std::vector<Client> clients_;
+  std::vector<ClientOp> history_;
+  uint64_t next_req_id_ = 1;
+  uint64_t append_bytes_ = 0;
+  size_t max_inflight_ = 0;
+
+  // Checker state.
+  std::map<uint64_t, PeerId> leaders_;  // term -> leader
+  std::map<std::pair<uint64_t, uint64_t>, std::pair<size_t, uint64_t>>
+      entries_;  // (index, term)
+                 // -> (hash, prev term)
+  // [index - 1] -> the committed entry and the term of the replica that first reported it
+  // committed, an upper bound of the term in which it was committed.
+  struct Committed {
+    uint64_t term;
+    size_t hash;
+    uint64_t commit_term;
+  };
+  std::vector<Committed> committed_;
+  std::map<uint64_t, std::pair<uint64_t, size_t>> applied_;  // index -> (term, hash)
+  std::deque<std::string> trace_;
+  SimulationResult result_;
+};
+
+size_t EntryHash(const LogEntry& e) {
+  return std::hash<std::string>()(e.data) * 31 + static_cast<size_t>(e.type);
+}
+
+Simulation::Simulation(const SimulationOptions& options) : options_(options), rng_(options.seed) {
+  // Swarm testing: each seed scales each kind of fault by 0, 1, 2 or 4, so that some runs
+  // concentrate on one kind of trouble.
+  rates_ = options_;
+  if (options_.swarm) {
+    for (int* rate :
+         {&rates_.loss_per_mille, &rates_.duplicate_per_mille, &rates_.long_delay_per_mille,
+          &rates_.partition_per_mille_per_tick, &rates_.crash_per_mille_per_tick,
+          &rates_.crash_leader_per_mille_per_tick, &rates_.crash_mid_ready_per_mille}) {
+      *rate *= std::vector<int>{0, 1, 2, 4}[rng_.Uniform(4)];
+    }
+  }
+  append_bytes_ = std::vector<uint64_t>{100, 300, 4096}[rng_.Uniform(3)];
+  max_inflight_ = std::vector<size_t>{1, 2, 8}[rng_.Uniform(3)];
+  for (int i = 0; i < options_.num_nodes; ++i) {
+    auto n = std::make_unique<SimNode>();
+    n->id = StrCat("n", i);
+    n->phase = static_cast<int>(rng_.Uniform(options_.substeps_per_tick));
+    n->rng = std::make_unique<Random>(rng_.Next64());
+    config_.voters.push_back(n->id);
+    nodes_.push_back(std::move(n));
+  }
+  clients_.resize(options_.clients);
+  for (auto& n : nodes_) Start(n.get());
+}
+
+void Simulation::Fail(std::string what) {
+  if (!result_.ok) return;
+  result_.ok = false;
+  result_.violation = StrCat("seed ", options_.seed, " at time ", now_, ": ", what);
+  Trace([&] { return StrCat("VIOLATION: ", what); });
+}
+
+void Simulation::Trace(const std::function<std::string()>& line) {
+  if (!options_.trace) return;
+  trace_.push_back(StrCat("[", now_ / options_.substeps_per_tick, ".",
+                          now_ % options_.substeps_per_tick, "] ", line()));
+  if (trace_.size() > 600) trace_.pop_front();
+}
+
+SimNode* Simulation::Node(const PeerId& id) {
+  for (auto& n : nodes_) {
+    if (n->id == id) return n.get();
+  }
+  return nullptr;
+}
+
+// ---- Nodes ----------------------------------------------------------------------------------
+
+void Simulation::Start(SimNode* n) {
+  RaftOptions options;
+  options.id = n->id;
+  // Small, varied batch limits split appends, so followers acknowledge partial prefixes.
+  options.max_append_bytes = append_bytes_;
+  options.max_inflight_appends = max_inflight_;
+  options.testing_bug = options_.bug;
+  RaftBootState boot;
+  boot.hard_state = n->durable_hard_state;
+  boot.config = config_;
+  auto core = RaftCore::Create(options, &n->log, boot, n->rng.get());
+  CHECK(core.ok()) << core.status();
+  n->core = std::move(*core);
+  n->kv = KvStore();
+  n->applied = 0;
+  n->checked_commit = 0;
+  Trace([&] { return StrCat("start ", n->core->DebugString()); });
+  Process(n);
+}
+
+void Simulation::Crash(SimNode* n) {
+  Trace([&] { return StrCat("crash ", n->id); });
+  n->core.reset();
+  n->log.Crash();
+  ++result_.crashes;
+}
+
+void Simulation::Process(SimNode* n) {
+  while (ok() && n->core && n->core->HasReady()) {
+    Ready ready = n->core->GetReady();
+    CheckNewEntries(n, ready.entries);
+    n->log.Append(ready.entries);
+    const bool wrote = ready.hard_state.has_value() || !ready.entries.empty();
+    if (faulty_ && wrote && Chance(rates_.crash_mid_ready_per_mille)) {
+      Crash(n);  // Before the sync: the write is lost, and nothing that depends on it was sent.
+      return;
+    }
+    n->log.Sync();
+    if (ready.hard_state) n->durable_hard_state = *ready.hard_state;
+    for (RaftMessage& m : ready.messages) Send(std::move(m));
+    for (const LogEntry& e : ready.committed_entries) Apply(n, e);
+    n->core->Advance(ready);
+    CheckNode(n);
+    CheckElectableLogsHoldCommitted();
+  }
+}
+
+void Simulation::Apply(SimNode* n, const LogEntry& e) {
+  if (e.index != n->applied + 1) {
+    return Fail(StrCat(n->id, " applied index ", e.index, " after ", n->applied));
+  }
+  n->applied = e.index;
+  auto [it, inserted] = applied_.emplace(e.index, std::make_pair(e.term, EntryHash(e)));
+  if (!inserted && it->second != std::make_pair(e.term, EntryHash(e))) {
+    return Fail(StrCat("state machine safety: ", n->id, " applied term ", e.term, " at index ",
+                       e.index, " where another replica applied term ", it->second.first));
+  }
+  if (e.type != EntryType::kNormal) return;
+  std::optional<KvOp> op = DecodeOp(e.data);
+  if (!op) return Fail(StrCat("undecodable entry at ", e.index));
+  const std::string result = n->kv.Apply(*op);
+  for (Client& c : clients_) {
+    if (!c.busy || !c.proposed || c.target != n->id || history_[c.op].op.req_id != op->req_id) {
+      continue;
+    }
+    ClientOp& h = history_[c.op];
+    h.acked = true;
+    h.ack_time = now_;
+    h.response = result;
+    c.busy = false;
+    ++result_.ops_acknowledged;
+    Trace(
+        [&] { return StrCat("ack req ", op->req_id, " at index ", e.index, " = '", result, "'"); });
+  }
+}
+
+// ---- Network --------------------------------------------------------------------------------
+
+void Simulation::Send(RaftMessage m) {
+  const int s = options_.substeps_per_tick;
+  if (faulty_ && Chance(rates_.loss_per_mille)) {
+    Trace([&] { return StrCat("lose ", MessageToString(m)); });
+    return;
+  }
+  const int copies = faulty_ && Chance(rates_.duplicate_per_mille) ? 2 : 1;
+  for (int i = 0; i < copies; ++i) {
+    uint64_t delay = 1 + rng_.Uniform(2);
+    if (faulty_ && Chance(rates_.long_delay_per_mille)) {
+      delay = 1 + rng_.Uniform(5 * s);
+    }
+    network_.push_back(InFlight{now_ + delay, m});
+  }
+}
+
+void Simulation::DeliverDue() {
+  for (;;) {
+    std::vector<size_t> due;
+    for (size_t i = 0; i < network_.size(); ++i) {
+      if (network_[i].deliver_at <= now_) due.push_back(i);
+    }
+    if (due.empty() || !ok()) return;
+    const size_t pick = due[rng_.Uniform(due.size())];  // Random order among due messages.
+    RaftMessage m = std::move(network_[pick].msg);
+    network_.erase(network_.begin() + pick);
+    SimNode* to = Node(m.to);
+    if (to == nullptr || !to->core || blocked_.count({m.from, m.to}) != 0) {
+      Trace([&] { return StrCat("drop ", MessageToString(m)); });
+      continue;
+    }
+    Trace([&] { return StrCat("deliver ", MessageToString(m)); });
+    to->core->Step(m);
+    Process(to);
+  }
+}
+
+void Simulation::Partition() {
+  ++result_.partitions;
+  const size_t n = nodes_.size();
+  switch (rng_.Uniform(3)) {
+    case 0: {  // Isolate one node.
+      const PeerId& id = nodes_[rng_.Uniform(n)]->id;
+      for (auto& other : nodes_) {
+        blocked_.insert({id, other->id});
+        blocked_.insert({other->id, id});
+      }
+      Trace([&] { return StrCat("isolate ", id); });
+      break;
+    }
+    case 1: {  // Split into two random sides.
+      std::vector<bool> side(n);
+      for (size_t i = 0; i < n; ++i) side[i] = rng_.OneIn(2);
+      for (size_t i = 0; i < n; ++i) {
+        for (size_t j = 0; j < n; ++j) {
+          if (side[i] != side[j]) blocked_.insert({nodes_[i]->id, nodes_[j]->id});
+        }
+      }
+      Trace([] { return std::string("split partition"); });
+      break;
+    }
+    default: {  // Cut one direction of one link.
+      const PeerId& a = nodes_[rng_.Uniform(n)]->id;
+      const PeerId& b = nodes_[rng_.Uniform(n)]->id;
+      blocked_.insert({a, b});
+      Trace([&] { return StrCat("cut ", a, "->", b); });
+      break;
+    }
+  }
+}
+
+void Simulation::InjectFaults() {
+  if (Chance(rates_.partition_per_mille_per_tick)) Partition();
+  if (!blocked_.empty() && Chance(rates_.heal_per_mille_per_tick)) {
+    blocked_.clear();
+    Trace([] { return std::string("heal"); });
+  }
+  for (auto& n : nodes_) {
+    const bool leader = n->core && n->core->role() == RaftCore::Role::kLeader;
+    if (n->core && (Chance(rates_.crash_per_mille_per_tick) ||
+                    (leader && Chance(rates_.crash_leader_per_mille_per_tick)))) {
+      Crash(n.get());
+    } else if (!n->core && Chance(rates_.restart_per_mille_per_tick)) {
+      Start(n.get());
+    }
+  }
+}
+
+// ---- Clients --------------------------------------------------------------------------------
+
+void Simulation::StepClients() {
+  const uint64_t s = options_.substeps_per_tick;
+  for (Client& c : clients_) {
+    if (!c.busy && faulty_ && history_.size() < static_cast<size_t>(options_.max_ops) &&
+        rng_.OneIn(2 * s)) {
+      ClientOp op;
+      op.op.req_id = next_req_id_++;
+      op.op.put = rng_.Uniform(10) < 6;
+      op.op.key = StrCat("k", rng_.Uniform(4));
+      // Values of varied size, so that batch limits split appends at varied points.
+      if (op.op.put) op.op.value = StrCat("v", op.op.req_id, std::string(rng_.Uniform(80), 'x'));
+      op.invoke_time = now_;
+      history_.push_back(op);
+      c = Client{true, history_.size() - 1, c.target, false, 0, now_};
+    }
+    if (!c.busy) continue;
+    if (c.proposed && now_ - c.proposed_at > 8 * s) {
+      c.proposed = false;  // Timed out: retry the same request, perhaps elsewhere.
+      c.target.clear();
+    }
+    if (!c.proposed && now_ >= c.next_try_at) Submit(&c);
+  }
+}
+
+void Simulation::Submit(Client* c) {
+  if (c->target.empty()) c->target = nodes_[rng_.Uniform(nodes_.size())]->id;
+  SimNode* n = Node(c->target);
+  const KvOp& op = history_[c->op].op;
+  if (n->core) {
+    absl::StatusOr<uint64_t> index = n->core->Propose(EncodeOp(op));
+    if (index.ok()) {
+      c->proposed = true;
+      c->proposed_at = now_;
+      Trace([&] { return StrCat("client req ", op.req_id, " proposed at ", n->id, " #", *index); });
+      Process(n);
+      return;
+    }
+  }
+  // Not the leader (or down): follow the hint, else try a random replica, a little later.
+  c->target = n->core ? n->core->leader() : PeerId();
+  c->next_try_at = now_ + options_.substeps_per_tick / 2;
+}
+
+// ---- Checks ---------------------------------------------------------------------------------
+
+// Log matching, checked incrementally: every entry that enters any log is recorded by (index,
+// term) with its content and the term of the entry before it. If two logs have an entry with the
+// same index and term, both must agree on content and on the previous entry's term, which by
+// induction makes the logs identical up to there.
+void Simulation::CheckNewEntries(SimNode* n, const std::vector<LogEntry>& entries) {
+  if (entries.empty()) return;
+  absl::StatusOr<uint64_t> prev = n->core->log().Term(entries.front().index - 1);
+  uint64_t prev_term = prev.ok() ? *prev : 0;
+  for (const LogEntry& e : entries) {
+    const std::pair<size_t, uint64_t> value{EntryHash(e), prev_term};
+    auto [it, inserted] = entries_.emplace(std::make_pair(e.index, e.term), value);
+    if (!inserted && it->second != value) {
+      return Fail(StrCat("log matching: ", n->id, " has a different entry or predecessor at ",
+                         "index ", e.index, " term ", e.term));
+    }
+    prev_term = e.term;
+  }
+}
+
+void Simulation::CheckNode(SimNode* n) {
+  RaftCore& core = *n->core;
+  const RaftLog& log = core.log();
+  if (core.role() == RaftCore::Role::kLeader) {
+    auto [it, inserted] = leaders_.emplace(core.term(), n->id);
+    if (!inserted && it->second != n->id) {
+      return Fail(StrCat("election safety: ", it->second, " and ", n->id, " both leaders of term ",
+                         core.term()));
+    }
+    if (inserted) {
+      ++result_.leaders_elected;
+      Trace([&] { return StrCat("elected ", core.DebugString()); });
+      // Leader completeness: an entry committed in a term is in the log of every leader of a
+      // higher term. (A leader of a lower term may finish its election late and lack it.)
+      for (size_t i = 1; i <= committed_.size(); ++i) {
+        if (committed_[i - 1].commit_term < core.term() &&
+            !log.MatchTerm(i, committed_[i - 1].term)) {
+          return Fail(StrCat("leader completeness: ", n->id, " leads term ", core.term(),
+                             " without committed entry ", i));
+        }
+      }
+    }
+  }
+  // Commit indexes: every replica commits the same entries.
+  if (log.committed() > n->checked_commit) {
+    auto entries = log.Entries(n->checked_commit + 1, log.committed() + 1, UINT64_MAX);
+    CHECK(entries.ok()) << entries.status();
+    for (const LogEntry& e : *entries) {
+      if (e.index > committed_.size()) {
+        committed_.push_back(Committed{e.term, EntryHash(e), core.term()});
+      } else if (committed_[e.index - 1].term != e.term ||
+                 committed_[e.index - 1].hash != EntryHash(e)) {
+        return Fail(StrCat("commit safety: ", n->id, " committed term ", e.term, " at index ",
+                           e.index, " where term ", committed_[e.index - 1].term,
+                           " was committed"));
+      }
+    }
+    n->checked_commit = log.committed();
+  }
+}
+
+// Leader completeness, checked ahead of any election: a replica whose durable log is at least as
+// up to date (§5.4.1) as those of a majority could collect a majority of votes, so it must already
+// hold every committed entry. (By log matching, holding the last committed entry suffices.) This
+// catches a premature commit at once rather than only if the unlucky election happens.
+void Simulation::CheckElectableLogsHoldCommitted() {
+  if (committed_.empty()) return;
+  const uint64_t index = committed_.size();
+  for (auto& x : nodes_) {
+    const OpId last_x{*x->log.Term(x->log.LastIndex()), x->log.LastIndex()};
+    size_t not_newer = 0;
+    for (auto& y : nodes_) {
+      not_newer += OpId{*y->log.Term(y->log.LastIndex()), y->log.LastIndex()} <= last_x;
+    }
+    if (not_newer < nodes_.size() / 2 + 1) continue;
+    absl::StatusOr<uint64_t> term = x->log.Term(index);
+    if (!term.ok() || *term != committed_[index - 1].term) {
+      return Fail(StrCat("leader completeness: ", x->id, " could win an election (log ends at ",
+                         last_x.term, "/", last_x.index, ") without committed entry ", index));
+    }
+  }
+}
+
+bool Simulation::Converged() {
+  for (const Client& c : clients_) {
+    if (c.busy) return false;
+  }
+  int leaders = 0;
+  for (auto& n : nodes_) {
+    if (!n->core) return false;
+    const RaftLog& log = n->core->log();
+    if (log.committed() != nodes_[0]->core->log().LastIndex() ||
+        log.LastIndex() != log.committed() || n->applied != log.committed()) {
+      return false;
+    }
+    leaders += n->core->role() == RaftCore::Role::kLeader;
+  }
+  return leaders == 1;
+}
+
+void Simulation::FinalChecks() {
+  const SimNode& first = *nodes_[0];
+  for (auto& n : nodes_) {
+    if (!(n->kv == first.kv)) return Fail(StrCat(n->id, " and ", first.id, " states differ"));
+    for (const auto& [req, count] : n->kv.applications()) {
+      if (count != 1) return Fail(StrCat("request ", req, " applied ", count, " times"));
+    }
+  }
+  // Replay the committed log: the linearization order is the log order.
+  auto entries = first.core->log().Entries(1, first.core->log().committed() + 1, UINT64_MAX);
+  CHECK(entries.ok());
+  KvStore reference;
+  std::map<uint64_t, uint64_t> position;  // req id -> index of its first entry
+  for (const LogEntry& e : *entries) {
+    if (e.type != EntryType::kNormal) continue;
+    std::optional<KvOp> op = DecodeOp(e.data);
+    reference.Apply(*op);
+    position.emplace(op->req_id, e.index);
+  }
+  for (const ClientOp& a : history_) {
+    if (!a.acked) continue;
+    auto pa = position.find(a.op.req_id);
+    if (pa == position.end()) return Fail(StrCat("acknowledged request ", a.op.req_id, " lost"));
+    if (reference.results().at(a.op.req_id) != a.response) {
+      return Fail(StrCat("linearizability: request ", a.op.req_id, " answered '", a.response,
+                         "' but its place in the log gives '", reference.results().at(a.op.req_id),
+                         "'"));
+    }
+    for (const ClientOp& b : history_) {
+      auto pb = position.find(b.op.req_id);
+      if (b.invoke_time > a.ack_time && pb != position.end() && pb->second < pa->second) {
+        return Fail(StrCat("linearizability: request ", b.op.req_id, " invoked after ", a.op.req_id,
+                           " was acknowledged precedes it in the log"));
+      }
+    }
+  }
+  result_.final_commit_index = first.core->log().committed();
+}
+
+// ---- Driver ---------------------------------------------------------------------------------
+
+void Simulation::RunSubstep() {
+  const int sub = static_cast<int>(now_ % options_.substeps_per_tick);
+  if (sub == 0 && faulty_) InjectFaults();
+  for (auto& n : nodes_) {
+    if (ok() && n->core && n->phase == sub) {
+      n->core->Tick();
+      Process(n.get());
+    }
+  }
+  if (ok()) DeliverDue();
+  if (ok()) StepClients();
+  ++now_;
+}
+
+SimulationResult Simulation::Run() {
+  const uint64_t faulty_end = static_cast<uint64_t>(options_.ticks) * options_.substeps_per_tick;
+  while (ok() && now_ < faulty_end) RunSubstep();
+  // Heal everything, restart every replica, and let the group converge.
+  faulty_ = false;
+  blocked_.clear();
+  Trace([] { return std::string("heal all, restart all"); });
+  for (auto& n : nodes_) {
+    if (ok() && !n->core) Start(n.get());
+  }
+  const uint64_t deadline =
+      now_ + static_cast<uint64_t>(options_.max_convergence_ticks) * options_.substeps_per_tick;
+  while (ok() && now_ < deadline && !Converged()) RunSubstep();
+  if (ok() && !Converged()) {
+    std::string state;
+    for (auto& n : nodes_) StrAppend(&state, "\n  ", n->core->DebugString());
+    Fail(StrCat("no convergence within ", options_.max_convergence_ticks, " ticks:", state));
+  }
+  if (ok()) FinalChecks();
+  for (const std::string& line : trace_) StrAppend(&result_.trace, line, "\n");
+  return result_;
+}
+
+}  // namespace
+
+SimulationResult RunRaftSimulation(const SimulationOptions& options) {
+  return Simulation(options).Run();
+}
+
+}  // namespace basalt
