@@ -44,8 +44,12 @@ tsa: deps
 	CC=clang-14 CXX=clang++-14 cmake -S . -B build-tsa -G Ninja -DBASALT_THREAD_SAFETY_ANALYSIS=ON -DBASALT_BUILD_BENCHMARKS=OFF
 	ninja -C build-tsa -j $(JOBS)
 
+# Every benchmark prints JSON: Google Benchmark programs (common_bench) with
+# --benchmark_format=json, the others one JSON object per line by themselves.
 bench: build
-	@for b in $(BUILD_DIR)/bench/*_bench; do echo "== $$b"; $$b --benchmark_format=json; done
+	$(BUILD_DIR)/bench/common_bench --benchmark_format=json
+	@for b in $(BUILD_DIR)/bench/*_bench; do \
+	  case $$b in */common_bench) ;; *) echo "== $$b"; $$b ;; esac; done
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i
