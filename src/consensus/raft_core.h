@@ -16,7 +16,7 @@
 // call GetReady(), carry it out as Ready documents, and call Advance() with it; other inputs may
 // arrive between GetReady() and Advance(), but Readies must be carried out in order.
 //
-// Time: one tick is --raft_tick_interval_ms in the node shell (500 ms), so the defaults below
+// Time: one tick is --raft_heartbeat_interval_ms in the node shell (500 ms), so the defaults below
 // (heartbeat 1 tick, election timeout 3 ticks randomized to [3, 6)) give DESIGN.md's 500 ms
 // heartbeat and >= 1.5 s election timeout.
 //

@@ -1,0 +1,407 @@
+#include "consensus/raft_node.h"
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <utility>
+
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include "absl/synchronization/notification.h"
+#include "common/status_macros.h"
+#include "common/strings.h"
+
+DEFINE_int32(raft_heartbeat_interval_ms, 500,
+             "Wall time of one Raft tick: the leader's heartbeat interval. Election timeouts are "
+             "a multiple of it (see docs/raft.md).");
+
+namespace basalt {
+
+namespace {
+
+absl::Duration TickInterval(int ms) {
+  return absl::Milliseconds(ms > 0 ? ms : std::max(FLAGS_raft_heartbeat_interval_ms, 1));
+}
+
+uint64_t ChooseSeed(uint64_t seed, const PeerId& peer) {
+  if (seed != 0) return seed;
+  return static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())) ^ std::hash<std::string>()(peer);
+}
+
+// Shared between a *AndWait caller and the callback, which may outlive a timed-out wait.
+struct WaitState {
+  absl::Notification done;
+  absl::StatusOr<uint64_t> result;
+};
+
+absl::StatusOr<uint64_t> WaitFor(const std::shared_ptr<WaitState>& state, absl::Duration timeout) {
+  if (!state->done.WaitForNotificationWithTimeout(timeout)) {
+    return absl::DeadlineExceededError("timed out waiting for the entry to be applied");
+  }
+  return state->result;
+}
+
+RaftNode::ProposeCallback Notifier(const std::shared_ptr<WaitState>& state) {
+  return [state](absl::StatusOr<uint64_t> result) {
+    state->result = std::move(result);
+    state->done.Notify();
+  };
+}
+
+}  // namespace
+
+RaftNode::RaftNode(Env* env, const RaftNodeOptions& options, Transport* transport,
+                   StateMachine* state_machine)
+    : env_(env),
+      options_(options),
+      transport_(transport),
+      state_machine_(state_machine),
+      tick_interval_(TickInterval(options.tick_interval_ms)),
+      rng_(ChooseSeed(options.seed, options.peer_id)) {}
+
+absl::StatusOr<std::unique_ptr<RaftNode>> RaftNode::Open(Env* env, const RaftNodeOptions& options,
+                                                         Transport* transport,
+                                                         StateMachine* state_machine) {
+  std::unique_ptr<RaftNode> node(new RaftNode(env, options, transport, state_machine));
+  BASALT_RETURN_IF_ERROR(node->Init());
+  return node;
+}
+
+absl::Status RaftNode::Init() {
+  BASALT_ASSIGN_OR_RETURN(log_, Log::Open(env_, options_.wal_dir, options_.log));
+  absl::StatusOr<std::unique_ptr<ConsensusMetadata>> cmeta =
+      ConsensusMetadata::Load(env_, options_.metadata_path);
+  if (absl::IsNotFound(cmeta.status())) {
+    ConsensusMetadataContents contents;
+    contents.committed_config = NormalizeConfig(options_.initial_config);
+    cmeta = ConsensusMetadata::Create(env_, options_.metadata_path, contents);
+  }
+  BASALT_RETURN_IF_ERROR(cmeta.status());
+  cmeta_ = std::move(*cmeta);
+
+  RaftOptions raft = options_.raft;
+  raft.id = options_.peer_id;
+  RaftBootState boot;
+  boot.hard_state = cmeta_->hard_state();
+  boot.config = cmeta_->contents().committed_config;
+  boot.config_index = cmeta_->contents().committed_config_index;
+  boot.applied = state_machine_->DurableIndex();
+  BASALT_ASSIGN_OR_RETURN(core_, RaftCore::Create(raft, log_.get(), boot, &rng_));
+  PublishState();
+  return absl::OkStatus();
+}
+
+RaftNode::~RaftNode() { Shutdown(); }
+
+absl::Status RaftNode::Start() {
+  {
+    absl::MutexLock l(&mu_);
+    if (running_ || stopping_) return absl::FailedPreconditionError("raft node already started");
+  }
+  BASALT_RETURN_IF_ERROR(log_->Start());
+  BASALT_RETURN_IF_ERROR(transport_->Register(options_.group_id, options_.peer_id,
+                                              [this](RaftMessage m) { Receive(std::move(m)); }));
+  {
+    absl::MutexLock l(&mu_);
+    running_ = true;
+  }
+  worker_ = std::thread([this] { WorkerLoop(); });
+  ticker_ = std::thread([this] { TickerLoop(); });
+  return absl::OkStatus();
+}
+
+void RaftNode::Shutdown() {
+  bool was_running;
+  {
+    absl::MutexLock l(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    was_running = running_;
+    running_ = false;
+  }
+  if (was_running) transport_->Unregister(options_.group_id, options_.peer_id);
+  if (ticker_.joinable()) ticker_.join();
+  if (worker_.joinable()) worker_.join();
+  FailAll(absl::UnavailableError(StrCat("raft replica ", options_.peer_id, " is shutting down")));
+  if (log_ != nullptr) log_->Shutdown();
+  if (cmeta_ != nullptr && cmeta_->dirty()) {
+    absl::Status s = cmeta_->Flush();  // Only the commit index can be unflushed: best effort.
+    LOG_IF(WARNING, !s.ok()) << "flushing consensus metadata at shutdown: " << s;
+  }
+}
+
+// ---- Requests -------------------------------------------------------------------------------
+
+void RaftNode::Receive(RaftMessage m) {
+  absl::MutexLock l(&mu_);
+  if (running_ && error_.ok()) inbox_.push_back(std::move(m));
+}
+
+void RaftNode::Enqueue(Task task) {
+  absl::Status cancel;
+  {
+    absl::MutexLock l(&mu_);
+    if (running_ && error_.ok()) {
+      tasks_.push_back(std::move(task));
+      return;
+    }
+    cancel =
+        error_.ok()
+            ? absl::UnavailableError(StrCat("raft replica ", options_.peer_id, " is not running"))
+            : error_;
+  }
+  task(cancel);
+}
+
+absl::Status RaftNode::RunOnWorker(std::function<absl::Status()> fn) {
+  absl::Notification done;
+  absl::Status result;
+  Enqueue([&](const absl::Status& cancel) {
+    result = cancel.ok() ? fn() : cancel;
+    done.Notify();
+  });
+  done.WaitForNotification();
+  return result;
+}
+
+void RaftNode::ProposeWith(std::function<absl::StatusOr<uint64_t>()> propose,
+                           ProposeCallback callback) {
+  Enqueue([this, propose = std::move(propose),
+           callback = std::move(callback)](const absl::Status& cancel) mutable {
+    if (!cancel.ok()) return callback(cancel);
+    absl::StatusOr<uint64_t> index = propose();
+    if (!index.ok()) return callback(index.status());
+    pending_.emplace(*index, Pending{core_->term(), std::move(callback)});
+  });
+}
+
+void RaftNode::Propose(std::string data, ProposeCallback callback) {
+  ProposeWith([this, data = std::move(data)]() mutable { return core_->Propose(std::move(data)); },
+              std::move(callback));
+}
+
+absl::StatusOr<uint64_t> RaftNode::ProposeAndWait(std::string data, absl::Duration timeout) {
+  auto state = std::make_shared<WaitState>();
+  Propose(std::move(data), Notifier(state));
+  return WaitFor(state, timeout);
+}
+
+void RaftNode::ChangeConfig(const ConfigChange& change, ProposeCallback callback) {
+  ProposeWith([this, change] { return core_->ProposeConfigChange(change); }, std::move(callback));
+}
+
+absl::StatusOr<uint64_t> RaftNode::ChangeConfigAndWait(const ConfigChange& change,
+                                                       absl::Duration timeout) {
+  auto state = std::make_shared<WaitState>();
+  ChangeConfig(change, Notifier(state));
+  return WaitFor(state, timeout);
+}
+
+absl::Status RaftNode::LeaderStepDown() {
+  return RunOnWorker([this] { return core_->StepDown(); });
+}
+
+absl::Status RaftNode::TransferLeadership(const PeerId& peer) {
+  return RunOnWorker([this, peer] { return core_->TransferLeadership(peer); });
+}
+
+// ---- Threads --------------------------------------------------------------------------------
+
+void RaftNode::TickerLoop() {
+  absl::MutexLock l(&mu_);
+  // The timed wait is the clock itself, not a wait for something to happen.
+  while (!mu_.AwaitWithTimeout(absl::Condition(&stopping_), tick_interval_)) ++pending_ticks_;
+}
+
+bool RaftNode::HasInputLocked() const {
+  return stopping_ || !inbox_.empty() || !tasks_.empty() || pending_ticks_ > 0;
+}
+
+void RaftNode::WorkerLoop() {
+  while (true) {
+    std::vector<RaftMessage> messages;
+    std::deque<Task> tasks;
+    int ticks;
+    {
+      absl::MutexLock l(&mu_);
+      mu_.Await(absl::Condition(this, &RaftNode::HasInputLocked));
+      if (stopping_) return;
+      messages.swap(inbox_);
+      tasks.swap(tasks_);
+      ticks = std::exchange(pending_ticks_, 0);
+    }
+    // Messages before ticks: after a stall, heartbeats already queued must count before the
+    // ticks that accumulated meanwhile could start an election.
+    for (const RaftMessage& m : messages) core_->Step(m);
+    for (Task& task : tasks) task(absl::OkStatus());
+    for (int i = 0; i < ticks; ++i) core_->Tick();
+    ticks_since_gc_ += ticks;
+    absl::Status s;
+    while (s.ok() && core_->HasReady()) s = HandleReady();
+    if (!s.ok()) {
+      LOG(ERROR) << "raft replica " << options_.peer_id << " of " << options_.group_id
+                 << " stops after a persistence error: " << s;
+      {
+        absl::MutexLock l(&mu_);
+        error_ = s;
+      }
+      FailAll(s);
+      return;
+    }
+    if (ticks_since_gc_ >= options_.log_gc_interval_ticks) MaybeGcLog();
+    PublishState();
+  }
+}
+
+// ---- The Ready loop -------------------------------------------------------------------------
+
+absl::Status RaftNode::HandleReady() {
+  Ready ready = core_->GetReady();
+  BASALT_RETURN_IF_ERROR(Persist(ready));
+  if (!ready.messages.empty()) transport_->SendBatch(options_.group_id, std::move(ready.messages));
+  StartSnapshotCopies(ready.snapshots_needed);
+  BASALT_RETURN_IF_ERROR(ApplyCommitted(ready.committed_entries));
+  core_->Advance(ready);
+  return absl::OkStatus();
+}
+
+absl::Status RaftNode::Persist(const Ready& ready) {
+  if (!ready.entries.empty()) {
+    // Blocks until the appender synced the group holding these entries (group commit: requests
+    // queued meanwhile go into the next Ready together).
+    BASALT_RETURN_IF_ERROR_PREPEND(log_->Append(ready.entries), "appending to the log: ");
+  }
+  if (ready.hard_state) {
+    const HardState& old = cmeta_->hard_state();
+    // Term and vote must be durable before anything depending on them is sent; the commit index
+    // alone is volatile in Raft and rides along with the next flush.
+    const bool must_flush =
+        ready.hard_state->term != old.term || ready.hard_state->vote != old.vote;
+    cmeta_->set_hard_state(*ready.hard_state);
+    if (must_flush) {
+      BASALT_RETURN_IF_ERROR_PREPEND(cmeta_->Flush(), "flushing consensus metadata: ");
+    }
+  }
+  return absl::OkStatus();
+}
+
+void RaftNode::StartSnapshotCopies(const std::vector<PeerId>& peers) {
+  for (const PeerId& peer : peers) {
+    state_machine_->StartSnapshotCopy(peer, [this, peer](const absl::Status& s, uint64_t index) {
+      LOG_IF(WARNING, !s.ok()) << "tablet copy to " << peer << " failed: " << s;
+      Enqueue([this, peer, s, index](const absl::Status& cancel) {
+        if (!cancel.ok()) return;
+        if (s.ok()) {
+          core_->ReportSnapshotDone(peer, index);
+        } else {
+          core_->ReportSnapshotFailed(peer);
+        }
+      });
+    });
+  }
+}
+
+absl::Status RaftNode::ApplyCommitted(const std::vector<LogEntry>& entries) {
+  for (const LogEntry& e : entries) {
+    state_machine_->Apply(e);
+    if (e.type == EntryType::kConfigChange) {
+      BASALT_ASSIGN_OR_RETURN(RaftConfig config, DecodeConfig(e.data));
+      cmeta_->set_committed_config(config, e.index);
+      BASALT_RETURN_IF_ERROR_PREPEND(cmeta_->Flush(), "persisting a committed configuration: ");
+    }
+    // Every index is applied exactly once, in order: pending proposals up to e.index resolve now.
+    while (!pending_.empty() && pending_.begin()->first <= e.index) {
+      auto node = pending_.extract(pending_.begin());
+      Pending& p = node.mapped();
+      if (node.key() == e.index && p.term == e.term) {
+        p.callback(e.index);
+      } else {
+        p.callback(absl::AbortedError(
+            StrCat("entry ", node.key(), " of term ", p.term, " was overwritten by a new leader")));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Deletes log segments nobody needs: everything the state machine holds durably, and, on a
+// leader, what every peer already has. A follower retains only for itself; if it becomes leader,
+// peers behind its log need a tablet copy (StateMachine::StartSnapshotCopy).
+void RaftNode::MaybeGcLog() {
+  ticks_since_gc_ = 0;
+  uint64_t retain = std::min(state_machine_->DurableIndex(), core_->log().applied()) + 1;
+  if (core_->role() == RaftCore::Role::kLeader) {
+    const RaftConfig& config = core_->config();
+    for (const auto* ids : {&config.voters, &config.learners}) {
+      for (const PeerId& peer : *ids) {
+        if (const Progress* pr = core_->progress(peer)) retain = std::min(retain, pr->match() + 1);
+      }
+    }
+  }
+  if (retain <= log_->FirstIndex()) return;
+  absl::StatusOr<int> deleted = log_->GC(retain);
+  LOG_IF(WARNING, !deleted.ok()) << "log GC below " << retain << ": " << deleted.status();
+}
+
+void RaftNode::PublishState() {
+  absl::MutexLock l(&mu_);
+  role_ = core_->role();
+  leader_ = core_->leader();
+  term_ = core_->term();
+  commit_ = core_->log().committed();
+  applied_ = core_->log().applied();
+  config_ = core_->config();
+}
+
+void RaftNode::FailAll(const absl::Status& status) {
+  std::deque<Task> tasks;
+  {
+    absl::MutexLock l(&mu_);
+    tasks.swap(tasks_);
+    inbox_.clear();
+  }
+  for (Task& task : tasks) task(status);
+  std::map<uint64_t, Pending> pending;
+  pending.swap(pending_);
+  for (auto& [index, p] : pending) p.callback(status);
+}
+
+// ---- Observers ------------------------------------------------------------------------------
+
+RaftCore::Role RaftNode::role() const {
+  absl::MutexLock l(&mu_);
+  return role_;
+}
+
+PeerId RaftNode::leader_id() const {
+  absl::MutexLock l(&mu_);
+  return leader_;
+}
+
+uint64_t RaftNode::term() const {
+  absl::MutexLock l(&mu_);
+  return term_;
+}
+
+uint64_t RaftNode::commit_index() const {
+  absl::MutexLock l(&mu_);
+  return commit_;
+}
+
+uint64_t RaftNode::applied_index() const {
+  absl::MutexLock l(&mu_);
+  return applied_;
+}
+
+RaftConfig RaftNode::config() const {
+  absl::MutexLock l(&mu_);
+  return config_;
+}
+
+absl::Status RaftNode::health() const {
+  absl::MutexLock l(&mu_);
+  return error_;
+}
+
+}  // namespace basalt

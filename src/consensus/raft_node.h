@@ -1,0 +1,193 @@
+#pragma once
+
+// RaftNode: the I/O shell around a RaftCore (raft_core.h) for one replica of one Raft group. It
+// owns the core, the write-ahead log (log.h), the consensus metadata (consensus_metadata.h), a
+// ticker thread and a worker thread, and borrows a Transport (transport.h) and a StateMachine
+// (state_machine.h).
+//
+// The worker runs the fixed loop of docs/raft.md: wait for input (messages, proposals and other
+// requests, ticks) -> feed the core -> for each Ready: append its entries to the log and wait for
+// the fsync (group commit: every proposal queued meanwhile goes into the same append), flush the
+// consensus metadata if the term or vote changed, THEN send the messages, THEN start tablet copies,
+// THEN apply committed entries in order (persisting committed configurations), THEN Advance.
+// Every few ticks it garbage-collects log segments below min(state machine durable index, what
+// the leader's peers still need).
+//
+// Lifecycle: Open() -> Start() -> requests -> Shutdown() (or the destructor). Shutdown joins both
+// threads; nothing is detached. If persisting fails (an I/O error in the log or the metadata), the
+// node stops processing (it must not send what it could not persist): requests fail with that
+// error until it is reopened.
+//
+// Proposals complete when their entry is applied on this replica: OK with the index if the entry
+// applied is the one proposed, ABORTED if a new leader overwrote it. A proposal whose index is
+// never reached stays pending until Shutdown (UNAVAILABLE); the *AndWait forms take a timeout.
+//
+// Thread-safe. Callbacks run on the worker thread: they must be quick and must not call the
+// blocking methods (*AndWait, LeaderStepDown, TransferLeadership, Shutdown).
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/env.h"
+#include "common/random.h"
+#include "consensus/consensus_metadata.h"
+#include "consensus/log.h"
+#include "consensus/raft_core.h"
+#include "consensus/state_machine.h"
+#include "consensus/transport.h"
+
+namespace basalt {
+
+struct RaftNodeOptions {
+  std::string group_id;  // The tablet id (or the master catalog's id); the transport key.
+  PeerId peer_id;        // This server's uuid.
+  std::string wal_dir;
+  std::string metadata_path;
+  // The membership of a brand-new replica, used only when metadata_path does not exist yet.
+  RaftConfig initial_config;
+  // Wall time per core tick; <= 0 means --raft_heartbeat_interval_ms (500 ms). Tests use 10-20.
+  int tick_interval_ms = 0;
+  RaftOptions raft;  // raft.id is set to peer_id.
+  LogOptions log = LogOptions::FromFlags();
+  // Log GC runs every this many ticks.
+  int log_gc_interval_ticks = 10;
+  // Seed of the election jitter; 0 derives one from the time and the peer id.
+  uint64_t seed = 0;
+};
+
+class RaftNode {
+ public:
+  // The entry's index once applied, or why the proposal failed.
+  using ProposeCallback = std::function<void(absl::StatusOr<uint64_t> index)>;
+
+  // Opens the log and the metadata (creating both for a new replica) and rebuilds the core from
+  // them: hard state and committed configuration from the metadata, later configurations from the
+  // log, applied index from state_machine->DurableIndex(). Returns the log's and metadata's
+  // errors (DATA_LOSS, I/O) and the core's (INVALID_ARGUMENT for bad options). `env`, `transport`
+  // and `state_machine` are borrowed and must outlive the node.
+  static absl::StatusOr<std::unique_ptr<RaftNode>> Open(Env* env, const RaftNodeOptions& options,
+                                                        Transport* transport,
+                                                        StateMachine* state_machine);
+  ~RaftNode();
+
+  RaftNode(const RaftNode&) = delete;
+  RaftNode& operator=(const RaftNode&) = delete;
+
+  // Starts the log's appender, registers with the transport and starts the threads.
+  // FAILED_PRECONDITION if already started; the transport's and log's errors.
+  absl::Status Start() ABSL_LOCKS_EXCLUDED(mu_);
+  // Stops receiving, joins the threads, fails pending requests with UNAVAILABLE, shuts the log
+  // down and flushes the metadata. Idempotent.
+  void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Proposes `data` as a normal entry. `callback` gets UNAVAILABLE (leader hint in the message and
+  // in payload RaftCore::kLeaderHintUrl) on a non-leader, ABORTED if the entry was overwritten,
+  // UNAVAILABLE if the node is not running, or the node's persistence error.
+  void Propose(std::string data, ProposeCallback callback) ABSL_LOCKS_EXCLUDED(mu_);
+  // Propose and wait; DEADLINE_EXCEEDED after `timeout` (the entry may still commit later).
+  absl::StatusOr<uint64_t> ProposeAndWait(std::string data, absl::Duration timeout)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Proposes a membership change; completes like Propose when its entry is applied. Errors as
+  // RaftCore::ProposeConfigChange.
+  void ChangeConfig(const ConfigChange& change, ProposeCallback callback) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<uint64_t> ChangeConfigAndWait(const ConfigChange& change, absl::Duration timeout)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // RaftCore::StepDown / TransferLeadership, run on the worker; they return once the core took
+  // the request (the election or transfer completes later).
+  absl::Status LeaderStepDown() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status TransferLeadership(const PeerId& peer) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- Observers (a snapshot published by the worker after each round) ----
+  RaftCore::Role role() const ABSL_LOCKS_EXCLUDED(mu_);
+  PeerId leader_id() const ABSL_LOCKS_EXCLUDED(mu_);  // Empty if unknown.
+  uint64_t term() const ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t commit_index() const ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t applied_index() const ABSL_LOCKS_EXCLUDED(mu_);
+  RaftConfig config() const ABSL_LOCKS_EXCLUDED(mu_);
+  // OK, or the persistence error that stopped the node.
+  absl::Status health() const ABSL_LOCKS_EXCLUDED(mu_);
+  const PeerId& peer_id() const { return options_.peer_id; }
+  // The WAL (thread-safe), for tests and tools.
+  const Log& log() const { return *log_; }
+
+ private:
+  // Work for the worker thread: called with OK to run, or with the error that cancels it.
+  using Task = std::function<void(const absl::Status& cancel)>;
+  struct Pending {
+    uint64_t term;
+    ProposeCallback callback;
+  };
+
+  RaftNode(Env* env, const RaftNodeOptions& options, Transport* transport,
+           StateMachine* state_machine);
+  absl::Status Init();
+
+  void Receive(RaftMessage m) ABSL_LOCKS_EXCLUDED(mu_);
+  // Queues `task`, or cancels it at once if the node does not run.
+  void Enqueue(Task task) ABSL_LOCKS_EXCLUDED(mu_);
+  // Runs `fn` on the worker and returns its status.
+  absl::Status RunOnWorker(std::function<absl::Status()> fn) ABSL_LOCKS_EXCLUDED(mu_);
+  // Queues a proposal made by `propose` (on the worker) whose callback fires on apply.
+  void ProposeWith(std::function<absl::StatusOr<uint64_t>()> propose, ProposeCallback callback);
+
+  void TickerLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  void WorkerLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  bool HasInputLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Carries out one Ready. An error means nothing of it was sent or applied.
+  absl::Status HandleReady();
+  absl::Status Persist(const Ready& ready);
+  void StartSnapshotCopies(const std::vector<PeerId>& peers);
+  absl::Status ApplyCommitted(const std::vector<LogEntry>& entries);
+  void MaybeGcLog();
+  void PublishState() ABSL_LOCKS_EXCLUDED(mu_);
+  // Fails every pending proposal and queued task with `status`.
+  void FailAll(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Constant after construction.
+  Env* const env_;
+  const RaftNodeOptions options_;
+  Transport* const transport_;
+  StateMachine* const state_machine_;
+  const absl::Duration tick_interval_;
+
+  // Owned by the worker thread once started (by Open and Shutdown otherwise): the core and what
+  // only it touches. log_ itself is thread-safe.
+  std::unique_ptr<Log> log_;
+  std::unique_ptr<ConsensusMetadata> cmeta_;
+  Random rng_;
+  std::unique_ptr<RaftCore> core_;
+  std::map<uint64_t, Pending> pending_;  // By log index.
+  int ticks_since_gc_ = 0;
+
+  mutable absl::Mutex mu_;
+  // Inputs for the worker.
+  std::vector<RaftMessage> inbox_ ABSL_GUARDED_BY(mu_);
+  std::deque<Task> tasks_ ABSL_GUARDED_BY(mu_);
+  int pending_ticks_ ABSL_GUARDED_BY(mu_) = 0;
+  bool running_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);  // Sticky persistence error.
+  // Published state.
+  RaftCore::Role role_ ABSL_GUARDED_BY(mu_) = RaftCore::Role::kFollower;
+  PeerId leader_ ABSL_GUARDED_BY(mu_);
+  uint64_t term_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t commit_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t applied_ ABSL_GUARDED_BY(mu_) = 0;
+  RaftConfig config_ ABSL_GUARDED_BY(mu_);
+
+  std::thread ticker_;  // Started by Start(), joined by Shutdown().
+  std::thread worker_;
+};
+
+}  // namespace basalt

@@ -1,0 +1,416 @@
+#include "consensus/raft_node.h"
+
+#include <stdlib.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/env_memory.h"
+#include "common/random.h"
+#include "common/strings.h"
+#include "consensus/in_memory_transport.h"
+
+namespace basalt {
+namespace {
+
+constexpr absl::Duration kDeadline = absl::Seconds(30);
+
+// Bounded wait on a condition: polls `pred` until it holds or `timeout` passes.
+bool WaitFor(const std::function<bool()>& pred, absl::Duration timeout = kDeadline) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!pred()) {
+    if (absl::Now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+// A replicated key-value map: entries "key=value". Records every normal entry it applies, in order,
+// and checks that indexes arrive consecutively. `durable` makes DurableIndex() follow the applied
+// index (as if every apply were flushed), which lets the log be garbage-collected.
+class KvStateMachine : public StateMachine {
+ public:
+  explicit KvStateMachine(bool durable = false) : durable_(durable) {}
+
+  void Apply(const LogEntry& e) override {
+    absl::MutexLock l(&mu_);
+    if (e.index != last_index_ + 1) {
+      error_ = StrCat("applied index ", e.index, " after ", last_index_);
+    }
+    last_index_ = e.index;
+    if (e.type != EntryType::kNormal) return;
+    applied_.push_back(e.data);
+    const size_t eq = e.data.find('=');
+    kv_[e.data.substr(0, eq)] = e.data.substr(eq + 1);
+  }
+  uint64_t DurableIndex() const override {
+    absl::MutexLock l(&mu_);
+    return durable_ ? last_index_ : 0;
+  }
+
+  std::vector<std::string> applied() const {
+    absl::MutexLock l(&mu_);
+    return applied_;
+  }
+  size_t num_applied() const {
+    absl::MutexLock l(&mu_);
+    return applied_.size();
+  }
+  std::optional<std::string> Get(const std::string& key) const {
+    absl::MutexLock l(&mu_);
+    auto it = kv_.find(key);
+    if (it == kv_.end()) return std::nullopt;
+    return it->second;
+  }
+  std::string error() const {
+    absl::MutexLock l(&mu_);
+    return error_;
+  }
+
+ private:
+  const bool durable_;
+  mutable absl::Mutex mu_;
+  uint64_t last_index_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::string> applied_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> kv_ ABSL_GUARDED_BY(mu_);
+  std::string error_ ABSL_GUARDED_BY(mu_);
+};
+
+std::string Kv(int i) { return StrCat("k", i, "=v", i); }
+std::string Key(int i) { return StrCat("k", i); }
+
+// Three RaftNodes of one group over an InMemoryTransport, each with its own state machine.
+class RaftNodeTest : public ::testing::Test {
+ protected:
+  RaftNodeTest() : seed_(SeedFromEnvOrTime()), rng_(seed_), transport_(seed_) {}
+  ~RaftNodeTest() override {
+    for (auto& [id, node] : nodes_) node->Shutdown();
+  }
+
+  void UseEnv(Env* env, std::string root) {
+    env_ = env;
+    root_ = std::move(root);
+  }
+
+  RaftNodeOptions Options(const PeerId& id) {
+    RaftNodeOptions o;
+    o.group_id = "tablet-1";
+    o.peer_id = id;
+    o.wal_dir = JoinPath(JoinPath(root_, id), "wal");
+    o.metadata_path = JoinPath(JoinPath(root_, id), "cmeta");
+    o.initial_config.voters = ids_;
+    o.tick_interval_ms = 10;
+    o.raft.election_ticks = 10;  // 100-200 ms: tolerant of a busy test machine.
+    o.log.segment_size_bytes = segment_size_bytes_;
+    o.log.force_fsync = env_ != &mem_env_;
+    o.log_gc_interval_ticks = 2;
+    o.seed = rng_.Next64() | 1;
+    return o;
+  }
+
+  // Starts (or restarts from its files) node `id` with a fresh state machine.
+  void StartNode(const PeerId& id) {
+    ASSERT_TRUE(env_->CreateDirs(JoinPath(root_, id)).ok());
+    sms_[id] = std::make_unique<KvStateMachine>(durable_state_machines_);
+    absl::StatusOr<std::unique_ptr<RaftNode>> node =
+        RaftNode::Open(env_, Options(id), &transport_, sms_[id].get());
+    ASSERT_TRUE(node.ok()) << node.status();
+    ASSERT_TRUE((*node)->Start().ok());
+    nodes_[id] = std::move(*node);
+  }
+  void StartAll() {
+    for (const PeerId& id : ids_) StartNode(id);
+  }
+  // Simulates a kill: the node stops and is dropped; its files stay.
+  void StopNode(const PeerId& id) {
+    nodes_.at(id)->Shutdown();
+    nodes_.erase(id);
+  }
+
+  // Waits until exactly one live node leads, the others know it, and returns it.
+  RaftNode* WaitForLeader(uint64_t min_term = 0) {
+    RaftNode* leader = nullptr;
+    const bool found = WaitFor([&] {
+      leader = nullptr;
+      for (auto& [id, node] : nodes_) {
+        if (node->role() == RaftCore::Role::kLeader && node->term() >= min_term) {
+          if (leader != nullptr) return false;
+          leader = node.get();
+        }
+      }
+      if (leader == nullptr) return false;
+      for (auto& [id, node] : nodes_) {
+        if (node->leader_id() != leader->peer_id()) return false;
+      }
+      return true;
+    });
+    return found ? leader : nullptr;
+  }
+
+  // Writes Kv(i) for i in [lo, hi) through whoever leads, many in flight, re-proposing those that
+  // failed or are still pending after a round's timeout (a proposal to a deposed leader stays
+  // pending until its index is reached again). Returns true once every one was acknowledged as
+  // applied. A re-proposed write may be applied twice, which the checks tolerate.
+  bool WriteAll(int lo, int hi) {
+    std::set<int> todo;
+    for (int i = lo; i < hi; ++i) todo.insert(i);
+    const absl::Time deadline = absl::Now() + kDeadline;
+    while (!todo.empty() && absl::Now() < deadline) {
+      RaftNode* leader = WaitForLeader();
+      if (leader == nullptr) return false;
+      // Shared with the callbacks, which may outlive a round that timed out.
+      struct Round {
+        absl::Mutex mu;
+        size_t outstanding = 0;
+        std::set<int> succeeded;
+      };
+      auto round = std::make_shared<Round>();
+      round->outstanding = todo.size();
+      for (int i : todo) {
+        leader->Propose(Kv(i), [round, i](absl::StatusOr<uint64_t> index) {
+          absl::MutexLock l(&round->mu);
+          if (index.ok()) round->succeeded.insert(i);
+          --round->outstanding;
+        });
+      }
+      absl::MutexLock l(&round->mu);
+      round->mu.AwaitWithDeadline(absl::Condition(
+                                      +[](size_t* n) { return *n == 0; }, &round->outstanding),
+                                  std::min(deadline, absl::Now() + absl::Seconds(3)));
+      for (int i : round->succeeded) todo.erase(i);
+    }
+    return todo.empty();
+  }
+
+  // Waits until every live node applied at least `count` normal entries, then checks that they
+  // all applied the same sequence and hold keys [0, keys).
+  void ExpectConverged(size_t count, int keys) {
+    for (auto& [id, owned] : sms_) {
+      if (nodes_.count(id) == 0) continue;
+      KvStateMachine* sm = owned.get();  // Lambdas cannot capture bindings (clang 14).
+      ASSERT_TRUE(WaitFor([&] { return sm->num_applied() >= count; }))
+          << id << " applied " << sm->num_applied() << " of " << count;
+    }
+    // Let everyone reach the same applied length (a retried write may add an entry late).
+    size_t longest = 0;
+    for (auto& [id, sm] : sms_) {
+      if (nodes_.count(id) != 0) longest = std::max(longest, sm->num_applied());
+    }
+    std::vector<std::string> reference;
+    for (auto& [id, owned] : sms_) {
+      if (nodes_.count(id) == 0) continue;
+      KvStateMachine* sm = owned.get();
+      ASSERT_TRUE(WaitFor([&] { return sm->num_applied() >= longest; }));
+      EXPECT_EQ(sm->error(), "") << id;
+      std::vector<std::string> applied = sm->applied();
+      applied.resize(longest);
+      if (reference.empty()) {
+        reference = applied;
+      } else {
+        EXPECT_TRUE(applied == reference) << id << " applied a different sequence";
+      }
+      for (int i = 0; i < keys; ++i) {
+        ASSERT_EQ(sm->Get(Key(i)), StrCat("v", i)) << id << " lost key " << i;
+      }
+    }
+  }
+
+  const uint64_t seed_;
+  Random rng_;
+  MemoryEnv mem_env_;
+  Env* env_ = &mem_env_;
+  std::string root_ = "/raft";
+  InMemoryTransport transport_;
+  std::vector<PeerId> ids_ = {"a", "b", "c"};
+  uint64_t segment_size_bytes_ = 1 << 20;
+  bool durable_state_machines_ = false;
+  std::map<PeerId, std::unique_ptr<KvStateMachine>> sms_;
+  std::map<PeerId, std::unique_ptr<RaftNode>> nodes_;
+};
+
+TEST_F(RaftNodeTest, ElectsLeaderAndReplicatesInOrder) {
+  StartAll();
+  ASSERT_NE(WaitForLeader(), nullptr);
+  ASSERT_TRUE(WriteAll(0, 10000));
+  ExpectConverged(10000, 10000);
+  for (auto& [id, node] : nodes_) EXPECT_TRUE(node->health().ok()) << id;
+}
+
+TEST_F(RaftNodeTest, NonLeaderProposeFailsWithLeaderHint) {
+  StartAll();
+  RaftNode* leader = WaitForLeader();
+  ASSERT_NE(leader, nullptr);
+  for (auto& [id, node] : nodes_) {
+    if (node.get() == leader) continue;
+    absl::StatusOr<uint64_t> r = node->ProposeAndWait("x=1", kDeadline);
+    ASSERT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+    auto hint = r.status().GetPayload(RaftCore::kLeaderHintUrl);
+    ASSERT_TRUE(hint.has_value()) << r.status();
+    EXPECT_EQ(std::string(*hint), leader->peer_id());
+  }
+  EXPECT_TRUE(leader->ProposeAndWait("x=1", kDeadline).ok());
+}
+
+TEST_F(RaftNodeTest, FailoverAndRestartedNodeCatchesUp) {
+  StartAll();
+  RaftNode* leader = WaitForLeader();
+  ASSERT_NE(leader, nullptr);
+  ASSERT_TRUE(WriteAll(0, 1000));
+  const PeerId old_leader = leader->peer_id();
+  const uint64_t old_term = leader->term();
+  StopNode(old_leader);
+
+  RaftNode* new_leader = WaitForLeader(old_term + 1);
+  ASSERT_NE(new_leader, nullptr);
+  EXPECT_NE(new_leader->peer_id(), old_leader);
+  ASSERT_TRUE(WriteAll(1000, 2000));
+
+  StartNode(old_leader);  // From its on-disk log and metadata, with an empty state machine.
+  ExpectConverged(2000, 2000);
+  EXPECT_GT(nodes_.at(old_leader)->term(), old_term);
+}
+
+TEST_F(RaftNodeTest, TransferLeadershipAndStepDown) {
+  StartAll();
+  RaftNode* leader = WaitForLeader();
+  ASSERT_NE(leader, nullptr);
+  ASSERT_TRUE(WriteAll(0, 10));
+  PeerId target;
+  for (const PeerId& id : ids_) {
+    if (id != leader->peer_id()) target = id;
+  }
+  const uint64_t first_term = leader->term();
+  ASSERT_TRUE(leader->TransferLeadership(target).ok());
+  RaftNode* next = WaitForLeader(first_term + 1);
+  ASSERT_NE(next, nullptr);
+  EXPECT_EQ(next->peer_id(), target);
+
+  const uint64_t term = next->term();
+  ASSERT_TRUE(next->LeaderStepDown().ok());
+  ASSERT_NE(WaitForLeader(term + 1), nullptr);
+  ASSERT_TRUE(WriteAll(10, 20));
+  ExpectConverged(20, 20);
+  // A follower refuses both.
+  for (auto& [id, node] : nodes_) {
+    if (node->role() == RaftCore::Role::kLeader) continue;
+    EXPECT_EQ(node->LeaderStepDown().code(), absl::StatusCode::kUnavailable);
+  }
+}
+
+TEST_F(RaftNodeTest, EntryOfIsolatedLeaderIsAborted) {
+  StartAll();
+  RaftNode* leader = WaitForLeader();
+  ASSERT_NE(leader, nullptr);
+  ASSERT_TRUE(WriteAll(0, 10));
+  const PeerId isolated = leader->peer_id();
+  transport_.Isolate(isolated);
+  absl::Notification done;
+  absl::Status result;
+  leader->Propose("lost=1", [&](absl::StatusOr<uint64_t> index) {
+    result = index.status();
+    done.Notify();
+  });
+  // The majority elects a new leader and commits at the isolated leader's index.
+  RaftNode* next = nullptr;
+  ASSERT_TRUE(WaitFor([&] {
+    for (auto& [id, node] : nodes_) {
+      if (id != isolated && node->role() == RaftCore::Role::kLeader) next = node.get();
+    }
+    return next != nullptr;
+  }));
+  for (int i = 10; i < 15; ++i) ASSERT_TRUE(next->ProposeAndWait(Kv(i), kDeadline).ok());
+  transport_.HealAll();
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kDeadline));
+  EXPECT_EQ(result.code(), absl::StatusCode::kAborted) << result;
+  ExpectConverged(15, 15);
+  EXPECT_FALSE(sms_.at(isolated)->Get("lost").has_value());
+}
+
+TEST_F(RaftNodeTest, LogIsCollectedBelowDurableIndex) {
+  segment_size_bytes_ = 4096;
+  durable_state_machines_ = true;
+  StartAll();
+  ASSERT_NE(WaitForLeader(), nullptr);
+  // Small rounds, so that group commits stay small and segments roll.
+  for (int i = 0; i < 2000; i += 50) ASSERT_TRUE(WriteAll(i, i + 50));
+  for (auto& [id, owned] : nodes_) {
+    RaftNode* node = owned.get();
+    EXPECT_TRUE(WaitFor([&] { return node->log().FirstIndex() > 1000; }, absl::Seconds(10)))
+        << id << " first index " << node->log().FirstIndex();
+  }
+  ExpectConverged(2000, 2000);
+}
+
+TEST_F(RaftNodeTest, PosixEnvFullRestartKeepsCommittedEntries) {
+  std::string tmpl = ::testing::TempDir() + "raft_node_test.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  UseEnv(Env::Default(), tmpl);
+  StartAll();
+  ASSERT_NE(WaitForLeader(), nullptr);
+  ASSERT_TRUE(WriteAll(0, 300));
+  for (const PeerId& id : ids_) StopNode(id);
+  StartAll();  // Every state machine starts empty and replays the log.
+  ASSERT_NE(WaitForLeader(), nullptr);
+  ASSERT_TRUE(WriteAll(300, 310));
+  ExpectConverged(310, 310);
+  for (auto& [id, node] : nodes_) node->Shutdown();
+  nodes_.clear();
+  ASSERT_TRUE(Env::Default()->DeleteDirRecursively(tmpl).ok());
+}
+
+TEST_F(RaftNodeTest, RemovePeerPersistsCommittedConfig) {
+  StartAll();
+  RaftNode* leader = WaitForLeader();
+  ASSERT_NE(leader, nullptr);
+  ASSERT_TRUE(WriteAll(0, 10));
+  PeerId removed, kept;
+  for (const PeerId& id : ids_) {
+    if (id == leader->peer_id()) continue;
+    (removed.empty() ? removed : kept) = id;
+  }
+  absl::StatusOr<uint64_t> index =
+      leader->ChangeConfigAndWait({ConfigChange::Type::kRemovePeer, removed}, kDeadline);
+  ASSERT_TRUE(index.ok()) << index.status();
+  StopNode(removed);
+  ASSERT_TRUE(WriteAll(10, 20));  // Two voters of two.
+  ExpectConverged(20, 20);
+  const RaftConfig two{{std::min(leader->peer_id(), kept), std::max(leader->peer_id(), kept)}, {}};
+  EXPECT_EQ(leader->config(), two);
+
+  // The follower persisted the configuration when it applied the entry.
+  StopNode(kept);
+  absl::StatusOr<std::unique_ptr<ConsensusMetadata>> cmeta =
+      ConsensusMetadata::Load(env_, Options(kept).metadata_path);
+  ASSERT_TRUE(cmeta.ok()) << cmeta.status();
+  EXPECT_EQ((*cmeta)->contents().committed_config, two);
+  EXPECT_EQ((*cmeta)->contents().committed_config_index, *index);
+  StartNode(kept);
+  EXPECT_EQ(nodes_.at(kept)->config(), two);
+  ASSERT_TRUE(WriteAll(20, 30));
+  ExpectConverged(30, 30);
+}
+
+TEST_F(RaftNodeTest, StartTwiceAndRequestsAfterShutdown) {
+  StartNode("a");
+  RaftNode* a = nodes_.at("a").get();
+  EXPECT_EQ(a->Start().code(), absl::StatusCode::kFailedPrecondition);
+  a->Shutdown();
+  EXPECT_EQ(a->ProposeAndWait("x=1", kDeadline).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(a->LeaderStepDown().code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace basalt

@@ -1,0 +1,47 @@
+#pragma once
+
+// StateMachine: what a Raft group replicates into (a tablet, the master catalog). The RaftNode
+// (raft_node.h) applies committed log entries to it in index order and asks it how much of the
+// log it no longer needs (log GC).
+
+#include <cstdint>
+#include <functional>
+
+#include "absl/status/status.h"
+#include "consensus/raft_types.h"
+
+namespace basalt {
+
+// Calls come from the RaftNode's worker thread only (never two at a time), except DurableIndex,
+// which is also called from RaftNode::Start before the worker runs. Implementations may be read
+// concurrently by their own users (scans), which is their business.
+class StateMachine {
+ public:
+  // Result of a tablet copy: OK with the last log index the copied state covers, or the error.
+  using SnapshotDoneCallback = std::function<void(const absl::Status& status, uint64_t index)>;
+
+  virtual ~StateMachine() = default;
+
+  // Applies the committed entry `entry`. Called exactly once per index per process lifetime, in
+  // increasing index order without gaps, starting after the boot applied index (DurableIndex() at
+  // Start). Every entry type is passed: kNormal carries a command; kNoOp and kConfigChange only
+  // advance the applied index (the node itself persists configurations). Must not fail: a command
+  // that is invalid for the state machine is a deterministic no-op on every replica.
+  virtual void Apply(const LogEntry& entry) = 0;
+
+  // Returns the index up to which every applied entry is durable in the state machine's own
+  // storage (0: nothing). On restart the node re-applies the entries after it from the log, and
+  // log GC never removes entries above it. Must not decrease.
+  virtual uint64_t DurableIndex() const = 0;
+
+  // ---- Snapshot hooks (tablet copy; DESIGN.md §5) ----
+  // Called on the leader when follower `peer` needs entries this replica already collected: the
+  // implementation starts a tablet copy to it (asynchronously, not on the calling thread) and
+  // calls `done` when it ends, from any thread. The default has no tablet copy and fails at once
+  // with UNIMPLEMENTED; the leader then keeps the peer in the snapshot state until a later retry.
+  virtual void StartSnapshotCopy(const PeerId& peer, SnapshotDoneCallback done) {
+    done(absl::UnimplementedError("this state machine does not support tablet copy"), 0);
+  }
+};
+
+}  // namespace basalt

@@ -1,0 +1,48 @@
+#pragma once
+
+// Transport: how RaftNodes (raft_node.h) exchange RaftMessages. One Transport per server
+// multiplexes every Raft group hosted there: receivers register per (group id, local peer id),
+// and messages are addressed by (group id, RaftMessage::to). Peer ids are server uuids, so all
+// messages to one `to` go to one server, which lets an implementation batch them (the gRPC
+// transport coalesces heartbeats of many groups between two servers).
+//
+// Delivery is best effort, like a network: a message may be dropped, and Raft copes with loss.
+// Send never blocks on the network or on the receiving node.
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "consensus/raft_messages.h"
+
+namespace basalt {
+
+// Called with every message that arrives for a registered (group, peer). Must be quick and must
+// not block (RaftNode only queues the message for its worker thread); it may run on any thread.
+using RaftMessageHandler = std::function<void(RaftMessage message)>;
+
+// Thread-safe (every implementation).
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // Registers `handler` for messages of group `group_id` addressed to `peer`. ALREADY_EXISTS if
+  // that pair is registered.
+  virtual absl::Status Register(const std::string& group_id, const PeerId& peer,
+                                RaftMessageHandler handler) = 0;
+  // Removes the registration; once it returns the handler is not running and is never called
+  // again. A no-op if not registered.
+  virtual void Unregister(const std::string& group_id, const PeerId& peer) = 0;
+
+  // Sends `message` of group `group_id` to `message.to`, asynchronously and unreliably: it may be
+  // dropped (unknown destination, partition, overload) without notice.
+  virtual void Send(const std::string& group_id, RaftMessage message) = 0;
+
+  // Sends every message of one Ready (one group). The default sends them one by one;
+  // implementations that batch per destination server override it.
+  virtual void SendBatch(const std::string& group_id, std::vector<RaftMessage> messages);
+};
+
+}  // namespace basalt
