@@ -130,7 +130,7 @@ class BitShufflePageBuilder final : public PageBuilder {
 };
 
 // Decompresses and untransposes the whole page in Init(); decoding is then a copy.
-class BitShufflePageDecoder final : public PageDecoder {
+class BitShufflePageDecoder final : public encoding_internal::PositionedPageDecoder {
  public:
   explicit BitShufflePageDecoder(DataType type)
       : type_info_(GetTypeInfo(type)), cell_size_(type_info_.size()) {}
@@ -159,15 +159,8 @@ class BitShufflePageDecoder final : public PageDecoder {
     }
     values_.resize(expected);
     bitshuffle::Untranspose(shuffled_.data(), n8, cell_size_, values_.data());
-    count_ = count;
-    pos_ = 0;
+    ResetPosition(count);
     return absl::OkStatus();
-  }
-  size_t count() const override { return count_; }
-  size_t position() const override { return pos_; }
-  void SeekToPositionInPage(size_t pos) override {
-    DCHECK_LE(pos, count_);
-    pos_ = pos;
   }
   absl::StatusOr<size_t> DecodeNext(size_t n, ColumnBlock* out, size_t dst_offset) override {
     const size_t k = std::min(n, count_ - pos_);
@@ -190,8 +183,6 @@ class BitShufflePageDecoder final : public PageDecoder {
   const size_t cell_size_;
   std::vector<uint8_t> shuffled_;
   std::vector<uint8_t> values_;
-  size_t count_ = 0;
-  size_t pos_ = 0;
 };
 
 }  // namespace

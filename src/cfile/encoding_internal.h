@@ -13,6 +13,7 @@
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "common/types.h"
+#include "glog/logging.h"
 
 namespace basalt::encoding_internal {
 
@@ -43,5 +44,29 @@ inline bool IsPageFull(size_t count, size_t estimated_bytes, size_t page_size_by
 
 // Normalizes decoded BOOL bytes to 0/1 so corrupt pages cannot produce other values.
 void NormalizeBools(uint8_t* cells, size_t n);
+
+// Base of decoders whose position is a plain index into the page's values: holds the count and
+// the position, so each decoder implements only Init, DecodeNext and seeking by value. A
+// decoder with per-position state (runs, restart points) overrides SeekToPositionInPage.
+// Invariant: pos_ <= count_. Not thread-safe, like every PageDecoder.
+class PositionedPageDecoder : public PageDecoder {
+ public:
+  size_t count() const override { return count_; }
+  size_t position() const override { return pos_; }
+  void SeekToPositionInPage(size_t pos) override {
+    DCHECK_LE(pos, count_);
+    pos_ = pos;
+  }
+
+ protected:
+  // Called by Init() once the page parsed: `count` values, positioned at 0.
+  void ResetPosition(size_t count) {
+    count_ = count;
+    pos_ = 0;
+  }
+
+  size_t count_ = 0;
+  size_t pos_ = 0;
+};
 
 }  // namespace basalt::encoding_internal

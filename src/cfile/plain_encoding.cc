@@ -62,7 +62,7 @@ class PlainFixedPageBuilder final : public PageBuilder {
   size_t count_ = 0;
 };
 
-class PlainFixedPageDecoder final : public PageDecoder {
+class PlainFixedPageDecoder final : public encoding_internal::PositionedPageDecoder {
  public:
   explicit PlainFixedPageDecoder(DataType type)
       : type_info_(GetTypeInfo(type)), cell_size_(type_info_.size()) {}
@@ -75,15 +75,8 @@ class PlainFixedPageDecoder final : public PageDecoder {
                         size_t{count} * cell_size_, " bytes but the page holds ", page.size());
     }
     data_ = page.data();
-    count_ = count;
-    pos_ = 0;
+    ResetPosition(count);
     return absl::OkStatus();
-  }
-  size_t count() const override { return count_; }
-  size_t position() const override { return pos_; }
-  void SeekToPositionInPage(size_t pos) override {
-    DCHECK_LE(pos, count_);
-    pos_ = pos;
   }
   absl::StatusOr<size_t> DecodeNext(size_t n, ColumnBlock* out, size_t dst_offset) override {
     const size_t k = std::min(n, count_ - pos_);
@@ -107,8 +100,6 @@ class PlainFixedPageDecoder final : public PageDecoder {
   const TypeInfo& type_info_;
   const size_t cell_size_;
   const char* data_ = nullptr;
-  size_t count_ = 0;
-  size_t pos_ = 0;
 };
 
 // Variable-length cells: u32 count, u32 end offsets (relative to the value bytes), value bytes.
@@ -171,7 +162,7 @@ class PlainBinaryPageBuilder final : public PageBuilder {
   std::string first_;  // Kept apart: data_ may reallocate.
 };
 
-class PlainBinaryPageDecoder final : public PageDecoder {
+class PlainBinaryPageDecoder final : public encoding_internal::PositionedPageDecoder {
  public:
   absl::Status Init(std::string_view page) override {
     uint32_t count;
@@ -197,15 +188,8 @@ class PlainBinaryPageDecoder final : public PageDecoder {
       return Corruption(kPlain, "values end at ", prev, " but the page has ", data_.size(),
                         " value bytes");
     }
-    count_ = count;
-    pos_ = 0;
+    ResetPosition(count);
     return absl::OkStatus();
-  }
-  size_t count() const override { return count_; }
-  size_t position() const override { return pos_; }
-  void SeekToPositionInPage(size_t pos) override {
-    DCHECK_LE(pos, count_);
-    pos_ = pos;
   }
   absl::StatusOr<size_t> DecodeNext(size_t n, ColumnBlock* out, size_t dst_offset) override {
     const size_t k = std::min(n, count_ - pos_);
@@ -235,8 +219,6 @@ class PlainBinaryPageDecoder final : public PageDecoder {
 
   const char* offsets_ = nullptr;
   std::string_view data_;
-  size_t count_ = 0;
-  size_t pos_ = 0;
 };
 
 }  // namespace

@@ -85,7 +85,7 @@ class PrefixPageBuilder final : public PageBuilder {
 };
 
 // Decodes entries sequentially from a restart point; every entry is checked as it is read.
-class PrefixPageDecoder final : public PageDecoder {
+class PrefixPageDecoder final : public encoding_internal::PositionedPageDecoder {
  public:
   absl::Status Init(std::string_view page) override {
     uint32_t count, num_restarts;
@@ -113,8 +113,6 @@ class PrefixPageDecoder final : public PageDecoder {
     SeekToRestart(0);
     return absl::OkStatus();
   }
-  size_t count() const override { return count_; }
-  size_t position() const override { return pos_; }
   void SeekToPositionInPage(size_t pos) override {
     DCHECK_LE(pos, count_);
     if (pos < pos_ || pos / kPrefixRestartInterval != pos_ / kPrefixRestartInterval) {
@@ -169,9 +167,7 @@ class PrefixPageDecoder final : public PageDecoder {
 
   const char* restarts_ = nullptr;
   std::string_view entries_;
-  size_t count_ = 0;
   size_t num_restarts_ = 0;
-  size_t pos_ = 0;
   size_t offset_ = 0;    // Offset in entries_ of the entry at pos_.
   std::string value_;    // The value at pos_ - 1 (empty at a restart).
   bool broken_ = false;  // A seek skipped over a malformed entry.

@@ -81,7 +81,7 @@ class RlePageBuilder final : public PageBuilder {
   std::string buf_;
 };
 
-class RlePageDecoder final : public PageDecoder {
+class RlePageDecoder final : public encoding_internal::PositionedPageDecoder {
  public:
   absl::Status Init(std::string_view page) override {
     uint32_t count;
@@ -116,8 +116,6 @@ class RlePageDecoder final : public PageDecoder {
     SeekToPositionInPage(0);
     return absl::OkStatus();
   }
-  size_t count() const override { return count_; }
-  size_t position() const override { return pos_; }
   void SeekToPositionInPage(size_t pos) override {
     DCHECK_LE(pos, count_);
     pos_ = pos;
@@ -173,8 +171,6 @@ class RlePageDecoder final : public PageDecoder {
 
   const char* data_ = nullptr;
   std::vector<Run> runs_;
-  size_t count_ = 0;
-  size_t pos_ = 0;
   size_t run_ = 0;  // Index in runs_ of the run holding pos_ (or the last run at the end).
 };
 
