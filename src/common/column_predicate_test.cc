@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/test_util.h"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -27,17 +29,8 @@ using predicate_internal::KernelIsa;
 constexpr int32_t kInt32Min = std::numeric_limits<int32_t>::min();
 constexpr int32_t kInt32Max = std::numeric_limits<int32_t>::max();
 
-Datum FloatBits(uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return Datum::Float(f);
-}
-
-Datum DoubleBits(uint64_t bits) {
-  double d;
-  std::memcpy(&d, &bits, sizeof(d));
-  return Datum::Double(d);
-}
+using testing_util::DoubleBits;
+using testing_util::FloatBits;
 
 template <typename T>
 T Unwrap(absl::StatusOr<T> v) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/test_util.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -31,17 +33,8 @@ int Sign(int v) { return (v > 0) - (v < 0); }
 // memcmp order with the shorter string first on a common prefix (std::string::compare).
 int ByteCompare(const std::string& a, const std::string& b) { return Sign(a.compare(b)); }
 
-Datum FloatBits(uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return Datum::Float(f);
-}
-
-Datum DoubleBits(uint64_t bits) {
-  double d;
-  std::memcpy(&d, &bits, sizeof(d));
-  return Datum::Double(d);
-}
+using testing_util::DoubleBits;
+using testing_util::FloatBits;
 
 TEST(KeyEncoderTest, IntegerLayout) {
   EXPECT_EQ(Hex(EncodeCell(Datum::Int32(0))), "80000000");
