@@ -74,14 +74,8 @@ class BitShufflePageBuilder final : public PageBuilder {
 
   size_t Add(const void* cells, size_t n) override {
     if (IsFull()) return 0;
-    const size_t bytes = raw_.size();
-    size_t room = std::max<size_t>(
-        1, (page_size_ - std::min(page_size_, bytes) + cell_size_ - 1) / cell_size_);
-    room = std::min(room, kMaxValuesPerPage - count_);
-    const size_t take = std::min(n, room);
-    raw_.append(static_cast<const char*>(cells), take * cell_size_);
-    count_ += take;
-    return take;
+    return encoding_internal::AppendFixedCells(cells, n, cell_size_, page_size_, raw_.size(), &raw_,
+                                               &count_);
   }
   // Counts the bytes before LZ4: the compressed size is known only at Finish().
   bool IsFull() const override {

@@ -2,6 +2,7 @@
 
 // Helpers shared by the page encodings. Internal to src/cfile.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -44,6 +45,21 @@ inline bool IsPageFull(size_t count, size_t estimated_bytes, size_t page_size_by
 
 // Normalizes decoded BOOL bytes to 0/1 so corrupt pages cannot produce other values.
 void NormalizeBools(uint8_t* cells, size_t n);
+
+// Appends to `buf` as many of the `n` fixed-width cells at `cells` as fit a page of `page_size`
+// bytes of which `page_bytes` are used (always at least one; never more than kMaxValuesPerPage
+// values in all), adds the number taken to *count and returns it. Shared by the builders that
+// buffer raw cells (PLAIN fixed-width, BIT_SHUFFLE).
+inline size_t AppendFixedCells(const void* cells, size_t n, size_t cell_size, size_t page_size,
+                               size_t page_bytes, std::string* buf, size_t* count) {
+  size_t room = std::max<size_t>(
+      1, (page_size - std::min(page_size, page_bytes) + cell_size - 1) / cell_size);
+  room = std::min(room, kMaxValuesPerPage - *count);
+  const size_t take = std::min(n, room);
+  buf->append(static_cast<const char*>(cells), take * cell_size);
+  *count += take;
+  return take;
+}
 
 // Base of decoders whose position is a plain index into the page's values: holds the count and
 // the position, so each decoder implements only Init, DecodeNext and seeking by value. A

@@ -25,13 +25,8 @@ class PlainFixedPageBuilder final : public PageBuilder {
 
   size_t Add(const void* cells, size_t n) override {
     if (IsFull()) return 0;
-    size_t room = std::max<size_t>(
-        1, (page_size_ - std::min(page_size_, buf_.size()) + cell_size_ - 1) / cell_size_);
-    room = std::min(room, kMaxValuesPerPage - count_);
-    const size_t take = std::min(n, room);
-    buf_.append(static_cast<const char*>(cells), take * cell_size_);
-    count_ += take;
-    return take;
+    return encoding_internal::AppendFixedCells(cells, n, cell_size_, page_size_, buf_.size(), &buf_,
+                                               &count_);
   }
   bool IsFull() const override {
     return encoding_internal::IsPageFull(count_, buf_.size(), page_size_);
