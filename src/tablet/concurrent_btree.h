@@ -82,6 +82,11 @@ class ConcurrentBTree {
   Entry* Find(std::string_view key) const;
 
   int64_t num_entries() const { return num_entries_.load(std::memory_order_relaxed); }
+  // The entry with the greatest key, or nullptr when empty. Writer only.
+  Entry* LastEntryForWriter() const {
+    uint32_t n = rightmost_leaf_->count.load(std::memory_order_relaxed);
+    return n == 0 ? nullptr : LoadSlot(&rightmost_leaf_->slots[n - 1]).entry;
+  }
   int64_t fast_path_inserts() const { return fast_path_inserts_.load(std::memory_order_relaxed); }
   int64_t leaf_splits() const { return leaf_splits_.load(std::memory_order_relaxed); }
   int64_t inner_splits() const { return inner_splits_.load(std::memory_order_relaxed); }

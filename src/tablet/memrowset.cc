@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <tuple>
 
 #include <glog/logging.h>
 
@@ -76,9 +77,6 @@ void MemRowSet::CopyIndirectCells(uint8_t* data) {
 }
 
 absl::Status MemRowSet::Insert(HybridTime ts, const uint8_t* row_data, const uint8_t* null_bitmap) {
-  if (frozen()) {
-    return absl::FailedPreconditionError(StrCat("MemRowSet ", id_, " is frozen for flush"));
-  }
   if (null_bitmap != nullptr) {
     for (int i = 0; i < schema_.num_columns(); ++i) {
       if (BitmapTest(null_bitmap, i) && !schema_.column(i).is_nullable()) {
@@ -88,8 +86,20 @@ absl::Status MemRowSet::Insert(HybridTime ts, const uint8_t* row_data, const uin
     }
   }
   std::string key = EncodeKey(schema_, row_data);
-  auto [row, inserted] =
-      tree_.InsertIfAbsent(key, [&] { return NewRow(ts, key, row_data, null_bitmap); });
+  MRSRow* row;
+  bool inserted;
+  if (frozen()) {
+    // A frozen MRS takes no new keys, but a deleted row's key is reinserted in place: it must
+    // stay in this rowset, or the flush would write a second row with the same key.
+    row = tree_.Find(key);
+    if (row == nullptr) {
+      return absl::FailedPreconditionError(StrCat("MemRowSet ", id_, " is frozen for flush"));
+    }
+    inserted = false;
+  } else {
+    std::tie(row, inserted) =
+        tree_.InsertIfAbsent(key, [&] { return NewRow(ts, key, row_data, null_bitmap); });
+  }
   if (!inserted) {
     if (IsLive(row, nullptr)) {
       return absl::AlreadyExistsError("key already present");

@@ -19,12 +19,13 @@
 // in Raft order inside MvccManager StartOp/FinishOp. Readers (iterators, CheckRowPresent, Find,
 // the accessors) run concurrently from any thread and never block the writer.
 //
-// Flush protocol: Freeze() makes Insert fail with FAILED_PRECONDITION; MutateRow still appends
-// to the chains of existing rows. A flusher (1) freezes the MRS and routes new inserts to a new
-// MRS, (2) walks all rows with NewRawIterator() and writes base data plus deltas from each chain,
-// remembering for each row the last Mutation it consumed, (3) with writers to this MRS blocked,
-// walks the chains again from those points and carries the newer mutations into the new
-// DiskRowSet's delta store, then swaps. Chains are append-only, so step 3 sees every mutation.
+// Flush protocol: Freeze() makes Insert of a new key fail with FAILED_PRECONDITION; MutateRow
+// and reinserts of deleted rows still append to the chains of existing rows. A flusher (1) freezes
+// the MRS and routes new inserts to a new MRS, (2) walks all rows with NewRawIterator() and writes
+// base data plus deltas from each chain, remembering for each row the last Mutation it consumed,
+// (3) with writers to this MRS blocked, walks the chains again from those points and carries the
+// newer mutations into the new DiskRowSet's delta store, then swaps. Chains are append-only, so
+// step 3 sees every mutation.
 
 #include <atomic>
 #include <cstdint>
@@ -44,6 +45,7 @@
 #include "common/schema.h"
 #include "tablet/concurrent_btree.h"
 #include "tablet/mvcc.h"
+#include "tablet/row_iterator.h"
 
 namespace basalt {
 
@@ -101,12 +103,6 @@ static_assert(sizeof(MRSRow) % kRowAlignment == 0, "row data must stay 16-byte a
 
 using MRSTree = ConcurrentBTree<MRSRow>;
 
-// Optional encoded-key bounds of a scan: [lower, upper); empty means unbounded.
-struct EncodedKeyRange {
-  std::string lower;
-  std::string upper;
-};
-
 class MemRowSetIterator;
 
 // See the file comment. Thread safety: mutators are serialized by the caller; everything else
@@ -122,7 +118,8 @@ class MemRowSet {
   // resolved to defaults by the caller) with its null bitmap (may be nullptr without nullable
   // columns). Variable-length cells are copied. If the key exists as a deleted row, appends a
   // REINSERT mutation instead. ALREADY_EXISTS if a live row (as of the latest mutation) has the
-  // key; FAILED_PRECONDITION when frozen; INVALID_ARGUMENT for a NULL in a NOT NULL column.
+  // key; FAILED_PRECONDITION when frozen, unless the key is a deleted row of this MRS (reinserted
+  // in place); INVALID_ARGUMENT for a NULL in a NOT NULL column.
   absl::Status Insert(HybridTime ts, const uint8_t* row_data, const uint8_t* null_bitmap);
 
   // Appends an UPDATE or DELETE RowChangeList to the row with `key`. NOT_FOUND if the row is
@@ -138,6 +135,12 @@ class MemRowSet {
   // The row with `key` (live or deleted), or nullptr.
   const MRSRow* FindRow(std::string_view key) const { return tree_.Find(key); }
 
+  // The greatest key in the MRS (live or deleted), or "" when empty. Writer only (or after
+  // Freeze(), when no key can be added).
+  std::string MaxKey() const {
+    const MRSRow* row = tree_.LastEntryForWriter();
+    return row == nullptr ? std::string() : std::string(row->key());
+  }
   // After Freeze(), Insert fails with FAILED_PRECONDITION. Called by the writer.
   void Freeze() { frozen_.store(true, std::memory_order_release); }
   bool frozen() const { return frozen_.load(std::memory_order_acquire); }
@@ -198,20 +201,20 @@ class MemRowSet {
 // updates in the snapshot are applied. Rows come in key order within [range.lower, range.upper).
 //
 // Lifecycle: Init() once, then NextBlock() while HasNext(). Not thread-safe (one per thread).
-class MemRowSetIterator {
+class MemRowSetIterator : public RowBlockIterator {
  public:
   MemRowSetIterator(const MemRowSet* mrs, const Schema* projection, MvccSnapshot snap,
                     EncodedKeyRange range);
 
-  absl::Status Init();
-  bool HasNext() const { return !done_; }
+  absl::Status Init() override;
+  bool HasNext() const override { return !done_; }
 
   // Fills rows [0, n) of `blocks` (one per projected column, in projection order, each with
   // capacity >= max_rows and a null bitmap if the column is nullable) and returns n (0 < n <=
   // max_rows unless the scan ended). Variable-length cells point into the MRS or the
   // projection's defaults. INVALID_ARGUMENT for a wrong number of blocks, a block of the wrong
   // type or too small, or a nullable column without a null bitmap.
-  absl::StatusOr<size_t> NextBlock(absl::Span<ColumnBlock* const> blocks, size_t max_rows);
+  absl::StatusOr<size_t> NextBlock(absl::Span<ColumnBlock* const> blocks, size_t max_rows) override;
 
   int64_t rows_examined() const { return rows_examined_; }
 

@@ -169,6 +169,18 @@ TEST_F(MemRowSetTest, FrozenAcceptsMutationsOnly) {
   EXPECT_EQ(Scan(MvccSnapshot::IncludingAll()), (std::vector<Row>{{1, 7, "c"}}));
 }
 
+// A deleted row's key goes back into the frozen MRS (as a REINSERT), so a key never ends up in two
+// rowsets; a live key is still ALREADY_EXISTS.
+TEST_F(MemRowSetTest, FrozenReinsertsDeletedRowsInPlace) {
+  ASSERT_TRUE(Insert(1, 1, 1, "a").ok());
+  ASSERT_TRUE(Delete(2, 1).ok());
+  mrs_.Freeze();
+  EXPECT_TRUE(Insert(3, 1, 9, "z").ok());
+  EXPECT_EQ(Insert(4, 1, 9, "z").code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(Scan(MvccSnapshot::IncludingAll()), (std::vector<Row>{{1, 9, "z"}}));
+  EXPECT_EQ(mrs_.entry_count(), 1);
+}
+
 // The flusher's view: every row in key order, deleted ones included, with its full chain, and
 // chains that keep growing after the MRS is frozen.
 TEST_F(MemRowSetTest, RawIteratorSeesDeletedRowsAndLateMutations) {

@@ -1,0 +1,292 @@
+#include "tablet/diskrowset.h"
+
+#include <utility>
+
+#include "cfile/column_block.h"
+#include "common/key_encoder.h"
+#include "common/status_macros.h"
+#include "common/strings.h"
+#include "tablet/diskrowset_iterator.h"
+#include "tablet/row_changelist.h"
+
+namespace basalt {
+
+DiskRowSet::DiskRowSet(const RowSetMetadata& meta, DiskRowSetOptions options)
+    : meta_(meta), options_(options), name_(StrCat("rowset ", meta.id)) {}
+
+DiskRowSet::~DiskRowSet() = default;
+
+absl::Status DiskRowSet::Corruption(std::string_view what) const {
+  return absl::DataLossError(StrCat(name_, ": ", what));
+}
+
+absl::StatusOr<std::shared_ptr<DiskRowSet>> DiskRowSet::Open(const RowSetMetadata& meta,
+                                                             DiskRowSetOptions options) {
+  if (options.block_manager == nullptr) {
+    return absl::InvalidArgumentError("DiskRowSet::Open: no block manager");
+  }
+  std::shared_ptr<DiskRowSet> rs(new DiskRowSet(meta, options));
+  if (meta.num_rows == 0 || meta.num_rows > UINT32_MAX || meta.min_key > meta.max_key ||
+      (meta.num_rows == 1) != (meta.min_key == meta.max_key)) {
+    return rs->Corruption(StrCat("metadata has ", meta.num_rows, " rows and bad key bounds"));
+  }
+  BASALT_RETURN_IF_ERROR(rs->OpenColumns());
+  BASALT_RETURN_IF_ERROR(rs->OpenKeyIndex());
+  BASALT_RETURN_IF_ERROR(rs->OpenBloom());
+  BASALT_RETURN_IF_ERROR(rs->InferKeyColumns());
+  DeltaTrackerOptions dopts;
+  dopts.block_manager = options.block_manager;
+  dopts.block_cache = options.block_cache;
+  dopts.name = rs->name_;
+  dopts.num_rows = rs->num_rows();
+  auto tracker = DeltaTracker::Open(dopts, meta.redo_blocks, meta.undo_blocks);
+  if (!tracker.ok()) return PrependToStatus(tracker.status(), rs->name_);
+  rs->delta_tracker_ = std::move(*tracker);
+  return rs;
+}
+
+namespace {
+
+absl::StatusOr<std::unique_ptr<CFileReader>> OpenFile(const DiskRowSetOptions& options,
+                                                      BlockId id) {
+  BASALT_ASSIGN_OR_RETURN(auto block, options.block_manager->OpenBlock(id));
+  CFileReaderOptions ropts;
+  ropts.block_cache = options.block_cache;
+  return CFileReader::Open(std::move(block), ropts);
+}
+
+}  // namespace
+
+absl::Status DiskRowSet::OpenColumns() {
+  for (const auto& [id, block] : meta_.column_blocks) {
+    const std::string what = StrCat(name_, ": column ", id);
+    if (columns_.contains(id)) return Corruption(StrCat("column ", id, " listed twice"));
+    auto reader = OpenFile(options_, block);
+    if (!reader.ok()) return PrependToStatus(reader.status(), what);
+    if ((*reader)->num_rows() != meta_.num_rows) {
+      return Corruption(
+          StrCat("column ", id, " has ", (*reader)->num_rows(), " rows, not ", meta_.num_rows));
+    }
+    base_size_bytes_ += (*reader)->file_size();
+    columns_.emplace(id, std::move(*reader));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DiskRowSet::OpenKeyIndex() {
+  auto reader = OpenFile(options_, meta_.key_index_block);
+  if (!reader.ok()) return PrependToStatus(reader.status(), StrCat(name_, ": key index"));
+  key_index_ = std::move(*reader);
+  if (key_index_->type() != DataType::kBinary || !key_index_->is_sorted() ||
+      key_index_->nullable() || key_index_->num_rows() != meta_.num_rows) {
+    return Corruption(StrCat("key index ", key_index_->name(), " is not a BINARY key file of ",
+                             meta_.num_rows, " rows"));
+  }
+  base_size_bytes_ += key_index_->file_size();
+  BASALT_ASSIGN_OR_RETURN(std::string first, ReadKeyAt(0));
+  BASALT_ASSIGN_OR_RETURN(std::string last, ReadKeyAt(num_rows() - 1));
+  if (first != meta_.min_key || last != meta_.max_key) {
+    return Corruption("the key index disagrees with the metadata's min/max key");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Datum> DiskRowSet::ReadValue(const CFileReader& reader, rowid_t ordinal) const {
+  std::unique_ptr<CFileIterator> it = reader.NewIterator();
+  BASALT_RETURN_IF_ERROR_PREPEND(it->SeekToOrdinal(ordinal), name_);
+  ColumnBlockBuffer buf(reader.type(), 1, reader.nullable());
+  size_t got = 0;
+  BASALT_RETURN_IF_ERROR_PREPEND(it->Scan(1, buf.block(), &got), name_);
+  if (got != 1) return Corruption(StrCat(reader.name(), " has no row ", ordinal));
+  const ColumnBlock& b = buf.block_ref();
+  return b.is_null(0) ? Datum::Null(reader.type()) : Datum::FromCell(reader.type(), b.cell(0));
+}
+
+absl::StatusOr<std::string> DiskRowSet::ReadKeyAt(rowid_t ordinal) const {
+  BASALT_ASSIGN_OR_RETURN(Datum key, ReadValue(*key_index_, ordinal));
+  return std::string(key.string_value());
+}
+
+absl::Status DiskRowSet::InferKeyColumns() {
+  if (!options_.key_column_ids.empty()) {
+    key_column_ids_ = options_.key_column_ids;
+    return absl::OkStatus();
+  }
+  // The writer lists the columns in schema order, key columns first. The key columns are the
+  // shortest prefix whose values in the first and last rows encode to min_key and max_key.
+  std::string first, last;  // Encoded prefixes in the non-last form.
+  std::vector<ColumnId> ids;
+  for (const auto& [id, block] : meta_.column_blocks) {
+    const CFileReader& reader = *columns_.at(id);
+    if (reader.nullable() || first.size() > meta_.min_key.size()) break;
+    BASALT_ASSIGN_OR_RETURN(Datum v0, ReadValue(reader, 0));
+    BASALT_ASSIGN_OR_RETURN(Datum v1, ReadValue(reader, num_rows() - 1));
+    ids.push_back(id);
+    std::string first_last = first, last_last = last;
+    EncodeKeyCell(reader.type(), v0.cell(), /*is_last=*/true, &first_last);
+    EncodeKeyCell(reader.type(), v1.cell(), /*is_last=*/true, &last_last);
+    if (first_last == meta_.min_key && last_last == meta_.max_key) {
+      key_column_ids_ = std::move(ids);
+      return absl::OkStatus();
+    }
+    EncodeKeyCell(reader.type(), v0.cell(), /*is_last=*/false, &first);
+    EncodeKeyCell(reader.type(), v1.cell(), /*is_last=*/false, &last);
+  }
+  return absl::OkStatus();  // Unknown: scans rely on the projection's key columns.
+}
+
+absl::Status DiskRowSet::OpenBloom() {
+  const std::string context = StrCat(name_, ": bloom filter ", meta_.bloom_block.ToString());
+  auto block = options_.block_manager->OpenBlock(meta_.bloom_block);
+  if (!block.ok()) return PrependToStatus(block.status(), context);
+  bloom_block_ = std::move(*block);
+  const uint64_t size = bloom_block_->size();
+  if (size < kBloomTrailerSize) return absl::DataLossError(StrCat(context, ": truncated"));
+  std::string trailer;
+  BASALT_RETURN_IF_ERROR(
+      bloom_block_->ReadAt(size - kBloomTrailerSize, kBloomTrailerSize, &trailer));
+  BASALT_ASSIGN_OR_RETURN(uint32_t pages, BloomFilterLayout::ParseNumPages(trailer, size, context));
+  const uint64_t tail_size = BloomFilterLayout::TailSize(pages);
+  std::string tail;
+  BASALT_RETURN_IF_ERROR(bloom_block_->ReadAt(size - tail_size, tail_size, &tail));
+  BASALT_ASSIGN_OR_RETURN(BloomFilterLayout layout, BloomFilterLayout::Parse(tail, size, context));
+  if (layout.num_keys() != meta_.num_rows) {
+    return absl::DataLossError(
+        StrCat(context, ": holds ", layout.num_keys(), " keys, not ", meta_.num_rows));
+  }
+  bloom_ = std::move(layout);
+  base_size_bytes_ += size;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> DiskRowSet::BloomMayContain(uint64_t hash) const {
+  const uint32_t page = bloom_->PageForHash(hash);
+  const uint64_t offset = BloomFilterLayout::PageOffset(page);
+  BlockCache* cache = options_.block_cache;
+  if (cache == nullptr) {
+    char scratch[kBloomPageSize];
+    std::string_view bytes;
+    BASALT_RETURN_IF_ERROR(bloom_block_->ReadAt(offset, kBloomPageSize, scratch, &bytes));
+    BASALT_RETURN_IF_ERROR(bloom_->VerifyPage(page, bytes));
+    return bloom_->PageMayContain(bytes, hash);
+  }
+  const BlockCache::Key key{bloom_block_->id().value(), offset};
+  BlockCache::Handle handle = cache->Lookup(key);
+  if (!handle) {
+    std::string bytes;
+    BASALT_RETURN_IF_ERROR(bloom_block_->ReadAt(offset, kBloomPageSize, &bytes));
+    BASALT_RETURN_IF_ERROR(bloom_->VerifyPage(page, bytes));
+    handle = cache->Insert(key, std::make_unique<BlockCache::BytesValue>(std::move(bytes)),
+                           kBloomPageSize);
+  }
+  return bloom_->PageMayContain(handle.value_as<BlockCache::BytesValue>().data(), hash);
+}
+
+absl::StatusOr<std::optional<rowid_t>> DiskRowSet::FindRow(std::string_view key) const {
+  if (key < meta_.min_key || key > meta_.max_key) return std::nullopt;
+  if (key == meta_.min_key) return rowid_t{0};
+  if (key == meta_.max_key) return num_rows() - 1;
+  bloom_probes_.fetch_add(1, std::memory_order_relaxed);
+  BASALT_ASSIGN_OR_RETURN(bool may_contain, BloomMayContain(BloomKeyHash(key)));
+  if (!may_contain) {
+    bloom_rejections_.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  key_index_seeks_.fetch_add(1, std::memory_order_relaxed);
+  std::unique_ptr<CFileIterator> it = key_index_->NewIterator();
+  bool exact = false;
+  absl::Status s = it->SeekAtOrAfter(&key, &exact);
+  if (!s.ok() && !absl::IsNotFound(s)) return PrependToStatus(s, name_);
+  if (!s.ok() || !exact) {
+    bloom_false_positives_.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  return static_cast<rowid_t>(it->ordinal());
+}
+
+absl::StatusOr<rowid_t> DiskRowSet::LowerBound(std::string_view key) const {
+  if (key <= meta_.min_key) return rowid_t{0};
+  if (key > meta_.max_key) return num_rows();
+  std::unique_ptr<CFileIterator> it = key_index_->NewIterator();
+  bool exact = false;
+  absl::Status s = it->SeekAtOrAfter(&key, &exact);
+  if (absl::IsNotFound(s)) return Corruption("key index ends before max_key");
+  BASALT_RETURN_IF_ERROR_PREPEND(s, name_);
+  return static_cast<rowid_t>(it->ordinal());
+}
+
+absl::Status DiskRowSet::OrdinalRange(const EncodedKeyRange& range, rowid_t* start,
+                                      rowid_t* end) const {
+  *start = 0;
+  *end = num_rows();
+  if (!range.lower.empty()) {
+    BASALT_ASSIGN_OR_RETURN(*start, LowerBound(range.lower));
+  }
+  if (!range.upper.empty()) {
+    BASALT_ASSIGN_OR_RETURN(*end, LowerBound(range.upper));
+  }
+  if (*end < *start) *end = *start;
+  return absl::OkStatus();
+}
+
+const CFileReader* DiskRowSet::column_reader(ColumnId id) const {
+  auto it = columns_.find(id);
+  return it == columns_.end() ? nullptr : it->second.get();
+}
+
+absl::StatusOr<bool> DiskRowSet::CheckRowPresent(std::string_view key,
+                                                 const MvccSnapshot* snap) const {
+  BASALT_ASSIGN_OR_RETURN(std::optional<rowid_t> row, FindRow(key));
+  if (!row.has_value()) return false;
+  if (snap != nullptr) return delta_tracker_->IsLiveAt(*row, *snap);
+  BASALT_ASSIGN_OR_RETURN(bool deleted, delta_tracker_->IsDeletedLatest(*row));
+  return !deleted;
+}
+
+absl::Status DiskRowSet::MutateRow(HybridTime ts, std::string_view key, std::string_view changes,
+                                   int64_t op_index) {
+  RowChangeListDecoder dec(changes);
+  absl::Status s = dec.Init();
+  if (!s.ok()) return absl::InvalidArgumentError(StrCat("bad row change list: ", s.message()));
+  BASALT_ASSIGN_OR_RETURN(std::optional<rowid_t> row, FindRow(key));
+  if (!row.has_value()) return absl::NotFoundError(StrCat(name_, ": key not found"));
+  BASALT_ASSIGN_OR_RETURN(bool deleted, delta_tracker_->IsDeletedLatest(*row));
+  if (dec.is_reinsert()) {
+    if (!deleted) return absl::AlreadyExistsError(StrCat(name_, ": row is live"));
+  } else if (deleted) {
+    return absl::NotFoundError(StrCat(name_, ": row is deleted"));
+  }
+  return delta_tracker_->Update(ts, *row, changes, op_index);
+}
+
+RowSetMetadata DiskRowSet::CurrentMetadata() const {
+  RowSetMetadata meta = meta_;
+  meta.redo_blocks = delta_tracker_->redo_blocks();
+  meta.undo_blocks = delta_tracker_->undo_blocks();
+  return meta;
+}
+
+absl::StatusOr<std::unique_ptr<RowBlockIterator>> DiskRowSet::NewIterator(
+    const Schema* projection, const MvccSnapshot& snap, const ScanSpec& spec) const {
+  auto it = std::make_unique<DiskRowSetIterator>(this, projection, snap, spec);
+  BASALT_RETURN_IF_ERROR(it->Init());
+  return std::unique_ptr<RowBlockIterator>(std::move(it));
+}
+
+absl::StatusOr<std::unique_ptr<RowBlockIterator>> DiskRowSet::NewBaseIterator(
+    const Schema* projection) const {
+  auto it = std::make_unique<DiskRowSetIterator>(this, projection, std::nullopt, ScanSpec());
+  BASALT_RETURN_IF_ERROR(it->Init());
+  return std::unique_ptr<RowBlockIterator>(std::move(it));
+}
+
+DiskRowSetLookupStats DiskRowSet::lookup_stats() const {
+  DiskRowSetLookupStats s;
+  s.bloom_probes = bloom_probes_.load(std::memory_order_relaxed);
+  s.bloom_rejections = bloom_rejections_.load(std::memory_order_relaxed);
+  s.key_index_seeks = key_index_seeks_.load(std::memory_order_relaxed);
+  s.bloom_false_positives = bloom_false_positives_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace basalt

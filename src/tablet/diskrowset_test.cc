@@ -1,0 +1,682 @@
+#include "tablet/diskrowset.h"
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cfile/block_cache.h"
+#include "common/key_encoder.h"
+#include "common/random.h"
+#include "tablet/diskrowset_iterator.h"
+#include "tablet/diskrowset_test_util.h"
+#include "tablet/row_changelist.h"
+
+namespace basalt {
+namespace {
+
+using drs_test::RowToString;
+using drs_test::TestRow;
+
+constexpr ColumnId kValId = 1;
+constexpr ColumnId kStrId = 2;
+
+// (key INT32, val INT64 NULL, s STRING NULL, tag INT32) with ids 0..3. `tag` is key / 100 (so
+// sorted) with small pages, so zone maps can skip pages.
+Schema TestSchema() {
+  auto s = Schema::Create(
+      {ColumnSchema("key", DataType::kInt32), ColumnSchema("val", DataType::kInt64, true),
+       ColumnSchema("s", DataType::kString, true),
+       ColumnSchema("tag", DataType::kInt32, false, std::nullopt, {},
+                    {EncodingType::kPlain, CompressionType::kNone, 1024})},
+      1);
+  CHECK(s.ok()) << s.status();
+  return *s;
+}
+
+std::string Key(int32_t k) { return EncodeKey(TestSchema(), {Datum::Int32(k)}); }
+
+TestRow MakeRow(Random* rng, int32_t key) {
+  return {
+      Datum::Int32(key),
+      rng->OneIn(5) ? Datum::Null(DataType::kInt64) : Datum::Int64(rng->UniformRange(-50, 50)),
+      rng->OneIn(5) ? Datum::Null(DataType::kString) : Datum::String(StrCat("s", rng->Uniform(20))),
+      Datum::Int32(key / 100)};
+}
+
+// The change lists of the tests.
+std::string UpdateList(const TestRow& row) {
+  std::string out;
+  RowChangeListEncoder enc(&out);
+  enc.SetToUpdate();
+  enc.AddColumnUpdate(kValId, DataType::kInt64, row[1].is_null() ? nullptr : row[1].cell());
+  enc.AddColumnUpdate(kStrId, DataType::kString, row[2].is_null() ? nullptr : row[2].cell());
+  return out;
+}
+std::string ReinsertList(const TestRow& row) {
+  std::string out = UpdateList(row);
+  out[0] = static_cast<char>(RowChangeType::kReinsert);
+  std::string tag;
+  RowChangeListEncoder enc(&tag);
+  enc.SetToUpdate();
+  enc.AddColumnUpdate(3, DataType::kInt32, row[3].cell());
+  return out + tag.substr(1);
+}
+std::string DeleteList() {
+  std::string out;
+  RowChangeListEncoder(&out).SetToDelete();
+  return out;
+}
+
+// A reference model: each key's base row and its later states (nullopt = deleted) by timestamp.
+class Model {
+ public:
+  void AddBase(const TestRow& row) { hist_[row[0].int_value()].push_back({0, row}); }
+  void Set(uint64_t ts, int32_t key, std::optional<TestRow> row) {
+    hist_[key].push_back({ts, std::move(row)});
+  }
+  bool IsBase(int32_t key) const { return hist_.contains(key); }
+  // The state of `key` at the latest timestamp.
+  std::optional<TestRow> Latest(int32_t key) const { return At(key, UINT64_MAX); }
+  // The state of `key` with every mutation below `before` applied.
+  std::optional<TestRow> At(int32_t key, uint64_t before) const {
+    auto it = hist_.find(key);
+    if (it == hist_.end()) return std::nullopt;
+    std::optional<TestRow> state;
+    for (const auto& [ts, row] : it->second) {
+      if (ts < before) state = row;
+    }
+    return state;
+  }
+  // Rows live before `before` with keys in [lo, hi) that pass `filter`.
+  std::vector<TestRow> Scan(uint64_t before, int64_t lo, int64_t hi,
+                            const std::function<bool(const TestRow&)>& filter) const {
+    std::vector<TestRow> out;
+    for (auto it = hist_.lower_bound(static_cast<int32_t>(std::max<int64_t>(lo, INT32_MIN)));
+         it != hist_.end() && it->first < hi; ++it) {
+      std::optional<TestRow> r = At(it->first, before);
+      if (r.has_value() && filter(*r)) out.push_back(*r);
+    }
+    return out;
+  }
+  std::vector<int32_t> Keys() const {
+    std::vector<int32_t> keys;
+    for (const auto& [k, h] : hist_) keys.push_back(k);
+    return keys;
+  }
+
+ private:
+  std::map<int32_t, std::vector<std::pair<uint64_t, std::optional<TestRow>>>> hist_;
+};
+
+MvccSnapshot Before(uint64_t ts) { return MvccSnapshot::IncludingAllBefore(HybridTime(ts)); }
+
+class DiskRowSetTest : public drs_test::DiskRowSetTestBase {
+ protected:
+  DiskRowSetTest() : schema_(TestSchema()), rng_(SeedFromEnvOrTime()) {}
+
+  // Writes rows with the given keys (ascending) into rowset 1 and opens it.
+  void WriteAndOpen(const std::vector<int32_t>& keys, BlockCache* cache = nullptr) {
+    std::vector<TestRow> rows;
+    for (int32_t k : keys) {
+      rows.push_back(MakeRow(&rng_, k));
+      model_.AddBase(rows.back());
+    }
+    auto meta = WriteRowSet(schema_, rows, 1, &rng_);
+    ASSERT_TRUE(meta.ok()) << meta.status();
+    meta_ = *meta;
+    auto rs = DiskRowSet::Open(meta_, Options(cache));
+    ASSERT_TRUE(rs.ok()) << rs.status();
+    rs_ = *rs;
+  }
+
+  // Applies a mutation to the rowset and the model, checking that both agree on the outcome.
+  void Mutate(uint64_t ts, int32_t key, const std::string& changes, std::optional<TestRow> state) {
+    const std::optional<TestRow> latest = model_.Latest(key);
+    absl::Status expected = absl::OkStatus();
+    const bool reinsert = changes[0] == static_cast<char>(RowChangeType::kReinsert);
+    if (!model_.IsBase(key)) {
+      expected = absl::NotFoundError("");
+    } else if (reinsert && latest.has_value()) {
+      expected = absl::AlreadyExistsError("");
+    } else if (!reinsert && !latest.has_value()) {
+      expected = absl::NotFoundError("");
+    }
+    absl::Status s = rs_->MutateRow(HybridTime(ts), Key(key), changes, 0);
+    ASSERT_EQ(s.code(), expected.code()) << s << " key " << key;
+    if (s.ok()) model_.Set(ts, key, std::move(state));
+  }
+
+  // Checks a scan at `before` over [lo, hi) with `preds` against the model.
+  void CheckScan(uint64_t before, std::optional<int32_t> lo, std::optional<int32_t> hi,
+                 std::vector<ColumnPredicate> preds,
+                 const std::function<bool(const TestRow&)>& filter, size_t max_rows = 1000) {
+    ScanSpec spec;
+    if (lo) spec.range.lower = Key(*lo);
+    if (hi) spec.range.upper = Key(*hi);
+    spec.predicates = std::move(preds);
+    auto got = Scan(*rs_, schema_, Before(before), spec, max_rows);
+    ASSERT_TRUE(got.ok()) << got.status();
+    std::vector<TestRow> want = model_.Scan(before, lo.value_or(INT32_MIN),
+                                            hi ? int64_t{*hi} : int64_t{INT32_MAX} + 1, filter);
+    ASSERT_EQ(got->size(), want.size()) << "before " << before;
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ((*got)[i], want[i])
+          << i << ": " << RowToString((*got)[i]) << " vs " << RowToString(want[i]);
+    }
+  }
+
+  ColumnPredicate ValRange(int64_t lo, int64_t hi) {
+    return *ColumnPredicate::Range(schema_.column(1), Datum::Int64(lo), Datum::Int64(hi));
+  }
+  static bool ValIn(const TestRow& r, int64_t lo, int64_t hi) {
+    return !r[1].is_null() && r[1].int_value() >= lo && r[1].int_value() < hi;
+  }
+
+  Schema schema_;
+  Random rng_;
+  Model model_;
+  RowSetMetadata meta_;
+  std::shared_ptr<DiskRowSet> rs_;
+};
+
+std::vector<int32_t> EvenKeys(int n) {
+  std::vector<int32_t> keys;
+  for (int i = 0; i < n; ++i) keys.push_back(2 * i);
+  return keys;
+}
+
+TEST_F(DiskRowSetTest, FindRowWithBloomFilter) {
+  for (bool cached : {false, true}) {
+    SCOPED_TRACE(cached);
+    BlockCache cache(8 << 20);
+    model_ = Model();
+    WriteAndOpen(EvenKeys(20000), cached ? &cache : nullptr);
+    EXPECT_EQ(rs_->num_rows(), 20000u);
+    EXPECT_EQ(rs_->min_key(), Key(0));
+    EXPECT_EQ(rs_->max_key(), Key(39998));
+    for (int32_t i = 0; i < 20000; i += 7) {
+      auto row = rs_->FindRow(Key(2 * i));
+      ASSERT_TRUE(row.ok()) << row.status();
+      ASSERT_EQ(*row, std::optional<rowid_t>(i));
+    }
+    // Keys outside [min, max] are answered without probing the bloom filter.
+    for (int32_t k : {-5, -1, 39999, 100000}) {
+      auto row = rs_->FindRow(Key(k));
+      ASSERT_TRUE(row.ok());
+      EXPECT_FALSE(row->has_value());
+    }
+    const DiskRowSetLookupStats before = rs_->lookup_stats();
+    for (int32_t i = 0; i < 20000; ++i) {
+      if (i == 19999) continue;  // 39999 is above max_key.
+      auto row = rs_->FindRow(Key(2 * i + 1));
+      ASSERT_TRUE(row.ok()) << row.status();
+      ASSERT_FALSE(row->has_value()) << 2 * i + 1;
+    }
+    const DiskRowSetLookupStats after = rs_->lookup_stats();
+    EXPECT_EQ(after.bloom_probes - before.bloom_probes, 19999);
+    const int64_t fps = after.bloom_false_positives - before.bloom_false_positives;
+    EXPECT_EQ(after.bloom_rejections - before.bloom_rejections + fps, 19999);
+    EXPECT_EQ(after.key_index_seeks - before.key_index_seeks, fps);
+    // The expected count is 2 (rate 0.0001); 20 would be a broken filter.
+    EXPECT_LE(fps, 20);
+    auto present = rs_->CheckRowPresent(Key(10), nullptr);
+    ASSERT_TRUE(present.ok());
+    EXPECT_TRUE(*present);
+    present = rs_->CheckRowPresent(Key(11), nullptr);
+    ASSERT_TRUE(present.ok());
+    EXPECT_FALSE(*present);
+  }
+}
+
+TEST_F(DiskRowSetTest, ScanKeyRangesAndBatchSizes) {
+  WriteAndOpen(EvenKeys(5000));
+  auto all = [](const TestRow&) { return true; };
+  CheckScan(1, std::nullopt, std::nullopt, {}, all);
+  CheckScan(1, std::nullopt, std::nullopt, {}, all, 7);
+  CheckScan(1, 100, 200, {}, all);
+  CheckScan(1, 101, 199, {}, all, 3);
+  CheckScan(1, -100, 1, {}, all);
+  CheckScan(1, 9997, 20000, {}, all);
+  CheckScan(1, 200, 100, {}, all);      // Empty: upper below lower.
+  CheckScan(1, 20000, 30000, {}, all);  // Above max_key.
+  CheckScan(1, -30, -20, {}, all);      // Below min_key.
+  for (int i = 0; i < 50; ++i) {
+    const int32_t lo = static_cast<int32_t>(rng_.UniformRange(-10, 10010));
+    const int32_t hi = static_cast<int32_t>(rng_.UniformRange(lo, 10010));
+    CheckScan(1, lo, hi, {}, all, 1 + rng_.Uniform(2000));
+  }
+}
+
+TEST_F(DiskRowSetTest, PredicatesArePushedIntoTheFiles) {
+  WriteAndOpen(EvenKeys(20000));
+  CheckScan(1, std::nullopt, std::nullopt, {ValRange(-5, 5)},
+            [this](const TestRow& r) { return ValIn(r, -5, 5); });
+  CheckScan(1, 1000, 9000, {ValRange(0, 100), ValRange(-100, 10)},
+            [this](const TestRow& r) { return ValIn(r, 0, 10); });
+  CheckScan(1, std::nullopt, std::nullopt, {ColumnPredicate::IsNull(schema_.column(1))},
+            [](const TestRow& r) { return r[1].is_null(); });
+  auto eq = *ColumnPredicate::Equality(schema_.column(2), Datum::String("s3"));
+  CheckScan(1, std::nullopt, std::nullopt, {eq},
+            [](const TestRow& r) { return !r[2].is_null() && r[2].string_value() == "s3"; });
+  CheckScan(1, std::nullopt, std::nullopt, {ColumnPredicate::None(schema_.column(1))},
+            [](const TestRow&) { return false; });
+
+  // A selective predicate on the sorted column: the zone maps skip almost every page.
+  auto tag = *ColumnPredicate::Range(schema_.column(3), Datum::Int32(150), Datum::Int32(152));
+  auto it = rs_->NewIterator(&schema_, Before(1), {{}, {tag}});
+  ASSERT_TRUE(it.ok()) << it.status();
+  auto rows = drs_test::Drain(it->get(), schema_, 1024);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(rows->size(), 100u);  // Keys 30000..30398.
+  auto* drs_it = static_cast<DiskRowSetIterator*>(it->get());
+  EXPECT_GT(drs_it->file_stats().pages_skipped, 50);
+  EXPECT_EQ(drs_it->stats().chunks_with_deltas, 0);
+
+  // A predicate no row of the file can match ends the scan at Init.
+  auto none = *ColumnPredicate::Equality(schema_.column(3), Datum::Int32(1000));
+  it = rs_->NewIterator(&schema_, Before(1), {{}, {none}});
+  ASSERT_TRUE(it.ok());
+  EXPECT_FALSE((*it)->HasNext());
+}
+
+TEST_F(DiskRowSetTest, ProjectionWithAddedDroppedAndReorderedColumns) {
+  WriteAndOpen(EvenKeys(3000));
+  // Drops `val` and `tag`, adds `added` (default 7) and `note` (nullable, no default), and puts
+  // the key last.
+  auto altered = Schema::Create(
+      {ColumnSchema("key", DataType::kInt32), ColumnSchema("s", DataType::kString, true),
+       ColumnSchema("added", DataType::kInt32, false, Datum::Int32(7)),
+       ColumnSchema("note", DataType::kString, true)},
+      1, {0, 2, 10, 11});
+  ASSERT_TRUE(altered.ok()) << altered.status();
+  auto proj = altered->Project({"s", "added", "note", "key"});
+  ASSERT_TRUE(proj.ok()) << proj.status();
+  auto eq7 = *ColumnPredicate::Equality(proj->column(1), Datum::Int32(7));
+  auto got = Scan(*rs_, *proj, Before(1), {{Key(100), Key(200)}, {eq7}});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 50u);
+  for (size_t i = 0; i < got->size(); ++i) {
+    const TestRow want = *model_.Latest(100 + 2 * static_cast<int32_t>(i));
+    EXPECT_EQ((*got)[i],
+              (TestRow{want[2], Datum::Int32(7), Datum::Null(DataType::kString), want[0]}));
+  }
+  auto eq8 = *ColumnPredicate::Equality(proj->column(1), Datum::Int32(8));
+  got = Scan(*rs_, *proj, Before(1), {{}, {eq8}});
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(got->empty());
+  auto is_null = ColumnPredicate::IsNull(proj->column(2));
+  got = Scan(*rs_, *proj, Before(1), {{}, {is_null}});
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->size(), 3000u);
+
+  // A missing NOT NULL column without a default, a type change, a NOT NULL projection of a
+  // nullable column, a predicate on a column outside the projection.
+  auto bad = Schema::Create(
+      {ColumnSchema("key", DataType::kInt32), ColumnSchema("x", DataType::kInt32)}, 1, {0, 12});
+  EXPECT_TRUE(absl::IsInvalidArgument(Scan(*rs_, *bad, Before(1)).status()));
+  bad = Schema::Create(
+      {ColumnSchema("key", DataType::kInt32), ColumnSchema("val", DataType::kInt32, true)}, 1,
+      {0, 1});
+  EXPECT_TRUE(absl::IsInvalidArgument(Scan(*rs_, *bad, Before(1)).status()));
+  bad = Schema::Create({ColumnSchema("key", DataType::kInt32),
+                        ColumnSchema("val", DataType::kInt64, false, Datum::Int64(0))},
+                       1, {0, 1});
+  EXPECT_TRUE(absl::IsInvalidArgument(Scan(*rs_, *bad, Before(1)).status()));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(Scan(*rs_, *proj, Before(1), {{}, {ValRange(0, 1)}}).status()));
+}
+
+TEST_F(DiskRowSetTest, KeyColumnsAfterTheLeadOfAProjectionSurviveReinserts) {
+  WriteAndOpen(EvenKeys(100));
+  Mutate(10, 20, DeleteList(), std::nullopt);
+  TestRow r = MakeRow(&rng_, 20);
+  Mutate(11, 20, ReinsertList(r), r);
+  // The key is the projection's last column, so only the rowset knows it is a key column.
+  auto proj = schema_.Project({"s", "tag", "key"});
+  ASSERT_TRUE(proj.ok());
+  ASSERT_EQ(proj->num_key_columns(), 0);
+  auto got = Scan(*rs_, *proj, Before(100), {{Key(18), Key(24)}, {}});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 3u);
+  EXPECT_EQ((*got)[1], (TestRow{r[2], r[3], Datum::Int32(20)})) << RowToString((*got)[1]);
+}
+
+TEST_F(DiskRowSetTest, IteratorContract) {
+  WriteAndOpen(EvenKeys(100));
+  auto it = rs_->NewIterator(&schema_, Before(1), {});
+  ASSERT_TRUE(it.ok());
+  EXPECT_TRUE((*it)->Init().ok());  // Already initialized by NewIterator: a no-op.
+  RowBlockBuffers small(schema_, 10);
+  EXPECT_TRUE(absl::IsInvalidArgument((*it)->NextBlock(small.blocks(), 11).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument((*it)->NextBlock(small.blocks().subspan(1), 10).status()));
+  auto rows = drs_test::Drain(it->get(), schema_, 10);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->size(), 100u);
+  // A base iterator takes no scan spec.
+  DiskRowSetIterator base(rs_.get(), &schema_, std::nullopt, {{Key(1), ""}, {}});
+  EXPECT_TRUE(absl::IsInvalidArgument(base.Init()));
+  DiskRowSetIterator uninit(rs_.get(), &schema_, Before(1), {});
+  EXPECT_FALSE(uninit.HasNext());
+  EXPECT_TRUE(absl::IsFailedPrecondition(uninit.NextBlock(small.blocks(), 10).status()));
+}
+
+TEST_F(DiskRowSetTest, ExplicitKeyColumnIds) {
+  WriteAndOpen(EvenKeys(100));
+  DiskRowSetOptions opts = Options();
+  opts.key_column_ids = {0};
+  auto rs = DiskRowSet::Open(meta_, opts);
+  ASSERT_TRUE(rs.ok());
+  rs_ = *rs;
+  Mutate(10, 20, DeleteList(), std::nullopt);
+  TestRow r = MakeRow(&rng_, 20);
+  Mutate(11, 20, ReinsertList(r), r);
+  auto proj = schema_.Project({"val", "key"});
+  auto got = Scan(*rs_, *proj, Before(100), {{Key(20), Key(21)}, {}});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0], (TestRow{r[1], Datum::Int32(20)})) << RowToString((*got)[0]);
+}
+
+TEST_F(DiskRowSetTest, SnapshotReadsWithDeltasAndGhostRows) {
+  WriteAndOpen(EvenKeys(2000));
+  // ts 1000..: update rows key % 3 == 0; ts 2000..: delete key % 5 == 0; ts 3000..: reinsert
+  // key % 10 == 0; ts 4000..: update key % 7 == 0.
+  uint64_t ts = 1000;
+  for (int32_t k : model_.Keys()) {
+    if (k % 3 != 0) continue;
+    TestRow r = *model_.Latest(k);
+    r[1] = Datum::Int64(1000 + k);
+    r[2] = Datum::String("updated");
+    Mutate(ts++, k, UpdateList(r), r);
+  }
+  ts = 2000;
+  for (int32_t k : model_.Keys()) {
+    if (k % 5 == 0) Mutate(ts++, k, DeleteList(), std::nullopt);
+  }
+  ts = 3000;
+  for (int32_t k : model_.Keys()) {
+    if (k % 10 != 0) continue;
+    TestRow r = MakeRow(&rng_, k);
+    r[1] = Datum::Null(DataType::kInt64);
+    Mutate(ts++, k, ReinsertList(r), r);
+  }
+  ts = 4000;
+  for (int32_t k : model_.Keys()) {
+    if (k % 7 != 0) continue;
+    TestRow r = model_.Latest(k).value_or(MakeRow(&rng_, k));
+    r[1] = Datum::Int64(-k);
+    Mutate(ts++, k, UpdateList(r), r);  // NOT_FOUND for deleted rows (k % 5 == 0, k % 10 != 0).
+  }
+  // Mutations the rowset must refuse.
+  Mutate(5000, 10, ReinsertList(*model_.Latest(10)), std::nullopt);  // Live: ALREADY_EXISTS.
+  Mutate(5001, 5, UpdateList(MakeRow(&rng_, 5)), std::nullopt);      // Not a base key.
+  Mutate(5002, 5, ReinsertList(MakeRow(&rng_, 5)), std::nullopt);
+  EXPECT_TRUE(absl::IsInvalidArgument(rs_->MutateRow(HybridTime(5003), Key(2), "\x09", 0)));
+
+  auto all = [](const TestRow&) { return true; };
+  auto updated_val = [this](const TestRow& r) { return ValIn(r, 1000, 1500); };
+  for (uint64_t before : {1, 1000, 1500, 2500, 3500, 4500, 10000}) {
+    SCOPED_TRACE(before);
+    CheckScan(before, std::nullopt, std::nullopt, {}, all);
+    CheckScan(before, 500, 1500, {}, all, 100);
+    CheckScan(before, std::nullopt, std::nullopt, {ValRange(1000, 1500)}, updated_val);
+    auto tag = *ColumnPredicate::Range(schema_.column(3), Datum::Int32(5), Datum::Int32(9));
+    CheckScan(before, std::nullopt, std::nullopt, {tag},
+              [](const TestRow& r) { return r[3].int_value() >= 5 && r[3].int_value() < 9; });
+    for (int32_t k : {0, 2, 10, 14, 20, 30, 3998}) {
+      const MvccSnapshot snap = Before(before);
+      auto present = rs_->CheckRowPresent(Key(k), &snap);
+      ASSERT_TRUE(present.ok());
+      EXPECT_EQ(*present, model_.At(k, before).has_value()) << k;
+    }
+  }
+  // The predicate on `val` was evaluated after applying deltas, the one on `tag` in the files.
+  auto it = rs_->NewIterator(&schema_, Before(10000), {{}, {ValRange(1000, 1500)}});
+  ASSERT_TRUE(it.ok());
+  ASSERT_TRUE(drs_test::Drain(it->get(), schema_).ok());
+  EXPECT_GT(static_cast<DiskRowSetIterator*>(it->get())->stats().chunks_evaluated_after_deltas, 0);
+
+  // Flush the DMS, reopen from the current metadata: same answers.
+  ASSERT_TRUE(rs_->delta_tracker()->FlushDMS().ok());
+  const RowSetMetadata current = rs_->CurrentMetadata();
+  EXPECT_EQ(current.redo_blocks.size(), 1u);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (uint64_t before : {1500, 2500, 3500, 10000}) {
+      CheckScan(before, std::nullopt, std::nullopt, {}, all);
+      CheckScan(before, std::nullopt, std::nullopt, {ValRange(1000, 1500)}, updated_val);
+    }
+    auto reopened = DiskRowSet::Open(current, Options());
+    ASSERT_TRUE(reopened.ok()) << reopened.status();
+    rs_ = *reopened;
+  }
+}
+
+TEST_F(DiskRowSetTest, RandomOpsMatchModel) {
+  const int n = 100 + static_cast<int>(rng_.Uniform(3000));
+  std::vector<int32_t> keys;
+  for (int32_t k = static_cast<int32_t>(rng_.Uniform(10)); static_cast<int>(keys.size()) < n;
+       k += 1 + static_cast<int32_t>(rng_.Uniform(5))) {
+    keys.push_back(k);
+  }
+  WriteAndOpen(keys);
+  const int32_t max_key = keys.back() + 5;
+  uint64_t ts = 1;
+  // Projections with the key after other columns (key columns found by the rowset itself) and
+  // without the key.
+  const Schema val_key = *schema_.Project({"val", "key"});
+  const Schema s_tag = *schema_.Project({"s", "tag"});
+  for (int step = 0; step < 3000; ++step) {
+    const int32_t key = static_cast<int32_t>(rng_.UniformRange(-2, max_key));
+    const uint64_t op = rng_.Uniform(100);
+    if (op < 40) {
+      TestRow r = MakeRow(&rng_, key);
+      Mutate(++ts, key, UpdateList(r), r);
+    } else if (op < 55) {
+      Mutate(++ts, key, DeleteList(), std::nullopt);
+    } else if (op < 70) {
+      TestRow r = MakeRow(&rng_, key);
+      Mutate(++ts, key, ReinsertList(r), r);
+    } else if (op < 72) {
+      ASSERT_TRUE(rs_->delta_tracker()->FlushDMS().ok());
+      if (rng_.OneIn(2)) {
+        auto reopened = DiskRowSet::Open(rs_->CurrentMetadata(), Options());
+        ASSERT_TRUE(reopened.ok()) << reopened.status();
+        rs_ = *reopened;
+      }
+    } else if (op < 80) {
+      const uint64_t before = 1 + rng_.Uniform(ts + 1);
+      std::optional<int32_t> lo, hi;
+      if (rng_.OneIn(2)) lo = static_cast<int32_t>(rng_.UniformRange(-2, max_key));
+      if (rng_.OneIn(2)) hi = static_cast<int32_t>(rng_.UniformRange(lo.value_or(0), max_key));
+      const size_t max_rows = 1 + rng_.Uniform(700);
+      switch (rng_.Uniform(4)) {
+        case 0:
+          CheckScan(
+              before, lo, hi, {}, [](const TestRow&) { return true; }, max_rows);
+          break;
+        case 1:
+          CheckScan(
+              before, lo, hi, {ValRange(-10, 10)},
+              [this](const TestRow& r) { return ValIn(r, -10, 10); }, max_rows);
+          break;
+        case 2:
+          CheckScan(
+              before, lo, hi, {ColumnPredicate::IsNotNull(schema_.column(2))},
+              [](const TestRow& r) { return !r[2].is_null(); }, max_rows);
+          break;
+        default: {
+          const int32_t t = static_cast<int32_t>(rng_.Uniform(max_key / 100 + 1));
+          CheckScan(
+              before, lo, hi, {*ColumnPredicate::Equality(schema_.column(3), Datum::Int32(t))},
+              [t](const TestRow& r) { return r[3].int_value() == t; }, max_rows);
+        }
+      }
+    } else {
+      const uint64_t before = 1 + rng_.Uniform(ts + 1);
+      MvccSnapshot snap = Before(before);
+      auto present = rs_->CheckRowPresent(Key(key), rng_.OneIn(2) ? &snap : nullptr);
+      ASSERT_TRUE(present.ok()) << present.status();
+    }
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST_F(DiskRowSetTest, ConcurrentScansSeeOneSnapshot) {
+  WriteAndOpen(EvenKeys(3000));
+  std::atomic<uint64_t> committed{1};  // Every mutation below this is applied.
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    Random rng(rng_.Next64());
+    for (uint64_t ts = 1; ts < 3000; ++ts) {
+      const int32_t key = 2 * static_cast<int32_t>(rng.Uniform(3000));
+      TestRow r = MakeRow(&rng, key);
+      absl::Status s = rs_->MutateRow(HybridTime(ts), Key(key), UpdateList(r), 0);
+      EXPECT_TRUE(s.ok()) << s;
+      committed.store(ts + 1, std::memory_order_release);
+      if (ts % 500 == 0) EXPECT_TRUE(rs_->delta_tracker()->FlushDMS().ok());
+    }
+    stop = true;
+  });
+  int scans = 0;
+  while (!stop || scans < 3) {
+    const uint64_t before = committed.load(std::memory_order_acquire);
+    auto first = Scan(*rs_, schema_, Before(before), {}, 256);
+    auto second = Scan(*rs_, schema_, Before(before), {}, 999);
+    ASSERT_TRUE(first.ok() && second.ok());
+    ASSERT_EQ(first->size(), 3000u);
+    ASSERT_EQ(*first, *second) << "snapshot " << before;
+    ++scans;
+  }
+  writer.join();
+}
+
+// Corruption: a rowset whose blocks are missing or damaged fails cleanly.
+class DiskRowSetCorruptionTest : public DiskRowSetTest {
+ protected:
+  void SetUp() override {
+    DiskRowSetTest::SetUp();
+    WriteAndOpen(EvenKeys(3000));
+    rs_.reset();
+  }
+  // Opens the rowset and, if that works, scans it fully and looks up keys; returns the first
+  // error.
+  absl::Status OpenScanAndLookUp(const RowSetMetadata& meta) {
+    auto rs = DiskRowSet::Open(meta, Options());
+    if (!rs.ok()) return rs.status();
+    auto rows = Scan(**rs, schema_, Before(1));
+    if (!rows.ok()) return rows.status();
+    for (int32_t k = -1; k < 6001; k += 3) {
+      auto row = (*rs)->FindRow(Key(k));
+      if (!row.ok()) return row.status();
+    }
+    return absl::OkStatus();
+  }
+  BlockId ColumnBlockOf(ColumnId id) const {
+    for (const auto& [cid, block] : meta_.column_blocks) {
+      if (cid == id) return block;
+    }
+    return BlockId();
+  }
+};
+
+TEST_F(DiskRowSetCorruptionTest, MissingBlocks) {
+  for (BlockId id : meta_.AllBlocks()) {
+    std::string data;
+    ASSERT_TRUE(ReadFileToString(&env_, bm_->BlockPath(id), &data).ok());
+    ASSERT_TRUE(bm_->DeleteBlock(id).ok());
+    absl::Status s = DiskRowSet::Open(meta_, Options()).status();
+    EXPECT_TRUE(absl::IsNotFound(s)) << s;
+    EXPECT_NE(s.message().find("rowset 1"), std::string::npos) << s;
+    ASSERT_TRUE(WriteStringToFile(&env_, bm_->BlockPath(id), data, false).ok());
+  }
+  EXPECT_TRUE(OpenScanAndLookUp(meta_).ok());
+}
+
+TEST_F(DiskRowSetCorruptionTest, MetadataThatDisagreesWithTheFiles) {
+  RowSetMetadata m = meta_;
+  m.num_rows += 1;
+  EXPECT_TRUE(absl::IsDataLoss(DiskRowSet::Open(m, Options()).status()));
+  m = meta_;
+  m.min_key = Key(-2);
+  EXPECT_TRUE(absl::IsDataLoss(DiskRowSet::Open(m, Options()).status()));
+  m = meta_;
+  m.max_key = Key(5996);
+  EXPECT_TRUE(absl::IsDataLoss(DiskRowSet::Open(m, Options()).status()));
+  m = meta_;
+  std::swap(m.bloom_block, m.key_index_block);
+  EXPECT_TRUE(absl::IsDataLoss(DiskRowSet::Open(m, Options()).status()));
+  m = meta_;
+  m.column_blocks.push_back(m.column_blocks.front());
+  EXPECT_TRUE(absl::IsDataLoss(DiskRowSet::Open(m, Options()).status()));
+  m = meta_;
+  m.num_rows = 0;
+  EXPECT_TRUE(absl::IsDataLoss(DiskRowSet::Open(m, Options()).status()));
+}
+
+TEST_F(DiskRowSetCorruptionTest, DamagedFilesGiveDataLoss) {
+  // Trailers (footer CRC, magic) are checked at Open.
+  for (BlockId id : meta_.AllBlocks()) {
+    FlipByte(id, -1);
+    absl::Status s = DiskRowSet::Open(meta_, Options()).status();
+    EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+    FlipByte(id, -1);
+    Truncate(id, 10);
+    s = DiskRowSet::Open(meta_, Options()).status();
+    EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  }
+}
+
+TEST_F(DiskRowSetCorruptionTest, DamagedPagesFailScansAndLookups) {
+  // A flipped byte in the first page of `val`: Open works (pages are read lazily), the scan
+  // fails.
+  FlipByte(ColumnBlockOf(kValId), 5);
+  auto rs = DiskRowSet::Open(meta_, Options());
+  ASSERT_TRUE(rs.ok()) << rs.status();
+  absl::Status s = Scan(**rs, schema_, Before(1)).status();
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_NE(s.message().find("rowset 1"), std::string::npos) << s;
+  FlipByte(ColumnBlockOf(kValId), 5);
+  // A flipped byte in the bloom filter's only page: lookups that probe it fail.
+  FlipByte(meta_.bloom_block, 100);
+  rs = DiskRowSet::Open(meta_, Options());
+  ASSERT_TRUE(rs.ok()) << rs.status();
+  EXPECT_TRUE(absl::IsDataLoss((*rs)->FindRow(Key(11)).status()));
+}
+
+TEST_F(DiskRowSetCorruptionTest, RandomDamageNeverCrashes) {
+  const std::vector<BlockId> blocks = meta_.AllBlocks();
+  int errors = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const BlockId id = blocks[rng_.Uniform(blocks.size())];
+    std::string path = bm_->BlockPath(id), data;
+    ASSERT_TRUE(ReadFileToString(&env_, path, &data).ok());
+    std::string damaged = data;
+    switch (rng_.Uniform(3)) {
+      case 0:
+        damaged[rng_.Uniform(damaged.size())] ^= static_cast<char>(1 + rng_.Uniform(255));
+        break;
+      case 1:
+        damaged.resize(rng_.Uniform(damaged.size()));
+        break;
+      default: {
+        const size_t at = rng_.Uniform(damaged.size());
+        std::fill(damaged.begin() + at,
+                  damaged.begin() + std::min(damaged.size(), at + 1 + rng_.Uniform(64)), '\0');
+      }
+    }
+    ASSERT_TRUE(WriteStringToFile(&env_, path, damaged, false).ok());
+    errors += !OpenScanAndLookUp(meta_).ok();
+    ASSERT_TRUE(WriteStringToFile(&env_, path, data, false).ok());
+  }
+  EXPECT_GT(errors, 0);
+  EXPECT_TRUE(OpenScanAndLookUp(meta_).ok());
+}
+
+}  // namespace
+}  // namespace basalt

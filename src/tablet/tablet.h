@@ -1,0 +1,263 @@
+#pragma once
+
+// Tablet: one replica's rows (DESIGN.md section 4; docs/tablet.md "Tablet").
+//
+// A tablet is a set of rowsets: the MemRowSet (MRS) taking new rows, while a flush runs the frozen
+// MRS being written out, and DiskRowSets (DRS) found through a RowSetTree. Every key lives in
+// exactly one rowset (a deleted row's key is reinserted in place), so a write finds its row by
+// asking the tree for candidates, then each candidate's bloom filter and key index.
+//
+// Concurrency:
+//   - Writes (ApplyRowOperations) are serialized by write_mu_ and applied in op order, each op
+//     inside MvccManager StartOp/FinishOp. Op timestamps must increase from op to op.
+//   - Scans take an immutable snapshot of the rowsets (Components, a shared_ptr swapped under
+//     components_mu_) and an MVCC snapshot; they never block writers and see exactly one
+//     snapshot even while flushes and compactions swap rowsets.
+//   - Maintenance (FlushMemRowSet, FlushDeltas, Compact*) runs on any thread: one MRS flush at a
+//     time; a rowset is in at most one maintenance op at a time (busy set). They block writers only
+//     briefly, to freeze inputs and to carry over mutations (compaction.h protocol).
+//   - The superblock is rewritten after every change of the rowset set (metadata_mu_).
+//
+// Durability: with a WAL, DurableOpIndex() says which ops the rowsets hold durably; replaying the
+// ops above it with `replay` set skips mutations the rowsets already reflect.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <gflags/gflags_declare.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "cfile/block_manager.h"
+#include "common/env.h"
+#include "common/hybrid_clock.h"
+#include "common/row_operations.h"
+#include "common/schema.h"
+#include "tablet/compaction.h"
+#include "tablet/compaction_policy.h"
+#include "tablet/memory_budget.h"
+#include "tablet/mvcc.h"
+#include "tablet/row_iterator.h"
+#include "tablet/tablet_metadata.h"
+
+DECLARE_int32(rowset_target_size_mb);
+DECLARE_int32(tablet_history_max_age_sec);
+
+namespace basalt {
+
+class BlockCache;
+class DiskRowSet;
+class MemRowSet;
+class MemoryBudget;
+class RowSetTree;
+
+struct TabletOptions {
+  Env* env = nullptr;                     // Borrowed.
+  BlockManager* block_manager = nullptr;  // Borrowed.
+  BlockCache* block_cache = nullptr;      // Borrowed; may be nullptr.
+  // The superblock file (its directory must exist).
+  std::string superblock_path;
+  // Assigns timestamps for Write() and reads the time for the history mark. Borrowed.
+  HybridClock* clock = nullptr;
+  // Size at which flushes and compactions roll to a new DiskRowSet; 0: --rowset_target_size_mb.
+  uint64_t rowset_target_bytes = 0;
+  // Where the tablet reports its MemRowSet and DeltaMemStore bytes and asks before each write
+  // (slowing writes under memory pressure). Borrowed; may be nullptr.
+  MemoryBudget* memory_budget = nullptr;
+};
+
+// Figures for maintenance scheduling, tests and benchmarks.
+struct TabletStats {
+  size_t mrs_bytes = 0;
+  int64_t mrs_rows = 0;
+  HybridTime mrs_oldest = HybridTime::kInvalid;
+  size_t dms_bytes = 0;
+  int num_rowsets = 0;
+  uint64_t on_disk_bytes = 0;
+  int64_t flushes = 0;
+  int64_t compactions = 0;
+  HybridTime dms_oldest = HybridTime::kInvalid;
+  // The rowset with the most REDO files, and the largest ratio of REDO bytes to base bytes.
+  size_t max_redo_files = 0;
+  double max_redo_ratio = 0;
+};
+
+class Tablet {
+ public:
+  // Creates a new, empty tablet and writes its first superblock.
+  static absl::StatusOr<std::unique_ptr<Tablet>> Create(TabletOptions options,
+                                                        std::string tablet_id,
+                                                        const Schema& schema);
+  // Opens the tablet from its superblock, deleting blocks it lists as orphaned.
+  static absl::StatusOr<std::unique_ptr<Tablet>> Open(TabletOptions options);
+  ~Tablet();
+  Tablet(const Tablet&) = delete;
+  Tablet& operator=(const Tablet&) = delete;
+
+  // The current schema (changes only through AlterSchema).
+  Schema schema() const ABSL_LOCKS_EXCLUDED(components_mu_);
+  const std::string& tablet_id() const { return tablet_id_; }
+  MvccManager* mvcc() { return &mvcc_; }
+
+  // Applies `ops` (decoded against the current schema) as one op at timestamp `ts` with Raft
+  // index `op_index` (0 without a WAL). (*results)[i] is op i's outcome: OK, ALREADY_EXISTS
+  // (INSERT of a live key), NOT_FOUND (UPDATE/DELETE of an absent key), INVALID_ARGUMENT; the
+  // *_IGNORE forms turn ALREADY_EXISTS / NOT_FOUND into OK. UPSERT of an existing row updates
+  // the columns the op sets. With `replay` (WAL replay at startup, before the tablet serves
+  // reads: ops above DurableOpIndex(), in index order) mutations the rowsets already reflect are
+  // skipped. Errors returned (nothing applied): INVALID_ARGUMENT for ops of another schema or,
+  // unless replaying, a timestamp not above the previous op's.
+  absl::Status ApplyRowOperations(HybridTime ts, int64_t op_index,
+                                  absl::Span<const DecodedRowOperation> ops,
+                                  std::vector<absl::Status>* results, bool replay = false)
+      ABSL_LOCKS_EXCLUDED(write_mu_);
+  // ApplyRowOperations at a timestamp taken from the clock under the write lock (so timestamps
+  // increase in apply order); returns it in *ts if not null.
+  absl::Status Write(absl::Span<const DecodedRowOperation> ops, std::vector<absl::Status>* results,
+                     HybridTime* ts = nullptr) ABSL_LOCKS_EXCLUDED(write_mu_);
+
+  // A scan of `projection` (columns of the current schema, by id) at `snap`, restricted by
+  // `spec` (predicates on any column of the current schema, projected or not). With `ordered`
+  // rows come in primary-key order, otherwise in any order. The tablet must outlive the iterator.
+  absl::StatusOr<std::unique_ptr<RowBlockIterator>> NewIterator(const Schema& projection,
+                                                                const MvccSnapshot& snap,
+                                                                const ScanSpec& spec,
+                                                                bool ordered) const;
+
+  // Maintenance. Each returns OK with nothing done when there is nothing to do.
+  // Writes the MRS out as DiskRowSets; writes continue meanwhile.
+  absl::Status FlushMemRowSet() ABSL_LOCKS_EXCLUDED(write_mu_);
+  // Flushes every DeltaMemStore to a REDO file.
+  absl::Status FlushDeltas();
+  // Merges the DiskRowSets the compaction policy picks (budget --tablet_compaction_budget_mb);
+  // with `all`, every DiskRowSet.
+  absl::Status Compact(bool all = false);
+  // Minor delta compaction: merges each rowset's REDO files.
+  absl::Status MinorCompactDeltas();
+  // Major delta compaction: rewrites rowset `rowset_id` (any rowset with REDOs when -1) with its
+  // REDOs folded into the base data.
+  absl::Status MajorCompactDeltas(int64_t rowset_id = -1);
+
+  // Changes the schema (add, drop, rename columns; see Schema). Flushes the MRS first, with
+  // writes blocked, so every MRS row is in the schema it was written with.
+  absl::Status AlterSchema(const Schema& new_schema) ABSL_LOCKS_EXCLUDED(write_mu_);
+
+  // How much a merge compaction chosen by the policy would lower the average number of rowsets
+  // a key lookup consults (0: nothing worth doing).
+  double MergeCompactionQuality() const;
+
+  // Every op with index <= this is durable in the rowsets.
+  int64_t DurableOpIndex() const;
+  TabletStats GetStats() const;
+  // The rowset ids and metadata as of now (tests, tools).
+  std::vector<RowSetMetadata> RowSetsForTests() const;
+
+ private:
+  struct MemStore;
+  struct Components;
+  class Iterator;
+
+  Tablet(TabletOptions options, std::string tablet_id, Schema schema);
+  absl::Status InitFromSuperBlock(const TabletSuperBlock& sb);
+
+  std::shared_ptr<const Components> GetComponents() const ABSL_LOCKS_EXCLUDED(components_mu_);
+  void SetComponents(std::shared_ptr<const Components> c) ABSL_LOCKS_EXCLUDED(components_mu_);
+
+  // Write path, under write_mu_.
+  absl::Status ApplyLocked(HybridTime ts, int64_t op_index,
+                           absl::Span<const DecodedRowOperation> ops,
+                           std::vector<absl::Status>* results, bool replay)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::Status ApplyOp(const Components& c, HybridTime ts, int64_t op_index,
+                       const DecodedRowOperation& op, bool replay)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::Status InsertRow(const Components& c, HybridTime ts, int64_t op_index,
+                         const DecodedRowOperation& op, std::string_view key, bool replay)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // The DiskRowSet holding `key` as a base row (live or deleted), if any, and whether WAL replay
+  // must skip an op at `ts` on it.
+  struct DiskRowLocation {
+    DiskRowSet* drs = nullptr;
+    bool skip = false;
+  };
+  absl::StatusOr<DiskRowLocation> LocateInDiskRowSets(const Components& c, std::string_view key,
+                                                      HybridTime ts, bool replay)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::Status MutateRow(const Components& c, HybridTime ts, int64_t op_index, std::string_view key,
+                         std::string_view changes, bool replay)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Inserts a row built from `key` and a REINSERT change list into the current MRS (orphaned
+  // mutations of compaction).
+  absl::Status ApplyOrphan(const Components& c, const OrphanedMutation& m, int64_t op_index)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  void NoteMemStoreWrite(MemStore* store, int64_t op_index);
+
+  // Flush and compaction.
+  // REQUIRES: flush_mu_ held; write_mu_ held iff writes_blocked.
+  absl::Status FlushMemRowSetImpl(bool writes_blocked);
+  absl::Status CompactRowSets(std::vector<std::shared_ptr<DiskRowSet>> inputs);
+  // Runs a compaction whose inputs are frozen and whose snapshot is taken; swaps the outputs in
+  // for the inputs (and for frozen_mrs_ if `flush`).
+  absl::Status RunCompaction(std::vector<RowSetCompaction::Input> inputs, MvccSnapshot snap,
+                             HybridTime ahm, bool flush, bool writes_blocked);
+  absl::StatusOr<std::vector<std::shared_ptr<DiskRowSet>>> OpenOutputs(
+      const std::vector<RowSetMetadata>& metas);
+  // Picks DiskRowSets not busy with another op and marks them busy.
+  std::vector<std::shared_ptr<DiskRowSet>> ReserveRowSets(
+      const std::vector<std::shared_ptr<DiskRowSet>>& candidates) ABSL_LOCKS_EXCLUDED(busy_mu_);
+  void ReleaseRowSets(const std::vector<std::shared_ptr<DiskRowSet>>& rowsets)
+      ABSL_LOCKS_EXCLUDED(busy_mu_);
+  // The history mark: now - --tablet_history_max_age_sec, but never above the oldest timestamp
+  // held only in memory (a row dropped by GC must never be resurrected by WAL replay).
+  HybridTime AncientHistoryMark(const Components& c) const;
+  MvccSnapshot CleanSnapshot() const;
+
+  // Writes the superblock for the current components; `orphans` are blocks just unreferenced,
+  // deleted once the superblock is durable.
+  absl::Status PersistSuperBlock(std::vector<BlockId> orphans) ABSL_LOCKS_EXCLUDED(metadata_mu_);
+  int64_t NextRowSetId();
+
+  // The bytes the in-memory stores hold; reported to the memory budget after each write.
+  static size_t InMemoryBytes(const Components& c);
+  void ReportMemory(const Components& c);
+  std::vector<CompactionCandidate> CompactionCandidates(
+      const std::vector<std::shared_ptr<DiskRowSet>>& rowsets) const;
+
+  const TabletOptions options_;
+  const std::string tablet_id_;
+  std::unique_ptr<MemoryBudget::Consumer> memory_consumer_;
+  MvccManager mvcc_;
+
+  mutable absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(components_mu_);
+  HybridTime last_write_ts_ ABSL_GUARDED_BY(write_mu_) = HybridTime::kMin;
+  std::string scratch_row_ ABSL_GUARDED_BY(write_mu_);
+  std::string scratch_changes_ ABSL_GUARDED_BY(write_mu_);
+  std::vector<int> candidates_ ABSL_GUARDED_BY(write_mu_);
+
+  mutable absl::Mutex components_mu_;
+  std::shared_ptr<const Components> components_ ABSL_GUARDED_BY(components_mu_);
+
+  absl::Mutex flush_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);  // One MRS flush at a time.
+  mutable absl::Mutex busy_mu_;
+  absl::flat_hash_set<int64_t> busy_ ABSL_GUARDED_BY(busy_mu_);
+
+  absl::Mutex metadata_mu_;
+  int64_t superblock_version_ ABSL_GUARDED_BY(metadata_mu_) = 0;
+  std::vector<BlockId> pending_orphans_ ABSL_GUARDED_BY(metadata_mu_);
+
+  std::atomic<int64_t> next_rowset_id_{0};
+  std::atomic<int64_t> next_mrs_id_{0};
+  std::atomic<int64_t> last_applied_op_index_{0};
+  std::atomic<uint64_t> last_applied_ts_{0};
+  std::atomic<int64_t> flushes_{0};
+  std::atomic<int64_t> compactions_{0};
+};
+
+}  // namespace basalt
