@@ -1,0 +1,429 @@
+#include "consensus/grpc_transport.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <thread>
+#include <utility>
+
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+#include <grpcpp/grpcpp.h>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/strings.h"
+#include "consensus/raft_message_pb.h"
+#include "proto/consensus.grpc.pb.h"
+#include "proto/consensus.pb.h"
+
+DEFINE_int32(consensus_rpc_timeout_ms, 2000,
+             "Deadline of each UpdateConsensus RPC carrying Raft messages to a peer server.");
+DEFINE_int32(consensus_heartbeat_coalesce_ms, 100,
+             "How long a Raft heartbeat (or heartbeat response) waits for other messages to the "
+             "same server, so that the heartbeats of all groups share one RPC.");
+DEFINE_uint64(consensus_rpc_max_batch_bytes, 4 << 20,
+              "Target size of one UpdateConsensus RPC; a single larger message still goes alone.");
+DEFINE_uint64(consensus_peer_queue_max_bytes, 64 << 20,
+              "Bytes of Raft messages queued for one peer server beyond which new ones are "
+              "dropped.");
+
+namespace basalt {
+
+namespace {
+
+// Larger than the largest message RaftCore produces (max_append_bytes, or one entry of up to
+// kMaxEntryDataBytes) and a full batch.
+constexpr int kMaxRpcMessageBytes = 256 << 20;
+
+bool IsUrgent(const RaftMessage& m) {
+  return m.type != MessageType::kHeartbeat && m.type != MessageType::kHeartbeatResponse;
+}
+
+absl::Status FromGrpc(const grpc::Status& s) {
+  // absl::StatusCode and grpc::StatusCode share their numbers.
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+}  // namespace
+
+// ---- Receiving ------------------------------------------------------------------------------
+
+class GrpcTransport::Service final : public pb::ConsensusService::Service {
+ public:
+  explicit Service(GrpcTransport* transport) : transport_(transport) {}
+
+  grpc::Status UpdateConsensus(grpc::ServerContext* context,
+                               const pb::UpdateConsensusRequestPB* request,
+                               pb::UpdateConsensusResponsePB* response) override {
+    // The request belongs to this call and is discarded after it: HandleUpdate moves the entries'
+    // data out of it instead of copying every entry.
+    return ToGrpc(
+        transport_->HandleUpdate(const_cast<pb::UpdateConsensusRequestPB*>(request), response));
+  }
+
+ private:
+  GrpcTransport* const transport_;
+};
+
+absl::Status GrpcTransport::HandleUpdate(pb::UpdateConsensusRequestPB* request,
+                                         pb::UpdateConsensusResponsePB* response) {
+  counters_.rpcs_received.fetch_add(1, std::memory_order_relaxed);
+  if (request->to_server() != options_.server_id) {
+    return absl::FailedPreconditionError(StrCat("consensus batch for server ", request->to_server(),
+                                                " reached server ", options_.server_id));
+  }
+  absl::StatusOr<std::vector<GroupMessage>> batch = BatchFromPB(request);
+  if (!batch.ok()) {
+    LOG_EVERY_N(WARNING, 100) << "rejecting a consensus batch: " << batch.status();
+    return batch.status();
+  }
+  uint32_t unknown = 0;
+  int64_t delivered = 0;
+  {
+    absl::ReaderMutexLock l(&reg_mu_);
+    for (GroupMessage& m : *batch) {
+      auto it = handlers_.find(m.group_id);
+      if (it == handlers_.end()) {
+        ++unknown;
+        continue;
+      }
+      it->second(std::move(m.message));
+      ++delivered;
+    }
+  }
+  counters_.messages_received.fetch_add(delivered, std::memory_order_relaxed);
+  response->set_num_unknown_group_messages(unknown);
+  return absl::OkStatus();
+}
+
+// ---- Sending --------------------------------------------------------------------------------
+
+// The queue and sender thread for one peer server.
+// Thread-safe: the transport calls Enqueue and Shutdown; the sender thread runs Run.
+class GrpcTransport::Peer {
+ public:
+  Peer(GrpcTransport* transport, PeerId id, const std::string& address)
+      : transport_(transport),
+        id_(std::move(id)),
+        address_(address),
+        stub_(pb::ConsensusService::NewStub(NewChannel(address))) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~Peer() { Shutdown(); }
+
+  const std::string& address() const { return address_; }
+
+  // Queues `messages`, dropping those that do not fit. Returns how many were dropped.
+  int64_t Enqueue(std::vector<GroupMessage> messages) ABSL_LOCKS_EXCLUDED(mu_);
+  // Cancels the RPC in flight, joins the thread, drops the queue. Idempotent.
+  void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  static std::shared_ptr<grpc::Channel> NewChannel(const std::string& address);
+  void Run() ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits for the next batch to send; false once shutting down.
+  bool NextBatch(std::vector<GroupMessage>* batch) ABSL_LOCKS_EXCLUDED(mu_);
+  // Sends one batch with a deadline; returns the RPC's status.
+  absl::Status SendRpc(std::vector<GroupMessage> batch) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Time DueLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return std::max(urgent_ ? absl::InfinitePast() : flush_deadline_, not_before_);
+  }
+  bool WakeLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (stopping_) return true;
+    if (queue_.empty()) return false;
+    return wait_deadline_ == absl::InfiniteFuture() || absl::Now() >= DueLocked();
+  }
+
+  // Constant after construction.
+  GrpcTransport* const transport_;
+  const PeerId id_;
+  const std::string address_;
+  const std::unique_ptr<pb::ConsensusService::Stub> stub_;
+
+  absl::Mutex mu_;
+  std::deque<GroupMessage> queue_ ABSL_GUARDED_BY(mu_);
+  uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool urgent_ ABSL_GUARDED_BY(mu_) = false;  // The queue holds a message to send at once.
+  // When the oldest queued heartbeat must go; not before not_before_ (after a failed RPC).
+  absl::Time flush_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  absl::Time not_before_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // What the sender waits for: InfiniteFuture while the queue was empty.
+  absl::Time wait_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* in_flight_ ABSL_GUARDED_BY(mu_) = nullptr;  // Owned by the sender.
+
+  std::thread thread_;  // Joined by Shutdown.
+};
+
+std::shared_ptr<grpc::Channel> GrpcTransport::Peer::NewChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  // A restarted peer must be found again within a few heartbeats, not after gRPC's default
+  // backoff of up to two minutes. (The minimum is also the timeout of a connection attempt.)
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  // One connection per (transport, peer), not shared with other transports of the process.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetMaxReceiveMessageSize(kMaxRpcMessageBytes);
+  args.SetMaxSendMessageSize(kMaxRpcMessageBytes);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+int64_t GrpcTransport::Peer::Enqueue(std::vector<GroupMessage> messages) {
+  const GrpcTransportOptions& o = transport_->options_;
+  int64_t dropped = 0;
+  absl::MutexLock l(&mu_);
+  if (stopping_) return static_cast<int64_t>(messages.size());
+  for (GroupMessage& m : messages) {
+    const size_t size = EstimateEncodedSize(m);
+    if (queued_bytes_ + size > o.max_queue_bytes && !queue_.empty()) {
+      ++dropped;
+      continue;
+    }
+    if (IsUrgent(m.message)) {
+      urgent_ = true;
+    } else if (queue_.empty()) {
+      flush_deadline_ = absl::Now() + absl::Milliseconds(o.heartbeat_coalesce_ms);
+    }
+    queued_bytes_ += size;
+    queue_.push_back(std::move(m));
+  }
+  return dropped;
+}
+
+bool GrpcTransport::Peer::NextBatch(std::vector<GroupMessage>* batch) {
+  absl::MutexLock l(&mu_);
+  while (true) {
+    if (stopping_) return false;
+    if (!queue_.empty() && absl::Now() >= DueLocked()) break;
+    wait_deadline_ = queue_.empty() ? absl::InfiniteFuture() : DueLocked();
+    mu_.AwaitWithDeadline(absl::Condition(this, &Peer::WakeLocked), wait_deadline_);
+  }
+  uint64_t bytes = 0;
+  const uint64_t limit = transport_->options_.max_batch_bytes;
+  while (!queue_.empty() && (batch->empty() || bytes < limit)) {
+    const size_t size = EstimateEncodedSize(queue_.front());
+    if (!batch->empty() && bytes + size > limit) break;
+    bytes += size;
+    batch->push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  queued_bytes_ -= bytes;
+  // What is left over (the batch was full) goes out right after this one.
+  urgent_ = !queue_.empty();
+  if (queue_.empty()) flush_deadline_ = absl::InfiniteFuture();
+  return true;
+}
+
+absl::Status GrpcTransport::Peer::SendRpc(std::vector<GroupMessage> batch) {
+  pb::UpdateConsensusRequestPB request;
+  BatchToPB(transport_->options_.server_id, id_, std::move(batch), &request);
+  pb::UpdateConsensusResponsePB response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(transport_->options_.rpc_timeout_ms));
+  {
+    absl::MutexLock l(&mu_);
+    if (stopping_) return absl::CancelledError("transport shutting down");
+    in_flight_ = &context;
+  }
+  grpc::Status s = stub_->UpdateConsensus(&context, request, &response);
+  absl::MutexLock l(&mu_);
+  in_flight_ = nullptr;
+  if (!s.ok()) {
+    // Do not spin on a peer that is down: its next batch waits one coalescing window.
+    not_before_ =
+        absl::Now() + absl::Milliseconds(std::max(transport_->options_.heartbeat_coalesce_ms, 1));
+  }
+  return FromGrpc(s);
+}
+
+void GrpcTransport::Peer::Run() {
+  Counters& c = transport_->counters_;
+  std::vector<GroupMessage> batch;
+  while (NextBatch(&batch)) {
+    const int64_t n = static_cast<int64_t>(batch.size());
+    const absl::Status s = SendRpc(std::move(batch));
+    c.rpcs_sent.fetch_add(1, std::memory_order_relaxed);
+    if (s.ok()) {
+      c.messages_sent.fetch_add(n, std::memory_order_relaxed);
+    } else {
+      c.rpcs_failed.fetch_add(1, std::memory_order_relaxed);
+      c.messages_dropped.fetch_add(n, std::memory_order_relaxed);
+      VLOG(1) << "UpdateConsensus to " << id_ << " at " << address_ << ": " << s;
+    }
+    batch.clear();
+  }
+}
+
+void GrpcTransport::Peer::Shutdown() {
+  {
+    absl::MutexLock l(&mu_);
+    stopping_ = true;
+    if (in_flight_ != nullptr) in_flight_->TryCancel();
+  }
+  if (thread_.joinable()) thread_.join();
+  absl::MutexLock l(&mu_);
+  transport_->counters_.messages_dropped.fetch_add(static_cast<int64_t>(queue_.size()),
+                                                   std::memory_order_relaxed);
+  queue_.clear();
+  queued_bytes_ = 0;
+}
+
+// ---- GrpcTransport --------------------------------------------------------------------------
+
+namespace {
+
+GrpcTransportOptions WithDefaults(GrpcTransportOptions o) {
+  if (o.rpc_timeout_ms <= 0) o.rpc_timeout_ms = std::max(FLAGS_consensus_rpc_timeout_ms, 1);
+  if (o.heartbeat_coalesce_ms < 0) {
+    o.heartbeat_coalesce_ms = std::max(FLAGS_consensus_heartbeat_coalesce_ms, 0);
+  }
+  if (o.max_batch_bytes == 0)
+    o.max_batch_bytes = std::max<uint64_t>(FLAGS_consensus_rpc_max_batch_bytes, 1);
+  if (o.max_queue_bytes == 0)
+    o.max_queue_bytes = std::max<uint64_t>(FLAGS_consensus_peer_queue_max_bytes, 1);
+  return o;
+}
+
+}  // namespace
+
+GrpcTransport::GrpcTransport(GrpcTransportOptions options)
+    : options_(WithDefaults(std::move(options))), service_(std::make_unique<Service>(this)) {}
+
+GrpcTransport::~GrpcTransport() { Shutdown(); }
+
+grpc::Service* GrpcTransport::service() { return service_.get(); }
+
+absl::Status GrpcTransport::Start() {
+  absl::MutexLock l(&mu_);
+  if (started_ || shut_down_) {
+    return absl::FailedPreconditionError("consensus transport already started");
+  }
+  started_ = true;
+  if (options_.bind_address.empty()) return absl::OkStatus();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options_.bind_address, grpc::InsecureServerCredentials(), &port_);
+  builder.RegisterService(service_.get());
+  builder.SetMaxReceiveMessageSize(kMaxRpcMessageBytes);
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port_ == 0) {
+    server_.reset();
+    return absl::UnavailableError(
+        StrCat("consensus transport cannot serve on ", options_.bind_address));
+  }
+  return absl::OkStatus();
+}
+
+void GrpcTransport::Shutdown() {
+  std::unique_ptr<grpc::Server> server;
+  {
+    absl::MutexLock l(&mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+    server = std::move(server_);
+  }
+  if (server != nullptr) {
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+    server->Wait();
+  }
+  std::map<PeerId, std::shared_ptr<Peer>> peers;
+  {
+    absl::MutexLock l(&peers_mu_);
+    peers_closed_ = true;
+    peers.swap(peers_);
+  }
+  for (auto& [id, peer] : peers) peer->Shutdown();
+}
+
+int GrpcTransport::port() const {
+  absl::MutexLock l(&mu_);
+  return port_;
+}
+
+absl::Status GrpcTransport::AddPeer(const PeerId& peer, const std::string& address) {
+  if (peer.empty() || address.empty()) {
+    return absl::InvalidArgumentError("a peer needs an id and an address");
+  }
+  if (peer == options_.server_id) {
+    return absl::InvalidArgumentError(StrCat("server ", peer, " cannot be its own peer"));
+  }
+  std::shared_ptr<Peer> old;
+  {
+    absl::MutexLock l(&peers_mu_);
+    if (peers_closed_) return absl::FailedPreconditionError("consensus transport shut down");
+    std::shared_ptr<Peer>& slot = peers_[peer];
+    if (slot != nullptr && slot->address() == address) return absl::OkStatus();
+    old = std::move(slot);
+    slot = std::make_shared<Peer>(this, peer, address);
+  }
+  if (old != nullptr) old->Shutdown();
+  return absl::OkStatus();
+}
+
+absl::Status GrpcTransport::Register(const std::string& group_id, const PeerId& peer,
+                                     RaftMessageHandler handler) {
+  if (peer != options_.server_id) {
+    return absl::InvalidArgumentError(StrCat("replica ", peer, " of group ", group_id,
+                                             " cannot register on server ", options_.server_id));
+  }
+  absl::MutexLock l(&reg_mu_);
+  if (!handlers_.emplace(group_id, std::move(handler)).second) {
+    return absl::AlreadyExistsError(
+        StrCat("a receiver for group ", group_id, " is already registered"));
+  }
+  return absl::OkStatus();
+}
+
+void GrpcTransport::Unregister(const std::string& group_id, const PeerId& peer) {
+  if (peer != options_.server_id) return;
+  absl::MutexLock l(&reg_mu_);
+  handlers_.erase(group_id);
+}
+
+void GrpcTransport::Enqueue(const PeerId& to, std::vector<GroupMessage> messages) {
+  std::shared_ptr<Peer> peer;
+  {
+    absl::ReaderMutexLock l(&peers_mu_);
+    auto it = peers_.find(to);
+    if (it != peers_.end()) peer = it->second;
+  }
+  const int64_t dropped =
+      peer == nullptr ? static_cast<int64_t>(messages.size()) : peer->Enqueue(std::move(messages));
+  if (dropped > 0) counters_.messages_dropped.fetch_add(dropped, std::memory_order_relaxed);
+}
+
+void GrpcTransport::Send(const std::string& group_id, RaftMessage message) {
+  std::vector<GroupMessage> one;
+  PeerId to = message.to;
+  one.push_back(GroupMessage{group_id, std::move(message)});
+  Enqueue(to, std::move(one));
+}
+
+void GrpcTransport::SendBatch(const std::string& group_id, std::vector<RaftMessage> messages) {
+  // One queue operation per destination.
+  std::map<PeerId, std::vector<GroupMessage>> by_peer;
+  for (RaftMessage& m : messages) {
+    std::vector<GroupMessage>& v = by_peer[m.to];
+    v.push_back(GroupMessage{group_id, std::move(m)});
+  }
+  for (auto& [to, v] : by_peer) Enqueue(to, std::move(v));
+}
+
+GrpcTransport::Stats GrpcTransport::stats() const {
+  Stats s;
+  s.rpcs_sent = counters_.rpcs_sent.load(std::memory_order_relaxed);
+  s.rpcs_failed = counters_.rpcs_failed.load(std::memory_order_relaxed);
+  s.messages_sent = counters_.messages_sent.load(std::memory_order_relaxed);
+  s.messages_dropped = counters_.messages_dropped.load(std::memory_order_relaxed);
+  s.rpcs_received = counters_.rpcs_received.load(std::memory_order_relaxed);
+  s.messages_received = counters_.messages_received.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace basalt

@@ -1,0 +1,340 @@
+#include "consensus/grpc_transport.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <glog/logging.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/env.h"
+#include "common/random.h"
+#include "common/strings.h"
+#include "consensus/loopback_raft_cluster.h"
+#include "consensus/raft_message_pb.h"
+#include "proto/consensus.grpc.pb.h"
+#include "proto/consensus.pb.h"
+
+namespace basalt {
+namespace {
+
+constexpr absl::Duration kTimeout = absl::Seconds(20);
+
+// A temporary directory on the real file system, deleted at the end.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = ::testing::TempDir() + "grpc_transport_test.XXXXXX";
+    CHECK(mkdtemp(tmpl.data()) != nullptr);
+    path_ = tmpl;
+  }
+  ~TempDir() { CHECK(Env::Default()->DeleteDirRecursively(path_).ok()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Collects the messages a handler receives.
+class Inbox {
+ public:
+  RaftMessageHandler handler() {
+    return [this](RaftMessage m) {
+      absl::MutexLock l(&mu_);
+      messages_.push_back(std::move(m));
+    };
+  }
+  // Waits until `n` messages arrived; returns them.
+  std::vector<RaftMessage> WaitFor(size_t n) {
+    absl::MutexLock l(&mu_);
+    auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return messages_.size() >= n; };
+    mu_.AwaitWithTimeout(absl::Condition(&enough), kTimeout);
+    return messages_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<RaftMessage> messages_ ABSL_GUARDED_BY(mu_);
+};
+
+GrpcTransportOptions Options(const PeerId& id, int coalesce_ms) {
+  GrpcTransportOptions o;
+  o.server_id = id;
+  o.heartbeat_coalesce_ms = coalesce_ms;
+  o.rpc_timeout_ms = 1000;
+  return o;
+}
+
+RaftMessage Message(MessageType type, const PeerId& from, const PeerId& to, uint64_t term) {
+  RaftMessage m;
+  m.type = type;
+  m.from = from;
+  m.to = to;
+  m.term = term;
+  return m;
+}
+
+// ---- The transport alone ----------------------------------------------------------------------
+
+TEST(GrpcTransportTest, DeliversMessagesOfManyGroupsToTheirHandlers) {
+  GrpcTransport a(Options("a", 5));
+  GrpcTransport b(Options("b", 5));
+  ASSERT_TRUE(a.Start().ok());
+  ASSERT_TRUE(b.Start().ok());
+  ASSERT_TRUE(a.AddPeer("b", StrCat("127.0.0.1:", b.port())).ok());
+  Inbox g1, g2;
+  ASSERT_TRUE(b.Register("g1", "b", g1.handler()).ok());
+  ASSERT_TRUE(b.Register("g2", "b", g2.handler()).ok());
+  EXPECT_TRUE(absl::IsAlreadyExists(b.Register("g1", "b", g1.handler())));
+  EXPECT_TRUE(absl::IsInvalidArgument(b.Register("g3", "a", g1.handler())));
+
+  RaftMessage append = Message(MessageType::kAppend, "a", "b", 3);
+  append.index = 7;
+  append.log_term = 2;
+  append.commit = 6;
+  LogEntry e;
+  e.term = 3;
+  e.index = 8;
+  e.data = "payload";
+  append.entries.push_back(e);
+  a.Send("g1", append);
+  a.Send("g2", Message(MessageType::kVote, "a", "b", 4));
+  a.Send("g3", Message(MessageType::kVote, "a", "b", 4));  // Unknown group: dropped.
+  std::vector<RaftMessage> got1 = g1.WaitFor(1);
+  std::vector<RaftMessage> got2 = g2.WaitFor(1);
+  ASSERT_EQ(got1.size(), 1u);
+  ASSERT_EQ(got2.size(), 1u);
+  EXPECT_EQ(MessageToString(got1[0]), MessageToString(append));
+  EXPECT_EQ(got1[0].entries[0].data, "payload");
+  EXPECT_EQ(got2[0].type, MessageType::kVote);
+  EXPECT_EQ(got2[0].from, "a");
+}
+
+// A TCP listener that never accepts: connections complete in the kernel's backlog and then hang,
+// like a server that is stopped (SIGSTOP) or partitioned away.
+class BlackHole {
+ public:
+  BlackHole() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK_GE(fd_, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    CHECK_EQ(listen(fd_, 16), 0);
+    socklen_t len = sizeof(addr);
+    CHECK_EQ(getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~BlackHole() { close(fd_); }
+  int port() const { return port_; }
+
+ private:
+  int fd_;
+  int port_;
+};
+
+TEST(GrpcTransportTest, HungPeerDoesNotBlockOthers) {
+  GrpcTransportOptions oa = Options("a", 5);
+  oa.rpc_timeout_ms = 2000;
+  GrpcTransport a(oa);
+  GrpcTransport b(Options("b", 5));
+  ASSERT_TRUE(a.Start().ok());
+  ASSERT_TRUE(b.Start().ok());
+  ASSERT_TRUE(a.AddPeer("b", StrCat("127.0.0.1:", b.port())).ok());
+  BlackHole hole;
+  ASSERT_TRUE(a.AddPeer("hung", StrCat("127.0.0.1:", hole.port())).ok());
+  Inbox inbox;
+  ASSERT_TRUE(b.Register("g", "b", inbox.handler()).ok());
+  const absl::Time start = absl::Now();
+  for (int i = 0; i < 100; ++i) {
+    a.Send("g", Message(MessageType::kVote, "a", "hung", i + 1));
+    a.Send("g", Message(MessageType::kVote, "a", "b", i + 1));
+  }
+  // All of b's messages arrive well before the hung peer's RPC reaches its deadline.
+  EXPECT_EQ(inbox.WaitFor(100).size(), 100u);
+  EXPECT_LT(absl::Now() - start, absl::Milliseconds(1500));
+  EXPECT_EQ(a.stats().rpcs_failed, 0);
+  // The hung peer's RPC fails at its deadline, and its messages count as dropped.
+  const absl::Time deadline = absl::Now() + kTimeout;
+  while (a.stats().rpcs_failed == 0 && absl::Now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // Bounded poll of a counter.
+  }
+  EXPECT_GT(a.stats().rpcs_failed, 0);
+  EXPECT_GT(a.stats().messages_dropped, 0);
+  // Shutdown cancels an RPC in flight instead of waiting for its deadline.
+  a.Send("g", Message(MessageType::kVote, "a", "hung", 1000));
+  const absl::Time shutdown_start = absl::Now();
+  a.Shutdown();
+  EXPECT_LT(absl::Now() - shutdown_start, absl::Milliseconds(1500));
+}
+
+TEST(GrpcTransportTest, RejectsMalformedAndMisaddressedBatches) {
+  GrpcTransport b(Options("b", 5));
+  ASSERT_TRUE(b.Start().ok());
+  Inbox inbox;
+  ASSERT_TRUE(b.Register("g", "b", inbox.handler()).ok());
+  auto stub = pb::ConsensusService::NewStub(
+      grpc::CreateChannel(StrCat("127.0.0.1:", b.port()), grpc::InsecureChannelCredentials()));
+  auto call = [&](const pb::UpdateConsensusRequestPB& req) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    pb::UpdateConsensusResponsePB resp;
+    return stub->UpdateConsensus(&ctx, req, &resp).error_code();
+  };
+  pb::UpdateConsensusRequestPB req;
+  BatchToPB("a", "b", {GroupMessage{"g", Message(MessageType::kVote, "a", "b", 1)}}, &req);
+  pb::UpdateConsensusRequestPB bad = req;
+  bad.mutable_messages(0)->set_type(static_cast<pb::RaftMessageTypePB>(42));
+  EXPECT_EQ(call(bad), grpc::StatusCode::INVALID_ARGUMENT);
+  pb::UpdateConsensusRequestPB other = req;
+  other.set_to_server("c");
+  EXPECT_EQ(call(other), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(call(req), grpc::StatusCode::OK);
+  std::vector<RaftMessage> got = inbox.WaitFor(1);
+  ASSERT_EQ(got.size(), 1u);  // Only the valid batch was delivered.
+  EXPECT_EQ(got[0].term, 1u);
+}
+
+// ---- Raft groups over the transport ------------------------------------------------------------
+
+// Checks that every acknowledged entry is applied, with the same data, on server `server`.
+void ExpectHasAll(const LoopbackRaftCluster& c, int server,
+                  const std::map<uint64_t, uint32_t>& acked) {
+  RecordingStateMachine* sm = c.state_machine(server, 0);
+  ASSERT_TRUE(sm->WaitForApplied(acked.empty() ? 0 : acked.rbegin()->first, kTimeout));
+  for (const auto& [index, crc] : acked) {
+    ASSERT_EQ(sm->crc_at(index), crc) << "server " << server << " index " << index;
+  }
+  EXPECT_EQ(sm->error(), "");
+}
+
+// Writes `n` entries through the current leader with many in flight (retrying on a new leader if
+// the old one is deposed) and returns the acknowledged ones.
+std::map<uint64_t, uint32_t> WriteEntries(LoopbackRaftCluster* c, int64_t n, int concurrency) {
+  std::map<uint64_t, uint32_t> acked;
+  while (static_cast<int64_t>(acked.size()) < n) {
+    const int leader = c->WaitForLeader(0, kTimeout);
+    if (leader < 0) break;
+    ProposalLoad load(c->node(leader, 0), concurrency, 100, n - acked.size());
+    load.Start();
+    EXPECT_TRUE(load.Wait(kTimeout));
+    std::map<uint64_t, uint32_t> got = load.acked();
+    acked.insert(got.begin(), got.end());
+    if (load.num_failed() > 0) LOG(INFO) << load.num_failed() << " proposals failed; retrying";
+  }
+  return acked;
+}
+
+TEST(GrpcTransportRaftTest, ReplicatesSurvivesLeaderKillAndRestarts) {
+  TempDir dir;
+  LoopbackRaftClusterOptions o;
+  o.root_dir = dir.path();
+  o.tick_interval_ms = 20;
+  o.election_ticks = 10;  // 200-400 ms.
+  o.heartbeat_coalesce_ms = 5;
+  o.seed = SeedFromEnvOrTime();
+  auto c = LoopbackRaftCluster::Start(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  LoopbackRaftCluster& cluster = **c;
+
+  const absl::Time start = absl::Now();
+  std::map<uint64_t, uint32_t> acked = WriteEntries(&cluster, 100000, 1000);
+  ASSERT_EQ(acked.size(), 100000u);
+  const double secs = absl::ToDoubleSeconds(absl::Now() - start);
+  LOG(INFO) << "replicated 100000 entries in " << secs << " s (" << 100000 / secs << "/s)";
+
+  const int old_leader = cluster.WaitForLeader(0, kTimeout);
+  ASSERT_GE(old_leader, 0);
+  const uint64_t old_term = cluster.node(old_leader, 0)->term();
+  // Everything the old leader applied is committed; remember it before killing it.
+  RecordingStateMachine* old_sm = cluster.state_machine(old_leader, 0);
+  const uint64_t old_applied = old_sm->applied_index();
+  std::map<uint64_t, uint32_t> committed;
+  for (uint64_t i = 1; i <= old_applied; ++i) committed[i] = *old_sm->crc_at(i);
+  cluster.KillServer(old_leader);
+
+  const int new_leader = cluster.WaitForLeader(0, kTimeout, old_term + 1);
+  ASSERT_GE(new_leader, 0);
+  ASSERT_NE(new_leader, old_leader);
+  std::map<uint64_t, uint32_t> more = WriteEntries(&cluster, 1000, 100);
+  ASSERT_EQ(more.size(), 1000u);
+  EXPECT_GT(more.begin()->first, old_applied);
+  committed.insert(more.begin(), more.end());
+  for (const auto& [index, crc] : acked) {
+    auto it = committed.find(index);
+    ASSERT_TRUE(it != committed.end() && it->second == crc) << "acknowledged entry " << index;
+  }
+  for (int i = 0; i < cluster.num_servers(); ++i) {
+    if (cluster.alive(i)) ExpectHasAll(cluster, i, committed);
+  }
+  // The old leader comes back on its port, replays its WAL and catches up over gRPC.
+  ASSERT_TRUE(cluster.RestartServer(old_leader).ok());
+  ExpectHasAll(cluster, old_leader, committed);
+}
+
+TEST(GrpcTransportRaftTest, CoalescesHeartbeatsOfIdleGroups) {
+  TempDir dir;
+  LoopbackRaftClusterOptions o;
+  o.root_dir = dir.path();
+  o.num_groups = 12;
+  o.tick_interval_ms = 10;  // A heartbeat every 10 ms per group and follower.
+  o.election_ticks = 30;    // 300-600 ms.
+  o.heartbeat_coalesce_ms = 20;
+  o.force_fsync = false;
+  o.seed = SeedFromEnvOrTime();
+  auto c = LoopbackRaftCluster::Start(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  LoopbackRaftCluster& cluster = **c;
+  std::vector<uint64_t> terms;
+  for (int g = 0; g < o.num_groups; ++g) {
+    const int leader = cluster.WaitForLeader(g, kTimeout);
+    ASSERT_GE(leader, 0);
+    terms.push_back(cluster.node(leader, g)->term());
+  }
+  auto totals = [&] {
+    GrpcTransport::Stats sum;
+    for (int i = 0; i < cluster.num_servers(); ++i) {
+      GrpcTransport::Stats s = cluster.transport(i)->stats();
+      sum.rpcs_sent += s.rpcs_sent;
+      sum.messages_sent += s.messages_sent;
+    }
+    return sum;
+  };
+  const GrpcTransport::Stats before = totals();
+  const absl::Time t0 = absl::Now();
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // The idle period being measured.
+  const GrpcTransport::Stats after = totals();
+  const double secs = absl::ToDoubleSeconds(absl::Now() - t0);
+  const int64_t rpcs = after.rpcs_sent - before.rpcs_sent;
+  const int64_t messages = after.messages_sent - before.messages_sent;
+  LOG(INFO) << "idle " << secs << " s: " << rpcs << " RPCs carried " << messages << " messages";
+  // Uncoalesced, each group's leader would send 2 heartbeats per tick and get 2 responses: about
+  // 12 * 4 * 100 = 4,800 RPCs per second. Coalesced: at most one RPC per window per direction
+  // between two servers (6 directions), plus slack for a busy machine.
+  const int directions = 6;
+  EXPECT_LE(rpcs, directions * (secs * 1000 / o.heartbeat_coalesce_ms + 5));
+  EXPECT_GE(messages, 12 * 4 * 100 * secs / 4);  // Ticks may run late, but not 4x late.
+  EXPECT_GE(messages, 10 * rpcs);
+  for (int g = 0; g < o.num_groups; ++g) {
+    const int leader = cluster.WaitForLeader(g, kTimeout);
+    ASSERT_GE(leader, 0);
+    EXPECT_EQ(cluster.node(leader, g)->term(), terms[g]) << "group " << g << " re-elected";
+  }
+}
+
+}  // namespace
+}  // namespace basalt
