@@ -280,7 +280,8 @@ bool BitPackedPageBuilder<T>::GetLastValue(void* cell) const {
 }
 
 template <typename T>
-BitPackedPageDecoder<T>::BitPackedPageDecoder() = default;
+BitPackedPageDecoder<T>::BitPackedPageDecoder(BlockValidation validation)
+    : validation_(validation) {}
 
 template <typename T>
 absl::Status BitPackedPageDecoder<T>::Init(std::string_view page) {
@@ -293,34 +294,55 @@ absl::Status BitPackedPageDecoder<T>::Init(std::string_view page) {
   }
   page.remove_prefix(1);
   const size_t num_blocks = (count + kBlockValues - 1) / kBlockValues;
-  block_offsets_.resize(num_blocks);
-  size_t off = 0;
-  for (size_t b = 0; b < num_blocks; b++) {
-    if (off >= page.size()) {
-      return Corruption(kBitPacked, "block ", b, " of ", num_blocks, " starts past the end");
-    }
-    const uint8_t desc = static_cast<uint8_t>(page[off]);
-    const size_t width = desc & kWidthMask;
-    if (width > 8 * sizeof(T)) {
-      return Corruption(kBitPacked, "block ", b, " has bit width ", width, " for ", 8 * sizeof(T),
-                        "-bit values");
-    }
-    const size_t bytes = 1 + sizeof(T) * ((desc & kDeltaFlag) ? 2 : 1) + kRowBytes * width;
-    if (bytes > page.size() - off) {
-      return Corruption(kBitPacked, "block ", b, " at offset ", off + 5, " needs ", bytes,
-                        " bytes, ", page.size() - off, " left");
-    }
-    block_offsets_[b] = static_cast<uint32_t>(off);
-    off += bytes;
+  // Every block holds between a bare FOR header and the largest block.
+  if (page.size() < num_blocks * (1 + sizeof(T)) || page.size() > num_blocks * kMaxBlockBytes<T>) {
+    return Corruption(kBitPacked, page.size(), " bytes cannot hold ", num_blocks, " blocks of ",
+                      sizeof(T), "-byte values");
   }
-  if (off != page.size()) {
-    return Corruption(kBitPacked, page.size() - off, " trailing bytes after ", num_blocks,
-                      " blocks");
-  }
+  if (block_offsets_.size() < num_blocks + 1) block_offsets_.resize(num_blocks + 1);
+  block_offsets_[0] = 0;
   data_ = page.data();
+  size_ = page.size();
   count_ = count;
+  num_blocks_ = num_blocks;
+  walked_ = 0;
   pos_ = 0;
   scratch_block_ = SIZE_MAX;
+  if (validation_ == BlockValidation::kAtInit && num_blocks > 0) {
+    if (absl::Status s = WalkTo(num_blocks - 1); !s.ok()) {
+      count_ = 0;  // Nothing of a malformed page is decodable.
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status BitPackedPageDecoder<T>::WalkTo(size_t b) {
+  DCHECK_LT(b, num_blocks_);
+  size_t off = block_offsets_[walked_];
+  for (; walked_ <= b; walked_++) {
+    if (off >= size_) {
+      return Corruption(kBitPacked, "block ", walked_, " of ", num_blocks_, " starts past the end");
+    }
+    const uint8_t desc = static_cast<uint8_t>(data_[off]);
+    const size_t width = desc & kWidthMask;
+    if (width > 8 * sizeof(T)) {
+      return Corruption(kBitPacked, "block ", walked_, " has bit width ", width, " for ",
+                        8 * sizeof(T), "-bit values");
+    }
+    const size_t bytes = 1 + sizeof(T) * ((desc & kDeltaFlag) ? 2 : 1) + kRowBytes * width;
+    if (bytes > size_ - off) {
+      return Corruption(kBitPacked, "block ", walked_, " at offset ", off + 5, " needs ", bytes,
+                        " bytes, ", size_ - off, " left");
+    }
+    off += bytes;
+    block_offsets_[walked_ + 1] = static_cast<uint32_t>(off);
+  }
+  if (walked_ == num_blocks_ && off != size_) {
+    walked_--;  // Keep failing: the last block is not usable.
+    return Corruption(kBitPacked, size_ - off, " trailing bytes after ", num_blocks_, " blocks");
+  }
   return absl::OkStatus();
 }
 
@@ -332,6 +354,7 @@ void BitPackedPageDecoder<T>::SeekToPositionInPage(size_t pos) {
 
 template <typename T>
 void BitPackedPageDecoder<T>::DecodeBlock(size_t b, U* out) const {
+  DCHECK_LT(b, walked_);
   const char* p = data_ + block_offsets_[b];
   const uint8_t desc = static_cast<uint8_t>(*p++);
   const int width = desc & kWidthMask;
@@ -352,8 +375,10 @@ void BitPackedPageDecoder<T>::DecodeBlock(size_t b, U* out) const {
 }
 
 template <typename T>
-const typename BitPackedPageDecoder<T>::U* BitPackedPageDecoder<T>::ScratchBlock(size_t b) {
+absl::StatusOr<const typename BitPackedPageDecoder<T>::U*> BitPackedPageDecoder<T>::ScratchBlock(
+    size_t b) {
   if (scratch_block_ != b) {
+    BASALT_RETURN_IF_ERROR(EnsureWalked(b));
     DecodeBlock(b, scratch_);
     scratch_block_ = b;
   }
@@ -361,7 +386,7 @@ const typename BitPackedPageDecoder<T>::U* BitPackedPageDecoder<T>::ScratchBlock
 }
 
 template <typename T>
-size_t BitPackedPageDecoder<T>::DecodeRaw(size_t n, T* out) {
+absl::StatusOr<size_t> BitPackedPageDecoder<T>::DecodeValues(size_t n, T* out) {
   const size_t k = std::min(n, count_ - pos_);
   U* dst = reinterpret_cast<U*>(out);
   size_t done = 0;
@@ -370,9 +395,11 @@ size_t BitPackedPageDecoder<T>::DecodeRaw(size_t n, T* out) {
     const size_t in_block = pos_ % kBlockValues;
     const size_t take = std::min(k - done, kBlockValues - in_block);
     if (take == kBlockValues) {
+      BASALT_RETURN_IF_ERROR(EnsureWalked(b));
       DecodeBlock(b, dst + done);  // Whole block straight into the output.
     } else {
-      std::memcpy(dst + done, ScratchBlock(b) + in_block, take * sizeof(U));
+      BASALT_ASSIGN_OR_RETURN(const U* block, ScratchBlock(b));
+      std::memcpy(dst + done, block + in_block, take * sizeof(U));
     }
     done += take;
     pos_ += take;
@@ -381,16 +408,25 @@ size_t BitPackedPageDecoder<T>::DecodeRaw(size_t n, T* out) {
 }
 
 template <typename T>
+size_t BitPackedPageDecoder<T>::DecodeRaw(size_t n, T* out) {
+  DCHECK(validation_ == BlockValidation::kAtInit);
+  absl::StatusOr<size_t> k = DecodeValues(n, out);
+  CHECK(k.ok()) << k.status();  // Init() validated every block.
+  return *k;
+}
+
+template <typename T>
 absl::StatusOr<size_t> BitPackedPageDecoder<T>::DecodeNext(size_t n, ColumnBlock* out,
                                                            size_t dst_offset) {
   DCHECK_EQ(out->cell_size, sizeof(T));
   DCHECK_LE(dst_offset + std::min(n, count_ - pos_), out->capacity);
-  return DecodeRaw(n, out->data<T>() + dst_offset);
+  return DecodeValues(n, out->data<T>() + dst_offset);
 }
 
 template <typename T>
 absl::Status BitPackedPageDecoder<T>::CompareAt(size_t pos, const void* value, int* result) {
-  const T v = static_cast<T>(ScratchBlock(pos / kBlockValues)[pos % kBlockValues]);
+  BASALT_ASSIGN_OR_RETURN(const U* block, ScratchBlock(pos / kBlockValues));
+  const T v = static_cast<T>(block[pos % kBlockValues]);
   T target;
   std::memcpy(&target, value, sizeof(T));
   *result = (v > target) - (v < target);
@@ -423,15 +459,17 @@ std::unique_ptr<PageBuilder> NewBitPackedPageBuilder(DataType type,
 }
 
 std::unique_ptr<PageDecoder> NewBitPackedPageDecoder(DataType type) {
+  // Every caller of a PageDecoder handles DecodeNext() errors, so blocks are walked lazily.
+  constexpr auto kLazy = BitPackedBlockValidation::kOnFirstUse;
   switch (GetTypeInfo(type).size()) {
     case 1:
-      return std::make_unique<BitPackedPageDecoder<int8_t>>();
+      return std::make_unique<BitPackedPageDecoder<int8_t>>(kLazy);
     case 2:
-      return std::make_unique<BitPackedPageDecoder<int16_t>>();
+      return std::make_unique<BitPackedPageDecoder<int16_t>>(kLazy);
     case 4:
-      return std::make_unique<BitPackedPageDecoder<int32_t>>();
+      return std::make_unique<BitPackedPageDecoder<int32_t>>(kLazy);
     case 8:
-      return std::make_unique<BitPackedPageDecoder<int64_t>>();
+      return std::make_unique<BitPackedPageDecoder<int64_t>>(kLazy);
   }
   LOG(FATAL) << "BIT_PACKED cannot store " << DataTypeName(type);
   return nullptr;

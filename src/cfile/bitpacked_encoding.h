@@ -80,31 +80,55 @@ class BitPackedPageBuilder final : public PageBuilder {
   T last_ = 0;
 };
 
+// Block headers are walked lazily: Init() checks the page header and that the page size is
+// plausible for its block count, and each block's header is validated (and the next block's
+// offset recorded) the first time a decode or comparison reaches it, so a page load costs O(1)
+// and a scan touches each header once, while decoding it. Malformed blocks surface as DATA_LOSS
+// from DecodeNext()/SeekAtOrAfterValue() (or, with kAtInit, from Init() as before).
+enum class BitPackedBlockValidation : uint8_t {
+  kAtInit,      // Init() walks and validates every block header.
+  kOnFirstUse,  // Blocks are walked when first decoded.
+};
+
 template <typename T>
 class BitPackedPageDecoder final : public PageDecoder {
  public:
   using U = std::make_unsigned_t<T>;
-  BitPackedPageDecoder();
+  using BlockValidation = BitPackedBlockValidation;
+  explicit BitPackedPageDecoder(BlockValidation validation = BlockValidation::kAtInit);
   absl::Status Init(std::string_view page) override;
   size_t count() const override { return count_; }
   size_t position() const override { return pos_; }
   void SeekToPositionInPage(size_t pos) override;
   absl::StatusOr<size_t> DecodeNext(size_t n, ColumnBlock* out, size_t dst_offset) override;
   // DecodeNext into a plain array: writes min(n, count() - position()) values and returns it.
+  absl::StatusOr<size_t> DecodeValues(size_t n, T* out);
+  // DecodeValues for a decoder that cannot fail after Init().
+  // REQUIRES: constructed with BlockValidation::kAtInit.
   size_t DecodeRaw(size_t n, T* out);
 
  protected:
   absl::Status CompareAt(size_t pos, const void* value, int* result) override;
 
  private:
-  // Decodes block `b` (all 128 slots, padding included) into `out`.
+  // Makes block `b` usable: validates the headers of blocks [walked_, b] and records the offsets
+  // after them. REQUIRES: b < num_blocks_.
+  absl::Status EnsureWalked(size_t b) { return b < walked_ ? absl::OkStatus() : WalkTo(b); }
+  absl::Status WalkTo(size_t b);
+  // Decodes block `b` (all 128 slots, padding included) into `out`. REQUIRES: b < walked_.
   void DecodeBlock(size_t b, U* out) const;
-  const U* ScratchBlock(size_t b);
+  absl::StatusOr<const U*> ScratchBlock(size_t b);
 
-  const char* data_ = nullptr;
+  const BlockValidation validation_;
+  const char* data_ = nullptr;  // The blocks (the page past its header).
+  size_t size_ = 0;             // Bytes at data_.
   size_t count_ = 0;
+  size_t num_blocks_ = 0;
   size_t pos_ = 0;
-  std::vector<uint32_t> block_offsets_;  // Byte offset of each block in data_.
+  // Blocks [0, walked_) have valid headers; block_offsets_[0, walked_] are their byte offsets in
+  // data_ (the last one is where block walked_ starts, or the end).
+  size_t walked_ = 0;
+  std::vector<uint32_t> block_offsets_;
   alignas(64) U scratch_[bitpacking::kBlockValues];
   size_t scratch_block_ = SIZE_MAX;  // Block held in scratch_, or SIZE_MAX.
 };

@@ -1,6 +1,8 @@
 #include "cfile/bitpacked_encoding.h"
 
 #include <cstring>
+#include <numeric>
+#include <string>
 #include <vector>
 
 #include "cfile/bitshuffle_encoding.h"
@@ -90,6 +92,130 @@ TEST(BitShuffleTest, TransposeMatchesBitByBitReference) {
     EXPECT_EQ(out, want) << cell;
     bitshuffle::Untranspose(out.data(), n8, cell, back.data());
     EXPECT_EQ(back, in) << cell;
+  }
+}
+
+// BitPackedPageDecoder block validation: lazy (kOnFirstUse, what NewBitPackedPageDecoder makes)
+// against eager (kAtInit, what DICT's code decoder uses). Round trips and generic corruption of
+// every encoding are in encoding_test.cc.
+
+using Validation = BitPackedBlockValidation;
+
+// Sequential values 0..n-1: every block is DELTA with width 0, a 17-byte header-only block
+// (u8 desc, i64 ref, i64 min_delta), after the 5-byte page header.
+constexpr size_t kPageHeader = 5;
+constexpr size_t kSeqBlockBytes = 17;
+
+std::string EncodeSequential(size_t n) {
+  BitPackedPageBuilder<int64_t> builder{PageBuilderOptions{}};
+  std::vector<int64_t> v(n);
+  std::iota(v.begin(), v.end(), 0);
+  EXPECT_EQ(builder.Add(v.data(), n), n);
+  return std::string(builder.Finish());
+}
+
+TEST(BitPackedDecoderTest, LazyWalkReportsACorruptBlockWhenReached) {
+  std::string page = EncodeSequential(1000);  // 8 blocks, the last one partly padding.
+  ASSERT_EQ(page.size(), kPageHeader + 8 * kSeqBlockBytes);
+  page[kPageHeader + 7 * kSeqBlockBytes] = static_cast<char>(0x80 | 65);  // Width 65 > 64.
+
+  BitPackedPageDecoder<int64_t> eager(Validation::kAtInit);
+  absl::Status s = eager.Init(page);
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+
+  BitPackedPageDecoder<int64_t> lazy(Validation::kOnFirstUse);
+  ASSERT_TRUE(lazy.Init(page).ok());
+  ASSERT_EQ(lazy.count(), 1000u);
+  std::vector<int64_t> out(1000, -1);
+  absl::StatusOr<size_t> k = lazy.DecodeValues(7 * 128, out.data());
+  ASSERT_TRUE(k.ok()) << k.status();
+  ASSERT_EQ(*k, 7u * 128);
+  for (size_t i = 0; i < *k; i++) ASSERT_EQ(out[i], static_cast<int64_t>(i));
+  for (int attempt = 0; attempt < 2; attempt++) {  // The error sticks.
+    k = lazy.DecodeValues(10, out.data());
+    ASSERT_TRUE(absl::IsDataLoss(k.status())) << k.status();
+    EXPECT_NE(k.status().message().find("block 7"), std::string::npos) << k.status();
+  }
+  // The good blocks stay decodable, by position and by value.
+  lazy.SeekToPositionInPage(300);
+  k = lazy.DecodeValues(3, out.data());
+  ASSERT_TRUE(k.ok());
+  EXPECT_EQ(out[0], 300);
+  EXPECT_EQ(out[2], 302);
+  bool exact = false;
+  const int64_t target = 500;
+  ASSERT_TRUE(lazy.SeekAtOrAfterValue(&target, &exact).ok());
+  EXPECT_TRUE(exact);
+  EXPECT_EQ(lazy.position(), 500u);
+  const int64_t in_bad_block = 990;
+  s = lazy.SeekAtOrAfterValue(&in_bad_block, &exact);
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+}
+
+// A page whose size cannot match its block count fails Init() in both modes; one that merely
+// ends early or late fails lazily when the walk reaches the end.
+TEST(BitPackedDecoderTest, PageSizeChecks) {
+  const std::string good = EncodeSequential(1000);
+  const std::string trailing = good + "x";
+  const std::string missing_last = good.substr(0, kPageHeader + 7 * kSeqBlockBytes);
+  const std::string too_short = good.substr(0, kPageHeader + 10);
+  const std::string too_long = good + std::string(8 * (1 + 16 + 16 * 64), '\0');
+  for (Validation v : {Validation::kAtInit, Validation::kOnFirstUse}) {
+    SCOPED_TRACE(v == Validation::kAtInit ? "eager" : "lazy");
+    BitPackedPageDecoder<int64_t> d(v);
+    EXPECT_TRUE(absl::IsDataLoss(d.Init(too_short)));
+    EXPECT_TRUE(absl::IsDataLoss(d.Init(too_long)));
+    for (const std::string* page : {&trailing, &missing_last}) {
+      absl::Status s = d.Init(*page);
+      if (v == Validation::kAtInit) {
+        EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+        continue;
+      }
+      ASSERT_TRUE(s.ok()) << s;
+      std::vector<int64_t> out(1000);
+      absl::StatusOr<size_t> k = d.DecodeValues(1000, out.data());
+      EXPECT_TRUE(absl::IsDataLoss(k.status())) << k.status();
+    }
+    ASSERT_TRUE(d.Init(good).ok());
+    std::vector<int64_t> out(1000);
+    absl::StatusOr<size_t> k = d.DecodeValues(1000, out.data());
+    ASSERT_TRUE(k.ok()) << k.status();
+    EXPECT_EQ(*k, 1000u);
+    EXPECT_EQ(out[999], 999);
+  }
+}
+
+// Random values of mixed widths, read back through random seeks and reads by a lazy and an eager
+// decoder, which must agree with the input (and so with each other).
+TEST(BitPackedDecoderTest, LazyAndEagerDecodeTheSame) {
+  Random rng(SeedFromEnvOrTime());
+  std::vector<int32_t> values(5000);
+  for (size_t i = 0; i < values.size(); i++) {
+    const int bits = static_cast<int>(rng.Uniform(33));
+    values[i] = static_cast<int32_t>(bits == 0 ? 0 : rng.Next64() >> (64 - bits));
+  }
+  BitPackedPageBuilder<int32_t> builder{PageBuilderOptions{}};
+  ASSERT_EQ(builder.Add(values.data(), values.size()), values.size());
+  const std::string page(builder.Finish());
+  BitPackedPageDecoder<int32_t> lazy(Validation::kOnFirstUse);
+  BitPackedPageDecoder<int32_t> eager(Validation::kAtInit);
+  ASSERT_TRUE(lazy.Init(page).ok());
+  ASSERT_TRUE(eager.Init(page).ok());
+  std::vector<int32_t> a(400), b(400);
+  for (int i = 0; i < 200; i++) {
+    const size_t pos = rng.Uniform(values.size() + 1);
+    const size_t n = rng.Uniform(400);
+    lazy.SeekToPositionInPage(pos);
+    eager.SeekToPositionInPage(pos);
+    absl::StatusOr<size_t> ka = lazy.DecodeValues(n, a.data());
+    ASSERT_TRUE(ka.ok()) << ka.status();
+    const size_t kb = eager.DecodeRaw(n, b.data());
+    ASSERT_EQ(*ka, std::min(n, values.size() - pos));
+    ASSERT_EQ(kb, *ka);
+    for (size_t j = 0; j < kb; j++) {
+      ASSERT_EQ(a[j], values[pos + j]) << "position " << pos + j;
+      ASSERT_EQ(b[j], values[pos + j]) << "position " << pos + j;
+    }
   }
 }
 

@@ -1,5 +1,7 @@
 #include "common/arena.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -15,14 +17,53 @@ inline char* AlignUp(char* p, size_t align) {
   return reinterpret_cast<char*>((v + align - 1) & ~(uintptr_t{align} - 1));
 }
 
-// Blocks come from new char[], which is aligned for any fundamental type.
+// Blocks come from new char[] (aligned for any fundamental type) or mmap (page aligned).
 constexpr size_t kBlockAlignment = alignof(std::max_align_t);
+
+// Maps `size` bytes (a multiple of kHugePageSize) at a kHugePageSize-aligned address and advises
+// huge pages. Returns null when mmap fails.
+char* MapHugePages(size_t size) {
+  constexpr size_t kAlign = Arena::kHugePageSize;
+  // Over-map by one huge page and trim both ends so the kept range is aligned.
+  const size_t mapped = size + kAlign;
+  void* raw = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  char* base = static_cast<char*>(raw);
+  char* aligned = AlignUp(base, kAlign);
+  if (aligned > base) munmap(base, aligned - base);
+  char* tail = aligned + size;
+  if (base + mapped > tail) munmap(tail, base + mapped - tail);
+#ifdef MADV_HUGEPAGE
+  // Failure (no THP in this kernel) only means normal pages.
+  madvise(aligned, size, MADV_HUGEPAGE);
+#endif
+  return aligned;
+}
 
 }  // namespace
 
-Arena::Arena(size_t initial_block_size, size_t max_block_size)
+void Arena::BlockDeleter::operator()(char* p) const {
+  if (mapped_bytes > 0) {
+    PCHECK(munmap(p, mapped_bytes) == 0) << "munmap of an arena block";
+  } else {
+    delete[] p;
+  }
+}
+
+std::unique_ptr<char, Arena::BlockDeleter> Arena::AllocateBlock(size_t size, bool huge_pages) {
+  if (huge_pages && size >= kHugePageSize) {
+    const size_t rounded = (size + kHugePageSize - 1) / kHugePageSize * kHugePageSize;
+    if (char* p = MapHugePages(rounded)) {
+      return std::unique_ptr<char, BlockDeleter>(p, BlockDeleter{rounded});
+    }
+  }
+  return std::unique_ptr<char, BlockDeleter>(new char[size], BlockDeleter{0});
+}
+
+Arena::Arena(size_t initial_block_size, size_t max_block_size, bool huge_pages)
     : initial_block_size_(initial_block_size),
       max_block_size_(max_block_size),
+      huge_pages_(huge_pages),
       next_block_size_(initial_block_size) {
   CHECK_GT(initial_block_size, 0u);
   CHECK_LE(initial_block_size, max_block_size);
@@ -68,8 +109,9 @@ char* Arena::AllocateFallback(size_t n, size_t align) {
 char* Arena::NewBlock(size_t size) {
   // Allocate at least one byte so Allocate(0) in a dedicated block returns a distinct pointer.
   const size_t alloc_size = std::max<size_t>(size, 1);
-  blocks_.push_back(Block{std::make_unique_for_overwrite<char[]>(alloc_size), alloc_size});
-  total_block_bytes_ += alloc_size;
+  blocks_.push_back(Block{AllocateBlock(alloc_size, huge_pages_), alloc_size});
+  const size_t mapped = blocks_.back().data.get_deleter().mapped_bytes;
+  total_block_bytes_ += std::max(mapped, alloc_size);
   return blocks_.back().data.get();
 }
 
@@ -90,7 +132,7 @@ size_t Arena::MemoryUsage() const {
 void Arena::Reset() {
   bytes_allocated_ = 0;
   // Find the current regular block (the one alloc_ptr_ points into) and keep only it.
-  Block kept{nullptr, 0};
+  Block kept{std::unique_ptr<char, BlockDeleter>(nullptr, BlockDeleter{0}), 0};
   if (alloc_ptr_ != nullptr) {
     for (Block& b : blocks_) {
       if (alloc_end_ == b.data.get() + b.size) {
@@ -105,7 +147,7 @@ void Arena::Reset() {
   if (kept.data != nullptr) {
     alloc_ptr_ = kept.data.get();
     alloc_end_ = alloc_ptr_ + kept.size;
-    total_block_bytes_ = kept.size;
+    total_block_bytes_ = std::max(kept.size, kept.data.get_deleter().mapped_bytes);
     blocks_.push_back(std::move(kept));
   } else {
     alloc_ptr_ = alloc_end_ = nullptr;

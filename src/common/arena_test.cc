@@ -173,6 +173,65 @@ TEST(ArenaTest, ResetOfEmptyArenaAndRepeatedResets) {
   EXPECT_EQ(arena.AddString("yz"), "yz");
 }
 
+// Huge-page blocks: mapped, 2 MiB aligned, rounded to whole huge pages, and with the same
+// semantics as heap blocks (contents kept, Reset keeps and reuses the current block).
+TEST(ArenaTest, HugePageBlocks) {
+  constexpr size_t kHuge = Arena::kHugePageSize;
+  Random rng(SeedFromEnvOrTime());
+  Arena arena(kHuge, 4 * kHuge, /*huge_pages=*/true);
+  // The first regular block is exactly one huge page, mapped at a huge-page boundary (a heap
+  // block of that size would start just past malloc's chunk header).
+  char* first = arena.Allocate(1);
+  EXPECT_TRUE(IsAligned(first, kHuge));
+  EXPECT_GE(arena.MemoryUsage(), kHuge);
+  // Fill several blocks (2, 4, then 8 MiB) with a pattern and check every byte survives.
+  std::vector<std::pair<char*, size_t>> chunks;
+  size_t total = 0;
+  while (total < 10 * kHuge) {
+    const size_t n = 1 + rng.Uniform(64 * 1024);
+    char* p = arena.AllocateAligned(n, 8);
+    ASSERT_TRUE(IsAligned(p, 8));
+    std::memset(p, static_cast<int>(chunks.size() & 0xff), n);
+    chunks.emplace_back(p, n);
+    total += n;
+  }
+  // A dedicated 5 MiB + 1 block (larger than a quarter of the next block) is rounded up to three
+  // whole huge pages.
+  const size_t before = arena.MemoryUsage();
+  char* big = arena.Allocate(5 * kHuge + 1);
+  std::memset(big, 0x5a, 5 * kHuge + 1);
+  EXPECT_TRUE(IsAligned(big, kHuge));
+  EXPECT_GE(arena.MemoryUsage() - before, 6 * kHuge);
+  for (size_t i = 0; i < chunks.size(); i++) {
+    const auto [p, n] = chunks[i];
+    for (size_t j = 0; j < n; j += 997) {
+      ASSERT_EQ(p[j], static_cast<char>(i & 0xff)) << "chunk " << i << " byte " << j;
+    }
+    ASSERT_EQ(p[n - 1], static_cast<char>(i & 0xff));
+  }
+  EXPECT_EQ(arena.bytes_allocated(), 1 + total + 5 * kHuge + 1);
+  // Reset unmaps everything but the current regular block, which is reused.
+  arena.Reset();
+  const size_t after_reset = arena.MemoryUsage();
+  EXPECT_LE(after_reset, 4 * kHuge + 4096);
+  char* a = arena.Allocate(100);
+  EXPECT_TRUE(IsAligned(a, kHuge));
+  EXPECT_EQ(arena.Allocate(100), a + 100);
+  EXPECT_EQ(arena.MemoryUsage(), after_reset);
+}
+
+// Blocks below kHugePageSize come from the heap even with huge_pages, and an arena without the
+// option never maps.
+TEST(ArenaTest, HugePagesOnlyForLargeBlocks) {
+  Arena small_blocks(4096, 65536, /*huge_pages=*/true);
+  for (int i = 0; i < 100; i++) small_blocks.Allocate(1000);
+  EXPECT_LT(small_blocks.MemoryUsage(), Arena::kHugePageSize);
+  Arena heap(Arena::kHugePageSize, Arena::kHugePageSize);
+  char* p = heap.Allocate(1);
+  EXPECT_FALSE(IsAligned(p, Arena::kHugePageSize));
+  EXPECT_LT(heap.MemoryUsage(), Arena::kHugePageSize + 4096);
+}
+
 TEST(ArenaDeathTest, NonPowerOfTwoAlignmentDies) {
   Arena arena;
   EXPECT_DEATH(arena.AllocateAligned(8, 3), "power of two");

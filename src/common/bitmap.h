@@ -18,7 +18,16 @@ inline void BitmapChange(uint8_t* bitmap, size_t i, bool v) {
   v ? BitmapSet(bitmap, i) : BitmapClear(bitmap, i);
 }
 
-// Number of set bits among the first `num_bits`.
+// Number of set bits among the first `num_bits`. Counts a 64-bit word at a time, with the POPCNT
+// instruction when the CPU has it (checked once at run time).
 size_t BitmapCountSet(const uint8_t* bitmap, size_t num_bits);
+
+namespace bitmap_internal {
+// The two implementations BitmapCountSet picks from, exposed so tests cover both.
+// CountBitsHardware REQUIRES HasHardwarePopcount().
+size_t CountBitsPortable(const uint8_t* bitmap, size_t num_bits);
+size_t CountBitsHardware(const uint8_t* bitmap, size_t num_bits);
+bool HasHardwarePopcount();
+}  // namespace bitmap_internal
 
 }  // namespace basalt

@@ -186,8 +186,9 @@ struct RowSetCompaction::InputState {
 // the rowset its rows went to.
 class RowSetCompaction::Writer {
  public:
-  Writer(const CompactionOptions& options, CompactionStats* stats)
-      : options_(options), schema_(options.schema), stats_(stats) {
+  // `input_rows` bounds the rows still to come, which sizes each output's bloom filter.
+  Writer(const CompactionOptions& options, uint64_t input_rows, CompactionStats* stats)
+      : options_(options), schema_(options.schema), stats_(stats), input_rows_(input_rows) {
     for (int i = 0; i < schema_->num_columns(); ++i) {
       const ColumnSchema& col = schema_->column(i);
       buffers_.push_back(
@@ -280,8 +281,9 @@ class RowSetCompaction::Writer {
   }
 
   absl::Status StartRowSet() {
+    uint64_t remaining = input_rows_ > rows_total_ ? input_rows_ - rows_total_ : 1;
     writer_ = std::make_unique<DiskRowSetWriter>(options_.block_manager, schema_,
-                                                 options_.next_rowset_id(), kExpectedRows);
+                                                 options_.next_rowset_id(), remaining);
     return writer_->Open();
   }
 
@@ -307,12 +309,10 @@ class RowSetCompaction::Writer {
     return absl::OkStatus();
   }
 
-  // Sizes each rowset's bloom filter; a rowset rarely holds more rows than this.
-  static constexpr uint64_t kExpectedRows = 1 << 20;
-
   const CompactionOptions& options_;
   const Schema* schema_;
   CompactionStats* stats_;
+  const uint64_t input_rows_;
   std::vector<std::unique_ptr<ColumnBlockBuffer>> buffers_;
   std::vector<ColumnBlock*> blocks_;
   std::vector<const ColumnBlock*> const_blocks_;
@@ -344,7 +344,12 @@ absl::Status RowSetCompaction::Run() {
     BASALT_RETURN_IF_ERROR(state->cursor->Init());
     states_.push_back(std::move(state));
   }
-  Writer writer(options_, &stats_);
+  uint64_t input_rows = 0;
+  for (const Input& in : inputs_) {
+    input_rows += in.mrs != nullptr ? static_cast<uint64_t>(in.mrs->entry_count())
+                                    : in.drs->num_rows();
+  }
+  Writer writer(options_, input_rows, &stats_);
   absl::Status s = WriteRows(&writer);
   if (s.ok()) s = writer.Finish();
   if (!s.ok()) {

@@ -1,6 +1,7 @@
 #include "tablet/delta_tracker.h"
 
 #include <algorithm>
+#include <optional>
 #include <queue>
 
 #include <glog/logging.h>
@@ -13,6 +14,7 @@
 #include "tablet/delta_applier.h"
 #include "tablet/delta_file.h"
 #include "tablet/deltamemstore.h"
+#include "tablet/row_changelist.h"
 
 namespace basalt {
 
@@ -64,6 +66,9 @@ absl::StatusOr<std::unique_ptr<DeltaTracker>> DeltaTracker::Open(
     BASALT_ASSIGN_OR_RETURN(auto f, t->OpenFile(id, DeltaType::kUndo));
     undos.push_back(std::move(f));
   }
+  for (const auto& f : redos) {
+    if (f->num_entries() > 0) t->redos_may_change_liveness_.store(true, std::memory_order_release);
+  }
   absl::MutexLock l(&t->mu_);
   t->redo_files_ = std::move(redos);
   t->undo_files_ = std::move(undos);
@@ -75,6 +80,11 @@ absl::Status DeltaTracker::Update(HybridTime ts, rowid_t row, std::string_view c
   if (row >= options_.num_rows) {
     return absl::InvalidArgumentError(
         StrCat(options_.name, ": update of row ", row, " of ", options_.num_rows));
+  }
+  RowChangeListDecoder dec(changes);
+  if (dec.Init().ok() && !dec.is_update()) {
+    // Before the entry is visible, so a reader that sees the flag clear saw no such entry.
+    redos_may_change_liveness_.store(true, std::memory_order_release);
   }
   // Shared: readers proceed; FlushDMS's swap waits for this update to land in the DMS.
   absl::ReaderMutexLock l(&mu_);
@@ -149,18 +159,53 @@ absl::Status DeltaTracker::CollectRow(std::span<const std::shared_ptr<const Delt
   return CollectMerged(stores, row, 1, arena, out);
 }
 
-absl::StatusOr<bool> DeltaTracker::IsDeletedLatest(rowid_t row) const {
-  const auto redos = GetRedoStores();
-  Arena arena(256);
-  std::vector<DeltaEntry> entries;
-  BASALT_RETURN_IF_ERROR(CollectRow(redos, row, &arena, &entries));
-  // The last DELETE or REINSERT decides; UPDATEs do not change liveness.
+namespace {
+
+// Whether the last DELETE or REINSERT among `entries` (one row's REDOs in DeltaKey order) is a
+// DELETE; UPDATEs do not change liveness, and a row with neither is live.
+absl::StatusOr<bool> LastLivenessChangeIsDelete(const std::vector<DeltaEntry>& entries,
+                                                std::string_view name, rowid_t row) {
   for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
     RowChangeListDecoder dec(it->changes);
-    BASALT_RETURN_IF_ERROR_PREPEND(dec.Init(), StrCat(options_.name, ": row ", row));
+    BASALT_RETURN_IF_ERROR_PREPEND(dec.Init(), StrCat(name, ": row ", row));
     if (!dec.is_update()) return dec.is_delete();
   }
   return false;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> DeltaTracker::IsDeletedLatest(rowid_t row) const {
+  if (!redos_may_change_liveness_.load(std::memory_order_acquire)) return false;
+  // Fast path (every lookup of a write): when no REDO file's row range holds `row`, only the
+  // DMSs matter. They borrow their bytes (no arena) and are lock-free; copying at most two
+  // pointers into an inline vector and leaving `entries` empty allocates nothing.
+  absl::InlinedVector<std::shared_ptr<const DeltaStore>, 2> dmss;
+  bool files_may_hold = false;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    for (const auto& f : redo_files_) {
+      if (f->num_entries() > 0 && row >= f->min_row() && row <= f->max_row()) {
+        files_may_hold = true;
+        break;
+      }
+    }
+    if (!files_may_hold) {
+      if (flushing_dms_ != nullptr) dmss.push_back(flushing_dms_);
+      dmss.push_back(dms_);
+    }
+  }
+  std::vector<DeltaEntry> entries;  // Borrows from the stores and `arena` below.
+  std::vector<std::shared_ptr<const DeltaStore>> redos;
+  std::optional<Arena> arena;
+  if (files_may_hold) {
+    redos = GetRedoStores();
+    arena.emplace(256);
+    BASALT_RETURN_IF_ERROR(CollectRow(redos, row, &*arena, &entries));
+  } else {
+    BASALT_RETURN_IF_ERROR(CollectRow(dmss, row, /*arena=*/nullptr, &entries));
+  }
+  return LastLivenessChangeIsDelete(entries, options_.name, row);
 }
 
 absl::StatusOr<bool> DeltaTracker::IsLiveAt(rowid_t row, const MvccSnapshot& snap) const {

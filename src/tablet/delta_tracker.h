@@ -18,6 +18,7 @@
 // and MinorCompactRedoFiles by one maintenance thread at a time per tracker; everything else is
 // thread-safe and may run concurrently with both.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -153,6 +154,11 @@ class DeltaTracker {
   int64_t next_dms_id_ ABSL_GUARDED_BY(mu_) = 0;
   bool flush_running_ ABSL_GUARDED_BY(mu_) = false;
   bool compaction_running_ ABSL_GUARDED_BY(mu_) = false;
+  // False while no REDO store of this tracker has ever held a DELETE or REINSERT: then no base
+  // row is deleted at the latest state and IsDeletedLatest answers without a lookup. Sticky
+  // (flushes and compactions only move REDOs); set by Open for any non-empty REDO file and by
+  // Update (release) before a DELETE or REINSERT enters the DMS.
+  std::atomic<bool> redos_may_change_liveness_{false};
 };
 
 }  // namespace basalt

@@ -1,11 +1,13 @@
 #include "tablet/diskrowset.h"
 
+#include <cstring>
 #include <utility>
 
 #include "cfile/column_block.h"
 #include "common/key_encoder.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
+#include "glog/logging.h"
 #include "tablet/diskrowset_iterator.h"
 #include "tablet/row_changelist.h"
 
@@ -13,6 +15,12 @@ namespace basalt {
 
 DiskRowSet::DiskRowSet(const RowSetMetadata& meta, DiskRowSetOptions options)
     : meta_(meta), options_(options), name_(StrCat("rowset ", meta.id)) {}
+
+namespace {
+
+constexpr uint8_t kBloomPageReady = 1;
+
+}  // namespace
 
 DiskRowSet::~DiskRowSet() = default;
 
@@ -155,53 +163,71 @@ absl::Status DiskRowSet::OpenBloom() {
         StrCat(context, ": holds ", layout.num_keys(), " keys, not ", meta_.num_rows));
   }
   bloom_ = std::move(layout);
+  // Not value-initialized: pages never probed cost no memory.
+  bloom_data_.reset(new char[size_t{pages} * kBloomPageSize]);
+  bloom_page_state_ = std::make_unique<std::atomic<uint8_t>[]>(pages);
   base_size_bytes_ += size;
+  return absl::OkStatus();
+}
+
+absl::Status DiskRowSet::LoadBloomPage(uint32_t page) const {
+  absl::MutexLock l(&bloom_load_mu_);
+  if (bloom_page_state_[page].load(std::memory_order_acquire) == kBloomPageReady) {
+    return absl::OkStatus();
+  }
+  char* dst = bloom_data_.get() + BloomFilterLayout::PageOffset(page);
+  std::string_view bytes;
+  BASALT_RETURN_IF_ERROR(
+      bloom_block_->ReadAt(BloomFilterLayout::PageOffset(page), kBloomPageSize, dst, &bytes));
+  BASALT_RETURN_IF_ERROR(bloom_->VerifyPage(page, bytes));
+  if (bytes.data() != dst) std::memcpy(dst, bytes.data(), kBloomPageSize);
+  // Publishes the bytes: readers that see the state read them without the lock.
+  bloom_page_state_[page].store(kBloomPageReady, std::memory_order_release);
   return absl::OkStatus();
 }
 
 absl::StatusOr<bool> DiskRowSet::BloomMayContain(uint64_t hash) const {
   const uint32_t page = bloom_->PageForHash(hash);
-  const uint64_t offset = BloomFilterLayout::PageOffset(page);
-  BlockCache* cache = options_.block_cache;
-  if (cache == nullptr) {
-    char scratch[kBloomPageSize];
-    std::string_view bytes;
-    BASALT_RETURN_IF_ERROR(bloom_block_->ReadAt(offset, kBloomPageSize, scratch, &bytes));
-    BASALT_RETURN_IF_ERROR(bloom_->VerifyPage(page, bytes));
-    return bloom_->PageMayContain(bytes, hash);
+  if (bloom_page_state_[page].load(std::memory_order_acquire) != kBloomPageReady) {
+    BASALT_RETURN_IF_ERROR(LoadBloomPage(page));
   }
-  const BlockCache::Key key{bloom_block_->id().value(), offset};
-  BlockCache::Handle handle = cache->Lookup(key);
-  if (!handle) {
-    std::string bytes;
-    BASALT_RETURN_IF_ERROR(bloom_block_->ReadAt(offset, kBloomPageSize, &bytes));
-    BASALT_RETURN_IF_ERROR(bloom_->VerifyPage(page, bytes));
-    handle = cache->Insert(key, std::make_unique<BlockCache::BytesValue>(std::move(bytes)),
-                           kBloomPageSize);
-  }
-  return bloom_->PageMayContain(handle.value_as<BlockCache::BytesValue>().data(), hash);
+  return bloom_->PageMayContain(
+      std::string_view(bloom_data_.get() + BloomFilterLayout::PageOffset(page), kBloomPageSize),
+      hash);
+}
+
+absl::StatusOr<std::optional<rowid_t>> DiskRowSet::SeekKeyIndex(std::string_view key) const {
+  // A fresh iterator per lookup: a kept one would pin its key index page in the block cache
+  // between lookups.
+  std::unique_ptr<CFileIterator> it = key_index_->NewIterator();
+  bool exact = false;
+  const absl::Status s = it->SeekAtOrAfter(&key, &exact);
+  if (!s.ok() && !absl::IsNotFound(s)) return PrependToStatus(s, name_);
+  if (!s.ok() || !exact) return std::nullopt;
+  return static_cast<rowid_t>(it->ordinal());
 }
 
 absl::StatusOr<std::optional<rowid_t>> DiskRowSet::FindRow(std::string_view key) const {
   if (key < meta_.min_key || key > meta_.max_key) return std::nullopt;
+  return FindRow(key, BloomKeyHash(key));
+}
+
+absl::StatusOr<std::optional<rowid_t>> DiskRowSet::FindRow(std::string_view key,
+                                                           uint64_t key_hash) const {
+  DCHECK_EQ(key_hash, BloomKeyHash(key));
+  if (key < meta_.min_key || key > meta_.max_key) return std::nullopt;
   if (key == meta_.min_key) return rowid_t{0};
   if (key == meta_.max_key) return num_rows() - 1;
   bloom_probes_.fetch_add(1, std::memory_order_relaxed);
-  BASALT_ASSIGN_OR_RETURN(bool may_contain, BloomMayContain(BloomKeyHash(key)));
+  BASALT_ASSIGN_OR_RETURN(bool may_contain, BloomMayContain(key_hash));
   if (!may_contain) {
     bloom_rejections_.fetch_add(1, std::memory_order_relaxed);
     return std::nullopt;
   }
   key_index_seeks_.fetch_add(1, std::memory_order_relaxed);
-  std::unique_ptr<CFileIterator> it = key_index_->NewIterator();
-  bool exact = false;
-  absl::Status s = it->SeekAtOrAfter(&key, &exact);
-  if (!s.ok() && !absl::IsNotFound(s)) return PrependToStatus(s, name_);
-  if (!s.ok() || !exact) {
-    bloom_false_positives_.fetch_add(1, std::memory_order_relaxed);
-    return std::nullopt;
-  }
-  return static_cast<rowid_t>(it->ordinal());
+  BASALT_ASSIGN_OR_RETURN(std::optional<rowid_t> row, SeekKeyIndex(key));
+  if (!row.has_value()) bloom_false_positives_.fetch_add(1, std::memory_order_relaxed);
+  return row;
 }
 
 absl::StatusOr<rowid_t> DiskRowSet::LowerBound(std::string_view key) const {
@@ -250,13 +276,29 @@ absl::Status DiskRowSet::MutateRow(HybridTime ts, std::string_view key, std::str
   if (!s.ok()) return absl::InvalidArgumentError(StrCat("bad row change list: ", s.message()));
   BASALT_ASSIGN_OR_RETURN(std::optional<rowid_t> row, FindRow(key));
   if (!row.has_value()) return absl::NotFoundError(StrCat(name_, ": key not found"));
-  BASALT_ASSIGN_OR_RETURN(bool deleted, delta_tracker_->IsDeletedLatest(*row));
-  if (dec.is_reinsert()) {
+  return ApplyMutation(ts, *row, dec.is_reinsert(), changes, op_index);
+}
+
+absl::Status DiskRowSet::MutateRowAt(HybridTime ts, rowid_t row, std::string_view changes,
+                                     int64_t op_index) {
+  RowChangeListDecoder dec(changes);
+  absl::Status s = dec.Init();
+  if (!s.ok()) return absl::InvalidArgumentError(StrCat("bad row change list: ", s.message()));
+  if (row >= num_rows()) {
+    return absl::InvalidArgumentError(StrCat(name_, ": row ", row, " of ", num_rows()));
+  }
+  return ApplyMutation(ts, row, dec.is_reinsert(), changes, op_index);
+}
+
+absl::Status DiskRowSet::ApplyMutation(HybridTime ts, rowid_t row, bool reinsert,
+                                       std::string_view changes, int64_t op_index) {
+  BASALT_ASSIGN_OR_RETURN(bool deleted, delta_tracker_->IsDeletedLatest(row));
+  if (reinsert) {
     if (!deleted) return absl::AlreadyExistsError(StrCat(name_, ": row is live"));
   } else if (deleted) {
     return absl::NotFoundError(StrCat(name_, ": row is deleted"));
   }
-  return delta_tracker_->Update(ts, *row, changes, op_index);
+  return delta_tracker_->Update(ts, row, changes, op_index);
 }
 
 RowSetMetadata DiskRowSet::CurrentMetadata() const {

@@ -9,8 +9,11 @@
 // over the encoded keys. Base rows are sorted by key and addressed by ordinal (rowid_t, from 0).
 // Mutations of base rows live in the DeltaTracker (REDO DeltaMemStore and files, UNDO files).
 //
-// Lookups: [min_key, max_key] bounds, then the bloom filter (one 4 KiB page per probe, through
-// the block cache when one is given), then a key index seek. Scans: DiskRowSetIterator
+// Lookups: [min_key, max_key] bounds, then the bloom filter, then a key index seek. The bloom
+// filter is resident: Open reads and verifies its tail; each 4 KiB page is read and its CRC
+// checked the first time a probe needs it, then kept in the rowset (about 3.3 bytes per row
+// once every page was probed) and probed without the block cache. Callers probing several
+// rowsets hash the key once (BloomKeyHash) and pass the hash. Scans: DiskRowSetIterator
 // (diskrowset_iterator.h) over a key range mapped to ordinals through the key index.
 //
 // Lifecycle: Open() reads and validates every file's header (column files, key index, bloom
@@ -28,9 +31,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "cfile/block_cache.h"
 #include "cfile/block_manager.h"
 #include "cfile/bloom_filter.h"
@@ -48,7 +53,7 @@ namespace basalt {
 
 struct DiskRowSetOptions {
   BlockManager* block_manager = nullptr;  // Borrowed; outlives the rowset.
-  // Caches column file pages and bloom filter pages; nullptr: no caching. Borrowed.
+  // Caches column file and key index pages; nullptr: no caching. Borrowed.
   BlockCache* block_cache = nullptr;
   // Ids of the tablet's key columns; scans never let a delta touch them. When empty, Open infers
   // them from the files (the leading columns whose first and last values encode to min_key and
@@ -88,6 +93,8 @@ class DiskRowSet {
   // The ordinal of the base row with `key` (live or deleted), or nullopt when the key is not a
   // base row: bounds check, bloom filter, key index. DATA_LOSS for corrupt bloom or key pages.
   absl::StatusOr<std::optional<rowid_t>> FindRow(std::string_view key) const;
+  // The same with the key's bloom hash given: REQUIRES key_hash == BloomKeyHash(key).
+  absl::StatusOr<std::optional<rowid_t>> FindRow(std::string_view key, uint64_t key_hash) const;
 
   // Whether a live row with `key` exists at *snap, or at the latest state when snap is null.
   absl::StatusOr<bool> CheckRowPresent(std::string_view key, const MvccSnapshot* snap) const;
@@ -98,6 +105,9 @@ class DiskRowSet {
   // (`op_index`: the op's Raft index, 0 without a WAL). INVALID_ARGUMENT for a malformed list.
   absl::Status MutateRow(HybridTime ts, std::string_view key, std::string_view changes,
                          int64_t op_index);
+  // Writer only. MutateRow for the base row at ordinal `row` (as FindRow returned it), without
+  // looking the key up again. INVALID_ARGUMENT for a row out of range.
+  absl::Status MutateRowAt(HybridTime ts, rowid_t row, std::string_view changes, int64_t op_index);
 
   // A snapshot scan of `projection` (columns matched by id; columns the rowset lacks read as their
   // default, or NULL) within spec.range, returning only rows live at `snap` that match every
@@ -135,6 +145,14 @@ class DiskRowSet {
   absl::StatusOr<std::string> ReadKeyAt(rowid_t ordinal) const;
   // Whether the bloom filter may hold the key with bloom hash `hash`.
   absl::StatusOr<bool> BloomMayContain(uint64_t hash) const;
+  // Reads and verifies bloom page `page` into bloom_data_ unless another thread did (slow path
+  // of BloomMayContain).
+  absl::Status LoadBloomPage(uint32_t page) const ABSL_LOCKS_EXCLUDED(bloom_load_mu_);
+  // MutateRow's checks and update once the row is known; `reinsert`: the list is a REINSERT.
+  absl::Status ApplyMutation(HybridTime ts, rowid_t row, bool reinsert, std::string_view changes,
+                             int64_t op_index);
+  // Key index seek for `key`: the ordinal holding it, or nullopt.
+  absl::StatusOr<std::optional<rowid_t>> SeekKeyIndex(std::string_view key) const;
   // The ordinals [*start, *end) of base rows with keys in `range`.
   absl::Status OrdinalRange(const EncodedKeyRange& range, rowid_t* start, rowid_t* end) const;
   // The first ordinal whose key is >= key (num_rows() if none).
@@ -151,6 +169,12 @@ class DiskRowSet {
   std::unique_ptr<CFileReader> key_index_;
   std::unique_ptr<ReadableBlock> bloom_block_;
   std::optional<BloomFilterLayout> bloom_;
+  // The resident bloom pages: num_pages * kBloomPageSize bytes, page p valid once
+  // bloom_page_state_[p] is kBloomPageReady (release-stored after the bytes are written and
+  // verified; written once, under bloom_load_mu_). Memory of pages never loaded is not touched.
+  std::unique_ptr<char[]> bloom_data_;
+  std::unique_ptr<std::atomic<uint8_t>[]> bloom_page_state_;
+  mutable absl::Mutex bloom_load_mu_;
   std::unique_ptr<DeltaTracker> delta_tracker_;
   std::vector<ColumnId> key_column_ids_;  // Empty when unknown.
   uint64_t base_size_bytes_ = 0;

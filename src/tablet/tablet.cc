@@ -277,7 +277,7 @@ absl::Status Tablet::InsertRow(const Components& c, HybridTime ts, int64_t op_in
     if (loc.skip) return absl::OkStatus();
     RowChangeListEncoder enc(&scratch_changes_);
     enc.EncodeReinsert(schema, row, null_bitmap);
-    absl::Status s = loc.drs->MutateRow(ts, key, scratch_changes_, op_index);
+    absl::Status s = loc.drs->MutateRowAt(ts, loc.row, scratch_changes_, op_index);
     if (absl::IsNotFound(s)) return absl::InternalError("row vanished from its rowset");
     return s;
   }
@@ -309,18 +309,20 @@ absl::Status Tablet::MutateRow(const Components& c, HybridTime ts, int64_t op_in
   BASALT_ASSIGN_OR_RETURN(DiskRowLocation loc, LocateInDiskRowSets(c, key, ts, replay));
   if (loc.drs == nullptr) return absl::NotFoundError("key not found");
   if (loc.skip) return absl::OkStatus();
-  return loc.drs->MutateRow(ts, key, changes, op_index);
+  return loc.drs->MutateRowAt(ts, loc.row, changes, op_index);
 }
 
 absl::StatusOr<Tablet::DiskRowLocation> Tablet::LocateInDiskRowSets(const Components& c,
                                                                     std::string_view key,
                                                                     HybridTime ts, bool replay) {
   c.tree->FindContaining(key, &candidates_);
+  if (candidates_.empty()) return DiskRowLocation{};
+  const uint64_t hash = BloomKeyHash(key);  // Once for every candidate's bloom filter.
   for (int idx : candidates_) {
     DiskRowSet& drs = *c.drs[idx];
-    BASALT_ASSIGN_OR_RETURN(std::optional<rowid_t> rowid, drs.FindRow(key));
+    BASALT_ASSIGN_OR_RETURN(std::optional<rowid_t> rowid, drs.FindRow(key, hash));
     if (!rowid.has_value()) continue;
-    DiskRowLocation loc{&drs, false};
+    DiskRowLocation loc{&drs, *rowid, false};
     if (replay) {
       BASALT_ASSIGN_OR_RETURN(HybridTime latest, LatestChange(drs, *rowid));
       loc.skip = latest > ts;

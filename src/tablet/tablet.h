@@ -185,6 +185,7 @@ class Tablet {
   // must skip an op at `ts` on it.
   struct DiskRowLocation {
     DiskRowSet* drs = nullptr;
+    uint32_t row = 0;  // The key's base row (rowid_t) in *drs.
     bool skip = false;
   };
   absl::StatusOr<DiskRowLocation> LocateInDiskRowSets(const Components& c, std::string_view key,

@@ -329,7 +329,7 @@ int ModelSteps(int default_steps) {
 
 TEST(TabletModelTest, RandomOpsMatchModel) {
   uint64_t base = SeedFromEnvOrTime();
-  for (uint64_t i = 0; i < 3; ++i) RunModelTest(base + i, ModelSteps(1000), i == 1 ? 2000 : 64);
+  for (uint64_t i = 0; i < 3; ++i) RunModelTest(base + i, ModelSteps(2000), i == 1 ? 2000 : 64);
 }
 
 }  // namespace
