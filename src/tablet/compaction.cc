@@ -346,8 +346,8 @@ absl::Status RowSetCompaction::Run() {
   }
   uint64_t input_rows = 0;
   for (const Input& in : inputs_) {
-    input_rows += in.mrs != nullptr ? static_cast<uint64_t>(in.mrs->entry_count())
-                                    : in.drs->num_rows();
+    input_rows +=
+        in.mrs != nullptr ? static_cast<uint64_t>(in.mrs->entry_count()) : in.drs->num_rows();
   }
   Writer writer(options_, input_rows, &stats_);
   absl::Status s = WriteRows(&writer);
