@@ -20,6 +20,23 @@
 
 namespace basalt::cfile_test {
 
+// Writes `bytes` as a new finalized block (corruption tests write rewritten files this way).
+inline BlockId WriteBlockBytes(BlockManager* bm, std::string_view bytes) {
+  auto block = bm->CreateBlock().value();
+  const BlockId id = block->id();
+  EXPECT_TRUE(block->Append(bytes).ok());
+  EXPECT_TRUE(block->Finalize().ok());
+  return id;
+}
+
+// The whole content of block `id`.
+inline std::string ReadBlockBytes(BlockManager* bm, BlockId id) {
+  auto block = bm->OpenBlock(id).value();
+  std::string out;
+  EXPECT_TRUE(block->ReadAt(0, block->size(), &out).ok());
+  return out;
+}
+
 using encoding_test::CellsEqual;
 using encoding_test::CellString;
 using encoding_test::Values;
@@ -74,20 +91,8 @@ class CFileTestBase : public ::testing::Test {
   }
 
   // Writes `bytes` as a new block (for corruption tests).
-  BlockId WriteBytes(std::string_view bytes) {
-    auto block = bm_->CreateBlock().value();
-    const BlockId id = block->id();
-    EXPECT_TRUE(block->Append(bytes).ok());
-    EXPECT_TRUE(block->Finalize().ok());
-    return id;
-  }
-
-  std::string ReadAll(BlockId id) {
-    auto block = bm_->OpenBlock(id).value();
-    std::string out;
-    EXPECT_TRUE(block->ReadAt(0, block->size(), &out).ok());
-    return out;
-  }
+  BlockId WriteBytes(std::string_view bytes) { return WriteBlockBytes(bm_.get(), bytes); }
+  std::string ReadAll(BlockId id) { return ReadBlockBytes(bm_.get(), id); }
 
   MemoryEnv env_;
   std::unique_ptr<BlockManager> bm_;

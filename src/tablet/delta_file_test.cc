@@ -8,6 +8,7 @@
 
 #include "absl/strings/escaping.h"
 #include "cfile/block_cache.h"
+#include "cfile/cfile_test_util.h"
 #include "common/coding.h"
 #include "common/crc32c.h"
 #include "common/env_memory.h"
@@ -42,19 +43,9 @@ class DeltaFileTest : public ::testing::Test {
   }
 
   BlockId WriteBytes(std::string_view bytes) {
-    auto block = bm_->CreateBlock().value();
-    const BlockId id = block->id();
-    EXPECT_TRUE(block->Append(bytes).ok());
-    EXPECT_TRUE(block->Finalize().ok());
-    return id;
+    return cfile_test::WriteBlockBytes(bm_.get(), bytes);
   }
-
-  std::string ReadBytes(BlockId id) {
-    auto block = bm_->OpenBlock(id).value();
-    std::string out;
-    EXPECT_TRUE(block->ReadAt(0, block->size(), &out).ok());
-    return out;
-  }
+  std::string ReadBytes(BlockId id) { return cfile_test::ReadBlockBytes(bm_.get(), id); }
 
   absl::StatusOr<std::unique_ptr<DeltaFileReader>> Open(BlockId id, BlockCache* cache = nullptr) {
     auto block = bm_->OpenBlock(id);
