@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "bench_util.h"
 #include "cfile/block_cache.h"
 #include "cfile/block_manager.h"
 #include "cfile/cfile_reader.h"
@@ -33,26 +34,13 @@ DEFINE_int64(rows, 10'000'000, "Rows of the scanned INT64 files and of the INT32
 DEFINE_int64(size_rows, 1'000'000, "Rows per file of the bytes-per-value matrix.");
 DEFINE_int32(repeats, 5, "Runs per measurement; the best is reported.");
 
-#define BENCH_CHECK_OK(expr)         \
-  do {                               \
-    const absl::Status _s = (expr);  \
-    CHECK(_s.ok()) << _s.ToString(); \
-  } while (0)
-
 namespace basalt {
 namespace {
 
 constexpr size_t kBatchRows = 64 * 1024;
 
 double BestSeconds(const std::function<void()>& fn) {
-  double best = 1e30;
-  for (int i = 0; i < FLAGS_repeats; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    fn();
-    best = std::min(
-        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  return best;
+  return basalt::BestSeconds(FLAGS_repeats, fn);
 }
 
 BlockId WriteFile(BlockManager* bm, DataType type, EncodingType enc, CompressionType codec,

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "bench_util.h"
 #include "cfile/block_cache.h"
 #include "cfile/block_manager.h"
 #include "cfile/column_block.h"
@@ -43,26 +44,13 @@ DEFINE_int64(lookups, 1'000'000, "FindRow calls per lookup measurement.");
 DEFINE_int32(repeats, 5, "Runs per measurement; the best is reported.");
 DEFINE_bool(scans, true, "Whether to run the scan measurements.");
 
-#define BENCH_CHECK_OK(expr)         \
-  do {                               \
-    const absl::Status _s = (expr);  \
-    CHECK(_s.ok()) << _s.ToString(); \
-  } while (0)
-
 namespace basalt {
 namespace {
 
 constexpr int64_t kValueRange = 1'000'000'000'000;
 
 double BestSeconds(const std::function<void()>& fn) {
-  double best = 1e30;
-  for (int i = 0; i < FLAGS_repeats; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    fn();
-    best = std::min(
-        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  return best;
+  return basalt::BestSeconds(FLAGS_repeats, fn);
 }
 
 Schema BenchSchema() {
