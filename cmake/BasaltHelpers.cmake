@@ -1,11 +1,12 @@
 # Helpers shared by every directory's CMakeLists.txt.
 
-# basalt_add_library(NAME DIR DEPS...): one library per source directory, built from every *.cc in
-# DIR that is not a test (*_test.cc). Includes are rooted at src/.
+# basalt_add_library(NAME DEPS...): one library per source directory, built from every *.cc in
+# it that is neither a test (*_test.cc) nor a program's main (*_main.cc). Includes are rooted at
+# src/.
 function(basalt_add_library name)
   cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
   file(GLOB _srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
-  list(FILTER _srcs EXCLUDE REGEX "_test\\.cc$")
+  list(FILTER _srcs EXCLUDE REGEX "_(test|main)\\.cc$")
   if(NOT _srcs)
     return()  # A component whose first files have not landed yet.
   endif()
@@ -30,4 +31,14 @@ function(basalt_add_test name)
     set(ARG_LABELS unit)
   endif()
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${ARG_LABELS}")
+endfunction()
+
+# basalt_add_executable(NAME SOURCE DEPS...): a program (daemon, tool, example) built into
+# ${CMAKE_BINARY_DIR}/bin, where test harnesses and scripts find it.
+function(basalt_add_executable name source)
+  cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
+  add_executable(${name} ${source})
+  target_compile_options(${name} PRIVATE ${BASALT_WARNING_FLAGS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
 endfunction()

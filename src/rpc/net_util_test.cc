@@ -1,0 +1,41 @@
+#include "rpc/net_util.h"
+
+#include <gtest/gtest.h>
+
+namespace basalt {
+namespace {
+
+TEST(NetUtilTest, ParseHostPort) {
+  auto hp = ParseHostPort("127.0.0.1:7051", 1);
+  ASSERT_TRUE(hp.ok());
+  EXPECT_EQ(hp->host, "127.0.0.1");
+  EXPECT_EQ(hp->port, 7051);
+  EXPECT_EQ(hp->ToString(), "127.0.0.1:7051");
+
+  hp = ParseHostPort(" localhost ", 7050);
+  ASSERT_TRUE(hp.ok());
+  EXPECT_EQ(hp->ToString(), "localhost:7050");
+
+  hp = ParseHostPort("[::1]:9", 7050);
+  ASSERT_TRUE(hp.ok());
+  EXPECT_EQ(hp->host, "::1");
+  EXPECT_EQ(hp->ToString(), "[::1]:9");
+}
+
+TEST(NetUtilTest, BadAddresses) {
+  for (const char* bad : {"", ":5", "h:", "h:x", "h:70000", "::1", "[::1", "[::1]x", "h:-1"}) {
+    EXPECT_EQ(ParseHostPort(bad, 1).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(NetUtilTest, List) {
+  auto list = ParseHostPortList("a:1, b ,c:3", 7);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 3u);
+  EXPECT_EQ((*list)[1].ToString(), "b:7");
+  EXPECT_FALSE(ParseHostPortList(" , ", 7).ok());
+  EXPECT_FALSE(ParseHostPortList("a:1,b:x", 7).ok());
+}
+
+}  // namespace
+}  // namespace basalt
