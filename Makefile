@@ -6,8 +6,9 @@
 BUILD_DIR ?= build
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?= --output-on-failure --timeout 600
-# Default suite: everything labelled "unit". Longer stress and soak tests carry other labels.
-CTEST_LABELS ?= unit
+# Default suite: unit tests, cluster tests (real daemon processes, tests/) and the install test
+# (find_package(Basalt) from an outside project). Longer stress and soak tests carry other labels.
+CTEST_LABELS ?= unit|cluster|install
 JOBS ?= $(shell nproc)
 
 .PHONY: all deps configure build test test-all asan tsan tsa bench format clean

@@ -132,6 +132,9 @@ std::shared_ptr<const Tablet::Components> Tablet::GetComponents() const {
 }
 
 void Tablet::SetComponents(std::shared_ptr<const Components> c) {
+  // A flush or compaction that drops an in-memory store must lower the reported usage at once:
+  // writes refused at the memory budget's hard limit wait for exactly that.
+  ReportMemory(*c);
   absl::MutexLock l(&components_mu_);
   components_ = std::move(c);
 }

@@ -1,0 +1,816 @@
+// Tests of sessions and scanners against in-process fake master and tablet server services:
+// flush modes, the bounded buffer, the error collector, retries, scan continuation, limits, fault
+// tolerance and malformed responses. (Tests against real daemons live in tests/.)
+
+#include <atomic>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "client/client.h"
+#include "common/arena.h"
+#include "common/bitmap.h"
+#include "common/key_encoder.h"
+#include "common/partition.h"
+#include "common/row_operations.h"
+#include "common/strings.h"
+#include "glog/logging.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/master.grpc.pb.h"
+#include "proto/tserver.grpc.pb.h"
+#include "rpc/net_util.h"
+#include "rpc/rpc_status.h"
+
+namespace basalt::client {
+namespace {
+
+// key INT32 primary key, v INT32 NULL; 2 hash buckets on key, so 2 tablets.
+constexpr int kNumTablets = 2;
+constexpr int kNumServers = 3;
+constexpr int kScanBatchRows = 30;
+
+basalt::Schema TableSchema() {
+  return basalt::Schema::Create({basalt::ColumnSchema("key", basalt::DataType::kInt32),
+                                 basalt::ColumnSchema("v", basalt::DataType::kInt32, true)},
+                                1, {10, 11})
+      .value();
+}
+
+absl::Status Detail(absl::Status s, pb::ErrorDetailPB::Code code, const std::string& leader = "") {
+  pb::ErrorDetailPB d;
+  d.set_code(code);
+  d.set_leader_uuid(leader);
+  return WithErrorDetail(std::move(s), d);
+}
+
+// The rows of one tablet, shared by its replicas (replication is not the point here).
+struct Store {
+  absl::Mutex mu;
+  std::map<int32_t, std::optional<int32_t>> rows ABSL_GUARDED_BY(mu);
+};
+
+// A tablet server whose replicas all share per-tablet Stores. Failures are scripted per server.
+class FakeTabletServer final : public pb::TabletServerService::Service {
+ public:
+  FakeTabletServer(std::string uuid, std::map<std::string, Store*> stores)
+      : uuid_(std::move(uuid)), stores_(std::move(stores)) {}
+
+  grpc::Status Write(grpc::ServerContext*, const pb::WriteRequestPB* req,
+                     pb::WriteResponsePB* resp) override {
+    {
+      absl::MutexLock l(&mu_);
+      writes_++;
+      if (getenv("FAKE_DEBUG"))
+        LOG(INFO) << uuid_ << " write " << req->tablet_id() << " rows "
+                  << req->row_operations().rows().size();
+      blocked_++;
+      mu_.Await(absl::Condition(
+          +[](bool* open) { return *open; }, &gate_open_));
+      blocked_--;
+      if (!write_failures_.empty()) {
+        absl::Status s = write_failures_.front();
+        write_failures_.pop_front();
+        return ToGrpcStatus(s);
+      }
+    }
+    auto it = stores_.find(req->tablet_id());
+    if (it == stores_.end()) {
+      return ToGrpcStatus(
+          Detail(absl::NotFoundError("no tablet"), pb::ErrorDetailPB::TABLET_NOT_FOUND));
+    }
+    auto schema = basalt::Schema::FromPB(req->schema());
+    if (!schema.ok()) return ToGrpcStatus(schema.status());
+    Arena arena(4096);
+    RowOperationsDecoder dec(&*schema, &arena);
+    std::vector<DecodedRowOperation> ops;
+    absl::Status s = dec.Decode(req->row_operations(), &ops);
+    if (!s.ok()) return ToGrpcStatus(s);
+    absl::MutexLock l(&it->second->mu);
+    auto& rows = it->second->rows;
+    for (size_t i = 0; i < ops.size(); i++) {
+      int32_t key;
+      std::memcpy(&key, ops[i].cell(0), 4);
+      std::optional<int32_t> v;
+      if (ops[i].IsSet(1) && !ops[i].IsNull(1)) v = *static_cast<const int32_t*>(ops[i].cell(1));
+      absl::Status err;
+      switch (ops[i].type) {
+        case RowOperationType::kInsert:
+          if (!rows.emplace(key, v).second) err = absl::AlreadyExistsError("key already present");
+          break;
+        case RowOperationType::kDelete:
+          if (rows.erase(key) == 0) err = absl::NotFoundError("key not found");
+          break;
+        case RowOperationType::kDeleteIgnore:
+          rows.erase(key);
+          break;
+        default:
+          rows[key] = v;
+      }
+      if (!err.ok()) {
+        auto* e = resp->add_per_row_errors();
+        e->set_row_index(static_cast<int>(i));
+        StatusToPB(err, e->mutable_error());
+      }
+    }
+    resp->set_timestamp(1000);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ScannerKeepAlive(grpc::ServerContext*, const pb::ScannerKeepAliveRequestPB* req,
+                                pb::ScannerKeepAliveResponsePB*) override {
+    absl::MutexLock l(&mu_);
+    keep_alives_++;
+    if (scanners_.count(req->scanner_id()) == 0) {
+      return ToGrpcStatus(
+          Detail(absl::NotFoundError("no scanner"), pb::ErrorDetailPB::SCANNER_EXPIRED));
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Scan(grpc::ServerContext*, const pb::ScanRequestPB* req,
+                    pb::ScanResponsePB* resp) override {
+    absl::MutexLock l(&mu_);
+    scans_++;
+    if (!req->scanner_id().empty()) {
+      if (!scan_failures_.empty()) {
+        absl::Status s = scan_failures_.front();
+        scan_failures_.pop_front();
+        return ToGrpcStatus(s);
+      }
+      auto it = scanners_.find(req->scanner_id());
+      if (it == scanners_.end()) {
+        return ToGrpcStatus(
+            Detail(absl::NotFoundError("no scanner"), pb::ErrorDetailPB::SCANNER_EXPIRED));
+      }
+      return NextBatch(req->scanner_id(), &it->second, resp);
+    }
+    const pb::NewScanRequestPB& n = req->new_scan_request();
+    new_scans_.push_back(n);
+    auto store = stores_.find(n.tablet_id());
+    if (store == stores_.end()) {
+      return ToGrpcStatus(
+          Detail(absl::NotFoundError("no tablet"), pb::ErrorDetailPB::TABLET_NOT_FOUND));
+    }
+    std::vector<std::pair<int32_t, std::optional<int32_t>>> rows;
+    const basalt::Schema schema = TableSchema();
+    std::optional<int32_t> after;
+    if (!n.last_primary_key().empty()) {
+      after = static_cast<int32_t>(DecodeKey(schema, n.last_primary_key()).value()[0].int_value());
+    }
+    {
+      absl::MutexLock sl(&store->second->mu);
+      for (const auto& [k, v] : store->second->rows) {
+        if (after && k <= *after) continue;
+        if (n.predicates_size() > 0 && n.predicates(0).has_equality()) {
+          int32_t eq;
+          std::memcpy(&eq, n.predicates(0).equality().value().data(), 4);
+          if (k != eq) continue;
+        }
+        rows.emplace_back(k, v);
+      }
+    }
+    const std::string id = StrCat(uuid_, "-", next_scanner_++);
+    Scanner& sc = scanners_[id];
+    sc.rows = std::move(rows);
+    sc.num_columns = n.projected_columns_size();
+    resp->set_snap_timestamp(n.snap_timestamp() ? n.snap_timestamp() : 777);
+    return NextBatch(id, &sc, resp);
+  }
+
+  std::string uuid_;
+  std::map<std::string, Store*> stores_;
+  absl::Mutex mu_;
+  int writes_ ABSL_GUARDED_BY(mu_) = 0;
+  int blocked_ ABSL_GUARDED_BY(mu_) = 0;
+  bool gate_open_ ABSL_GUARDED_BY(mu_) = true;
+  std::deque<absl::Status> write_failures_ ABSL_GUARDED_BY(mu_);
+  std::deque<absl::Status> scan_failures_ ABSL_GUARDED_BY(mu_);
+  int scans_ ABSL_GUARDED_BY(mu_) = 0;
+  int keep_alives_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<pb::NewScanRequestPB> new_scans_ ABSL_GUARDED_BY(mu_);
+  bool corrupt_scans_ ABSL_GUARDED_BY(mu_) = false;
+
+ private:
+  struct Scanner {
+    std::vector<std::pair<int32_t, std::optional<int32_t>>> rows;
+    size_t pos = 0;
+    int num_columns = 2;
+  };
+
+  grpc::Status NextBatch(const std::string& id, Scanner* sc, pb::ScanResponsePB* resp)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const size_t end = std::min(sc->rows.size(), sc->pos + kScanBatchRows);
+    auto* data = resp->mutable_data();
+    data->set_num_rows(static_cast<int64_t>(end - sc->pos));
+    std::string keys, values, nulls(BitmapSize(end - sc->pos), '\0');
+    for (size_t i = sc->pos; i < end; i++) {
+      keys.append(reinterpret_cast<const char*>(&sc->rows[i].first), 4);
+      int32_t v = sc->rows[i].second.value_or(0);
+      values.append(reinterpret_cast<const char*>(&v), 4);
+      if (!sc->rows[i].second)
+        nulls[(i - sc->pos) / 8] |= static_cast<char>(1 << ((i - sc->pos) % 8));
+    }
+    if (sc->num_columns >= 1) data->add_columns()->set_data(keys);
+    if (sc->num_columns >= 2) {
+      auto* c = data->add_columns();
+      c->set_data(values);
+      c->set_null_bitmap(nulls);
+    }
+    if (corrupt_scans_) data->add_columns();  // One column too many.
+    if (end > sc->pos) {
+      resp->set_last_primary_key(
+          EncodeKey(TableSchema(), std::vector<Datum>{Datum::Int32(sc->rows[end - 1].first)}));
+    }
+    sc->pos = end;
+    resp->set_has_more_results(end < sc->rows.size());
+    if (resp->has_more_results()) resp->set_scanner_id(id);
+    return grpc::Status::OK;
+  }
+
+  std::map<std::string, Scanner> scanners_ ABSL_GUARDED_BY(mu_);
+  int next_scanner_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+class FakeMaster final : public pb::MasterService::Service {
+ public:
+  grpc::Status GetTableSchema(grpc::ServerContext*, const pb::GetTableSchemaRequestPB* req,
+                              pb::GetTableSchemaResponsePB* resp) override {
+    {
+      absl::MutexLock l(&mu);
+      schema_calls++;
+      if (redirect_port > 0) {
+        pb::ErrorDetailPB d;
+        d.set_code(pb::ErrorDetailPB::NOT_THE_LEADER_MASTER);
+        d.mutable_leader_address()->set_host("127.0.0.1");
+        d.mutable_leader_address()->set_port(redirect_port);
+        return ToGrpcStatus(WithErrorDetail(absl::UnavailableError("not the leader"), d));
+      }
+      if (not_ready > 0) {
+        not_ready--;
+        return ToGrpcStatus(
+            Detail(absl::UnavailableError("loading"), pb::ErrorDetailPB::CATALOG_NOT_READY));
+      }
+    }
+    if (req->table().table_name() != "t") {
+      return ToGrpcStatus(
+          Detail(absl::NotFoundError("no table"), pb::ErrorDetailPB::TABLE_NOT_FOUND));
+    }
+    resp->set_table_id("tid");
+    resp->set_table_name("t");
+    TableSchema().ToPB(resp->mutable_schema());
+    partition_schema.ToPB(resp->mutable_partition_schema());
+    resp->set_num_replicas(kNumServers);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetTableLocations(grpc::ServerContext*, const pb::GetTableLocationsRequestPB* req,
+                                 pb::GetTableLocationsResponsePB* resp) override {
+    absl::MutexLock l(&mu);
+    lookups++;
+    resp->set_ttl_millis(60000);
+    for (const auto& loc : locations) {
+      const auto& end = loc.partition().partition_key_end();
+      if (!end.empty() && end <= req->partition_key_start()) continue;
+      *resp->add_tablet_locations() = loc;
+    }
+    return grpc::Status::OK;
+  }
+
+  PartitionSchema partition_schema;
+  absl::Mutex mu;
+  std::vector<pb::TabletLocationsPB> locations ABSL_GUARDED_BY(mu);
+  int lookups ABSL_GUARDED_BY(mu) = 0;
+  int schema_calls ABSL_GUARDED_BY(mu) = 0;
+  int redirect_port ABSL_GUARDED_BY(mu) = 0;  // > 0: a follower pointing there.
+  int not_ready ABSL_GUARDED_BY(mu) = 0;      // Answers CATALOG_NOT_READY this many times.
+};
+
+struct Server {
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+};
+
+template <typename Service>
+Server Serve(Service* service) {
+  grpc::ServerBuilder b;
+  ConfigureServerBuilder(&b);
+  Server s;
+  b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &s.port);
+  b.RegisterService(service);
+  s.server = b.BuildAndStart();
+  CHECK(s.server != nullptr && s.port > 0);
+  return s;
+}
+
+class ClientRpcTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const basalt::Schema schema = TableSchema();
+    master_.partition_schema =
+        PartitionSchema::Create(schema, {{{"key"}, kNumTablets, 0}}, {}).value();
+    auto parts = master_.partition_schema.CreatePartitions({}, {});
+    ASSERT_TRUE(parts.ok());
+    ASSERT_EQ(parts->size(), static_cast<size_t>(kNumTablets));
+    std::map<std::string, Store*> stores;
+    for (int t = 0; t < kNumTablets; t++) stores["t" + std::to_string(t)] = &stores_[t];
+    for (int i = 0; i < kNumServers; i++) {
+      tservers_.push_back(std::make_unique<FakeTabletServer>("ts" + std::to_string(i), stores));
+      servers_.push_back(Serve(tservers_.back().get()));
+    }
+    master_server_ = Serve(&master_);
+    for (int t = 0; t < kNumTablets; t++) {
+      pb::TabletLocationsPB loc;
+      loc.set_tablet_id("t" + std::to_string(t));
+      (*parts)[t].ToPB(loc.mutable_partition());
+      for (int i = 0; i < kNumServers; i++) {
+        auto* r = loc.add_replicas();
+        r->set_ts_uuid("ts" + std::to_string(i));
+        r->mutable_rpc_address()->set_host("127.0.0.1");
+        r->mutable_rpc_address()->set_port(servers_[i].port);
+        r->set_role(i == 0 ? pb::LEADER : pb::FOLLOWER);
+      }
+      absl::MutexLock l(&master_.mu);
+      master_.locations.push_back(loc);
+    }
+    ASSERT_TRUE(ClientBuilder()
+                    .add_master_server_addr(StrCat("127.0.0.1:", master_server_.port))
+                    .default_rpc_timeout(std::chrono::seconds(10))
+                    .Build(&client_)
+                    .ok());
+    ASSERT_TRUE(client_->OpenTable("t", &table_).ok());
+  }
+
+  void TearDown() override {
+    table_.reset();
+    client_.reset();
+    for (auto& s : servers_) s.server->Shutdown();
+    master_server_.server->Shutdown();
+  }
+
+  std::unique_ptr<WriteOperation> Insert(int32_t key, std::optional<int32_t> v = std::nullopt) {
+    auto op = table_->NewInsert();
+    CHECK(op->mutable_row()->SetInt32("key", key).ok());
+    if (v) CHECK(op->mutable_row()->SetInt32("v", *v).ok());
+    return op;
+  }
+  size_t RowCount() {
+    size_t n = 0;
+    for (auto& s : stores_) {
+      absl::MutexLock l(&s.mu);
+      n += s.rows.size();
+    }
+    return n;
+  }
+  int Writes(int server) {
+    absl::MutexLock l(&tservers_[server]->mu_);
+    return tservers_[server]->writes_;
+  }
+  void FailWrites(int server, std::vector<absl::Status> failures) {
+    absl::MutexLock l(&tservers_[server]->mu_);
+    for (auto& s : failures) tservers_[server]->write_failures_.push_back(s);
+  }
+  std::vector<int32_t> ScanKeys(Scanner* scanner) {
+    std::vector<int32_t> keys;
+    ScanBatch batch;
+    while (scanner->HasMoreRows()) {
+      absl::Status s = scanner->NextBatch(&batch);
+      EXPECT_TRUE(s.ok()) << s;
+      if (!s.ok()) break;
+      for (int64_t i = 0; i < batch.NumRows(); i++) {
+        int32_t k;
+        EXPECT_TRUE(batch.Row(i).GetInt32("key", &k).ok());
+        keys.push_back(k);
+      }
+    }
+    return keys;
+  }
+
+  Store stores_[kNumTablets];
+  std::vector<std::unique_ptr<FakeTabletServer>> tservers_;
+  std::vector<Server> servers_;
+  FakeMaster master_;
+  Server master_server_;
+  std::shared_ptr<Client> client_;
+  std::shared_ptr<Table> table_;
+};
+
+TEST_F(ClientRpcTest, OpenTableReportsUnknownTables) {
+  EXPECT_EQ(table_->id(), "tid");
+  EXPECT_EQ(table_->schema().num_columns(), 2);
+  std::shared_ptr<Table> t;
+  EXPECT_EQ(client_->OpenTable("nope", &t).code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ClientRpcTest, MasterProxyFollowsLeaderHintsAndWaitsForTheCatalog) {
+  FakeMaster follower;
+  {
+    absl::MutexLock l(&follower.mu);
+    follower.redirect_port = master_server_.port;
+  }
+  Server follower_server = Serve(&follower);
+  {
+    absl::MutexLock l(&master_.mu);
+    master_.not_ready = 2;
+    master_.schema_calls = 0;
+  }
+  // The follower is listed first, the leader not at all: its hint is the only way there.
+  std::shared_ptr<Client> client;
+  ASSERT_TRUE(ClientBuilder()
+                  .add_master_server_addr(StrCat("127.0.0.1:", follower_server.port))
+                  .Build(&client)
+                  .ok());
+  std::shared_ptr<Table> table;
+  absl::Status s = client->OpenTable("t", &table);
+  EXPECT_TRUE(s.ok()) << s;
+  {
+    absl::MutexLock l(&master_.mu);
+    EXPECT_EQ(master_.schema_calls, 3);  // Two CATALOG_NOT_READY, then the answer.
+  }
+  {
+    absl::MutexLock l(&follower.mu);
+    EXPECT_EQ(follower.schema_calls, 1);
+  }
+  // The leader is remembered.
+  ASSERT_TRUE(client->OpenTable("t", &table).ok());
+  {
+    absl::MutexLock l(&follower.mu);
+    EXPECT_EQ(follower.schema_calls, 1);
+  }
+  follower_server.server->Shutdown();
+}
+
+TEST_F(ClientRpcTest, ManualFlushSendsOnFlushAndCollectsRowErrors) {
+  auto session = client_->NewSession();
+  ASSERT_TRUE(session->SetFlushMode(Session::MANUAL_FLUSH).ok());
+  for (int i = 0; i < 100; i++) ASSERT_TRUE(session->Apply(Insert(i, i * 10)).ok());
+  ASSERT_TRUE(session->Apply(Insert(5, 1)).ok());  // A duplicate.
+  EXPECT_EQ(session->CountBufferedOperations(), 101);
+  EXPECT_EQ(Writes(0), 0);
+  EXPECT_EQ(session->SetFlushMode(Session::AUTO_FLUSH_SYNC).code(),
+            absl::StatusCode::kFailedPrecondition);
+  absl::Status s = session->Flush();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnknown) << s;
+  EXPECT_EQ(session->CountBufferedOperations(), 0);
+  EXPECT_FALSE(session->HasPendingOperations());
+  EXPECT_EQ(Writes(0), kNumTablets);  // One batch per tablet, to the leader.
+  EXPECT_EQ(RowCount(), 100u);
+  ASSERT_EQ(session->CountPendingErrors(), 1);
+  bool overflowed = true;
+  auto errors = session->GetPendingErrors(&overflowed);
+  EXPECT_FALSE(overflowed);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0]->status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(errors[0]->failed_op().ToString(), "INSERT (int32 key=5, int32 v=1)");
+  EXPECT_FALSE(errors[0]->was_possibly_successful());
+  EXPECT_EQ(session->CountPendingErrors(), 0);
+  EXPECT_TRUE(session->Flush().ok());  // Nothing new failed.
+  EXPECT_GT(client_->GetLatestObservedTimestamp(), 0u);
+}
+
+TEST_F(ClientRpcTest, ManualFlushRefusesOperationsWhenTheBufferIsFull) {
+  auto session = client_->NewSession();
+  ASSERT_TRUE(session->SetFlushMode(Session::MANUAL_FLUSH).ok());
+  ASSERT_TRUE(session->SetMutationBufferSpace(200).ok());
+  int applied = 0;
+  absl::Status s;
+  for (; applied < 1000; applied++) {
+    s = session->Apply(Insert(applied));
+    if (!s.ok()) break;
+  }
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_GT(applied, 5);
+  EXPECT_LT(applied, 100);
+  EXPECT_EQ(Writes(0), 0);
+  ASSERT_TRUE(session->Flush().ok());
+  EXPECT_EQ(RowCount(), static_cast<size_t>(applied));
+  EXPECT_TRUE(session->Apply(Insert(applied)).ok());
+  ASSERT_TRUE(session->Close().ok());
+  EXPECT_EQ(session->Apply(Insert(5000)).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(ClientRpcTest, SyncApplyReturnsTheRowsOutcome) {
+  auto session = client_->NewSession();
+  ASSERT_TRUE(session->Apply(Insert(1)).ok());
+  EXPECT_EQ(session->Apply(Insert(1)).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(session->CountPendingErrors(), 1);
+  auto del = table_->NewDelete();
+  ASSERT_TRUE(del->mutable_row()->SetInt32("key", 2).ok());
+  EXPECT_EQ(session->Apply(std::move(del)).code(), absl::StatusCode::kNotFound);
+  auto del_ignore = table_->NewDeleteIgnore();
+  ASSERT_TRUE(del_ignore->mutable_row()->SetInt32("key", 2).ok());
+  EXPECT_TRUE(session->Apply(std::move(del_ignore)).ok());
+  auto bad = table_->NewUpdate();  // Key only: rejected before sending.
+  ASSERT_TRUE(bad->mutable_row()->SetInt32("key", 1).ok());
+  EXPECT_EQ(session->Apply(std::move(bad)).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RowCount(), 1u);
+}
+
+TEST_F(ClientRpcTest, BackgroundModeAppliesBackpressureWhenTheBufferIsFull) {
+  {
+    for (auto& ts : tservers_) {
+      absl::MutexLock l(&ts->mu_);
+      ts->gate_open_ = false;
+    }
+  }
+  auto session = client_->NewSession();
+  ASSERT_TRUE(session->SetFlushMode(Session::AUTO_FLUSH_BACKGROUND).ok());
+  ASSERT_TRUE(session->SetMutationBufferSpace(2000).ok());
+  constexpr int kRows = 2000;
+  std::atomic<int> applied{0};
+  std::thread writer([&] {
+    for (int i = 0; i < kRows; i++) {
+      EXPECT_TRUE(session->Apply(Insert(i)).ok());
+      applied++;
+    }
+  });
+  // Both tablets' first batches reach the leader and are held there.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  for (;;) {
+    {
+      absl::MutexLock l(&tservers_[0]->mu_);
+      if (tservers_[0]->blocked_ == kNumTablets) break;
+    }
+    ASSERT_LT(absl::Now(), deadline);
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  // While nothing completes, the writer cannot get far past the buffer's worth of rows.
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_LT(applied.load(), 400);
+  EXPECT_TRUE(session->HasPendingOperations());
+  {
+    absl::MutexLock l(&tservers_[0]->mu_);
+    tservers_[0]->gate_open_ = true;
+  }
+  writer.join();
+  ASSERT_TRUE(session->Flush().ok());
+  EXPECT_EQ(RowCount(), static_cast<size_t>(kRows));
+  EXPECT_GT(Writes(0), 4);  // Many small batches.
+}
+
+TEST_F(ClientRpcTest, WritesFollowLeaderHintsAndRetryOverload) {
+  // ts0 says ts1 leads; ts1 is overloaded twice, then takes the write.
+  FailWrites(
+      0, {Detail(absl::UnavailableError("not leader"), pb::ErrorDetailPB::NOT_THE_LEADER, "ts1"),
+          Detail(absl::UnavailableError("not leader"), pb::ErrorDetailPB::NOT_THE_LEADER, "ts1")});
+  FailWrites(1, {Detail(absl::UnavailableError("busy"), pb::ErrorDetailPB::SERVER_OVERLOADED),
+                 Detail(absl::UnavailableError("busy"), pb::ErrorDetailPB::SERVER_OVERLOADED)});
+  auto session = client_->NewSession();
+  ASSERT_TRUE(session->SetFlushMode(Session::MANUAL_FLUSH).ok());
+  for (int i = 0; i < 50; i++) ASSERT_TRUE(session->Apply(Insert(i)).ok());
+  ASSERT_TRUE(session->Flush().ok());
+  EXPECT_EQ(RowCount(), 50u);
+  EXPECT_EQ(Writes(0), 2);
+  EXPECT_EQ(Writes(1), 4);
+  // The learned leader is used directly from now on.
+  for (int i = 50; i < 60; i++) ASSERT_TRUE(session->Apply(Insert(i)).ok());
+  ASSERT_TRUE(session->Flush().ok());
+  EXPECT_EQ(Writes(0), 2);
+  EXPECT_EQ(Writes(1), 6);
+}
+
+TEST_F(ClientRpcTest, TabletNotFoundRefreshesLocations) {
+  FailWrites(0, {Detail(absl::NotFoundError("gone"), pb::ErrorDetailPB::TABLET_NOT_FOUND)});
+  int lookups_before;
+  {
+    absl::MutexLock l(&master_.mu);
+    lookups_before = master_.lookups;
+  }
+  auto session = client_->NewSession();
+  ASSERT_TRUE(session->Apply(Insert(1)).ok());
+  absl::MutexLock l(&master_.mu);
+  EXPECT_GT(master_.lookups, lookups_before);
+  EXPECT_EQ(RowCount(), 1u);
+}
+
+TEST_F(ClientRpcTest, TabletsWithoutReplicasAreLookedUpAgain) {
+  std::vector<pb::TabletLocationsPB> full;
+  {
+    absl::MutexLock l(&master_.mu);
+    full = master_.locations;
+    for (auto& loc : master_.locations) loc.clear_replicas();
+  }
+  // A fresh client, so its cache holds the replica-less locations.
+  std::shared_ptr<Client> client;
+  ASSERT_TRUE(ClientBuilder()
+                  .add_master_server_addr(StrCat("127.0.0.1:", master_server_.port))
+                  .Build(&client)
+                  .ok());
+  std::shared_ptr<Table> table;
+  ASSERT_TRUE(client->OpenTable("t", &table).ok());
+  auto session = client->NewSession();
+  auto insert = table->NewInsert();
+  ASSERT_TRUE(insert->mutable_row()->SetInt32("key", 1).ok());
+  absl::Status applied;
+  std::thread writer([&] { applied = session->Apply(std::move(insert)); });
+  // The writer keeps asking the master; then the replicas appear.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  for (;;) {
+    {
+      absl::MutexLock l(&master_.mu);
+      if (master_.lookups >= 3) {
+        master_.locations = full;
+        break;
+      }
+    }
+    ASSERT_LT(absl::Now(), deadline);
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  writer.join();
+  EXPECT_TRUE(applied.ok()) << applied;
+  EXPECT_EQ(RowCount(), 1u);
+}
+
+TEST_F(ClientRpcTest, TimedOutBatchesFailEveryRow) {
+  for (int i = 0; i < kNumServers; i++) {
+    FailWrites(i, std::vector<absl::Status>(1000, Detail(absl::UnavailableError("busy"),
+                                                         pb::ErrorDetailPB::SERVER_OVERLOADED)));
+  }
+  auto session = client_->NewSession();
+  ASSERT_TRUE(session->SetFlushMode(Session::AUTO_FLUSH_BACKGROUND).ok());
+  session->SetTimeoutMillis(300);
+  for (int i = 0; i < 20; i++) ASSERT_TRUE(session->Apply(Insert(i)).ok());
+  absl::Status s = session->Flush();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnknown) << s;
+  auto errors = session->GetPendingErrors();
+  ASSERT_EQ(errors.size(), 20u);
+  std::set<std::string> failed;
+  for (const auto& e : errors) {
+    EXPECT_EQ(e->status().code(), absl::StatusCode::kDeadlineExceeded) << e->status();
+    failed.insert(e->failed_op().ToString());
+  }
+  EXPECT_EQ(failed.size(), 20u);
+  EXPECT_EQ(RowCount(), 0u);
+}
+
+class ClientScanTest : public ClientRpcTest {
+ protected:
+  void SetUp() override {
+    ClientRpcTest::SetUp();
+    auto session = client_->NewSession();
+    ASSERT_TRUE(session->SetFlushMode(Session::MANUAL_FLUSH).ok());
+    for (int i = 0; i < 250; i++) {
+      ASSERT_TRUE(session->Apply(Insert(i, i % 7 == 0 ? std::nullopt : std::optional(i))).ok());
+    }
+    ASSERT_TRUE(session->Flush().ok());
+  }
+};
+
+TEST_F(ClientScanTest, ScansEveryTabletWithContinuationsAndLimits) {
+  Scanner scanner(table_.get());
+  ASSERT_TRUE(scanner.Open().ok());
+  std::vector<int32_t> keys = ScanKeys(&scanner);
+  std::sort(keys.begin(), keys.end());
+  ASSERT_EQ(keys.size(), 250u);
+  for (int i = 0; i < 250; i++) EXPECT_EQ(keys[i], i);
+  EXPECT_EQ(scanner.SetLimit(3).code(), absl::StatusCode::kFailedPrecondition);
+
+  Scanner limited(table_.get());
+  ASSERT_TRUE(limited.SetLimit(45).ok());
+  ASSERT_TRUE(limited.SetProjectedColumnNames({"key"}).ok());
+  ASSERT_TRUE(limited.Open().ok());
+  EXPECT_EQ(ScanKeys(&limited).size(), 45u);
+  EXPECT_FALSE(limited.HasMoreRows());
+  EXPECT_EQ(limited.GetProjectionSchema().num_columns(), 1);
+
+  // An equality predicate on the hash column visits one tablet only.
+  Scanner point(table_.get());
+  ASSERT_TRUE(point
+                  .AddConjunctPredicate(
+                      table_->NewComparisonPredicate("key", Predicate::EQUAL, Value::FromInt(17)))
+                  .ok());
+  int scans_before;
+  {
+    absl::MutexLock l(&tservers_[0]->mu_);
+    scans_before = static_cast<int>(tservers_[0]->new_scans_.size());
+  }
+  ASSERT_TRUE(point.Open().ok());
+  EXPECT_EQ(ScanKeys(&point), std::vector<int32_t>{17});
+  absl::MutexLock l(&tservers_[0]->mu_);
+  EXPECT_EQ(static_cast<int>(tservers_[0]->new_scans_.size()), scans_before + 1);
+  EXPECT_TRUE(tservers_[0]->new_scans_.back().predicates(0).has_equality());
+}
+
+TEST_F(ClientScanTest, FaultTolerantScanResumesOnAnotherReplica) {
+  {
+    absl::MutexLock l(&tservers_[0]->mu_);
+    tservers_[0]->scan_failures_.push_back(absl::UnavailableError("server went away"));
+  }
+  Scanner scanner(table_.get());
+  ASSERT_TRUE(scanner.SetFaultTolerant().ok());
+  EXPECT_EQ(scanner.SetReadMode(Scanner::READ_LATEST).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(scanner.Open().ok());
+  std::vector<int32_t> keys = ScanKeys(&scanner);
+  ASSERT_EQ(keys.size(), 250u);
+  std::set<int32_t> unique(keys.begin(), keys.end());
+  EXPECT_EQ(unique.size(), 250u);  // No row twice, none skipped.
+  EXPECT_EQ(scanner.GetSnapshotRaw(), 777u);
+  // The resumed scan went to another replica, at the same snapshot, after the last key.
+  absl::MutexLock l(&tservers_[1]->mu_);
+  ASSERT_EQ(tservers_[1]->new_scans_.size(), 1u);
+  const pb::NewScanRequestPB& resumed = tservers_[1]->new_scans_[0];
+  EXPECT_EQ(resumed.snap_timestamp(), 777u);
+  EXPECT_TRUE(resumed.ordered());
+  EXPECT_EQ(resumed.read_mode(), pb::READ_AT_SNAPSHOT);
+  EXPECT_FALSE(resumed.last_primary_key().empty());
+}
+
+TEST_F(ClientScanTest, KeepAliveReachesTheServerHoldingTheScanner) {
+  Scanner scanner(table_.get());
+  EXPECT_TRUE(scanner.KeepAlive().ok());  // Not open: nothing to keep alive.
+  ASSERT_TRUE(scanner.Open().ok());
+  ASSERT_TRUE(scanner.KeepAlive().ok());
+  {
+    absl::MutexLock l(&tservers_[0]->mu_);
+    EXPECT_EQ(tservers_[0]->keep_alives_, 1);
+  }
+  ScanKeys(&scanner);
+  EXPECT_TRUE(scanner.KeepAlive().ok());  // Done: nothing open on the server.
+  absl::MutexLock l(&tservers_[0]->mu_);
+  EXPECT_EQ(tservers_[0]->keep_alives_, 1);
+}
+
+TEST_F(ClientScanTest, NonFaultTolerantScanReportsAFailedContinuation) {
+  {
+    absl::MutexLock l(&tservers_[0]->mu_);
+    tservers_[0]->scan_failures_.push_back(absl::UnavailableError("server went away"));
+  }
+  Scanner scanner(table_.get());
+  ASSERT_TRUE(scanner.Open().ok());
+  ScanBatch batch;
+  ASSERT_TRUE(scanner.NextBatch(&batch).ok());
+  absl::Status s = scanner.NextBatch(&batch);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+}
+
+TEST_F(ClientScanTest, MalformedResponsesAreDataLoss) {
+  for (auto& ts : tservers_) {
+    absl::MutexLock l(&ts->mu_);
+    ts->corrupt_scans_ = true;
+  }
+  Scanner scanner(table_.get());
+  ASSERT_TRUE(scanner.Open().ok());
+  ScanBatch batch;
+  absl::Status s = scanner.NextBatch(&batch);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_EQ(batch.NumRows(), 0);
+}
+
+TEST_F(ClientRpcTest, BackgroundFlushIntervalSendsWithoutFlush) {
+  auto session = client_->NewSession();
+  ASSERT_TRUE(session->SetFlushMode(Session::AUTO_FLUSH_BACKGROUND).ok());
+  ASSERT_TRUE(session->SetMutationBufferFlushInterval(50).ok());
+  EXPECT_EQ(session->SetMutationBufferFlushInterval(0).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(session->SetMutationBufferFlushWatermark(1.5).code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(session->Apply(Insert(1)).ok());
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (RowCount() == 0) {
+    ASSERT_LT(absl::Now(), deadline) << "the flusher never sent the row";
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(session->CountBufferedOperations(), 0);
+}
+
+TEST_F(ClientScanTest, RequestsCarryBoundsSnapshotsAndObservedTimestamps) {
+  Scanner scanner(table_.get());
+  auto lower = table_->schema().NewRow();
+  EXPECT_EQ(scanner.AddLowerBound(*lower).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(lower->SetInt32("key", 10).ok());
+  auto upper = table_->schema().NewRow();
+  ASSERT_TRUE(upper->SetInt32("key", 20).ok());
+  ASSERT_TRUE(scanner.AddLowerBound(*lower).ok());
+  ASSERT_TRUE(scanner.AddExclusiveUpperBound(*upper).ok());
+  ASSERT_TRUE(scanner.SetReadMode(Scanner::READ_YOUR_WRITES).ok());
+  ASSERT_TRUE(scanner.SetBatchSizeBytes(1234).ok());
+  ASSERT_TRUE(scanner.Open().ok());
+  ScanKeys(&scanner);
+  EXPECT_EQ(scanner.GetSnapshotRaw(), 777u);
+  {
+    absl::MutexLock l(&tservers_[0]->mu_);
+    ASSERT_FALSE(tservers_[0]->new_scans_.empty());
+    const pb::NewScanRequestPB& req = tservers_[0]->new_scans_.back();
+    const basalt::Schema schema = TableSchema();
+    EXPECT_EQ(req.start_primary_key(), EncodeKey(schema, std::vector<Datum>{Datum::Int32(10)}));
+    EXPECT_EQ(req.stop_primary_key(), EncodeKey(schema, std::vector<Datum>{Datum::Int32(20)}));
+    EXPECT_EQ(req.read_mode(), pb::READ_YOUR_WRITES);
+    EXPECT_GE(req.propagated_timestamp(), 1000u);  // The fake's write timestamp.
+    EXPECT_EQ(req.projected_columns_size(), 2);
+  }
+  // Bounds that exclude everything scan nothing.
+  Scanner empty(table_.get());
+  ASSERT_TRUE(empty.AddLowerBound(*upper).ok());
+  ASSERT_TRUE(empty.AddExclusiveUpperBound(*lower).ok());
+  ASSERT_TRUE(empty.Open().ok());
+  EXPECT_FALSE(empty.HasMoreRows());
+}
+
+}  // namespace
+}  // namespace basalt::client

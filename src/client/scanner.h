@@ -1,0 +1,100 @@
+#pragma once
+
+// Scanner: reads rows of one table (Kudu's KuduScanner).
+//
+// Lifecycle: construct with a table, configure (projection, predicates, key bounds, read mode,
+// ...), Open(), then NextBatch() while HasMoreRows(), then Close() (or destroy). Configuration
+// after Open() is FAILED_PRECONDITION.
+//
+// The scanner visits the tablets whose partitions can hold matching rows (partition pruning from
+// the predicates and key bounds) in partition-key order, one at a time. Rows come back in primary
+// key order within a tablet only when ordered (SetOrderMode(ORDERED) or SetFaultTolerant()).
+//
+// Read modes: READ_LATEST (the default) reads what each replica has applied; READ_AT_SNAPSHOT
+// reads a repeatable snapshot (SetSnapshotMicros/Raw, or one picked by the first tablet and used
+// for all the others); READ_YOUR_WRITES reads a snapshot that includes every write this client
+// has seen acknowledged.
+//
+// Fault tolerance (SetFaultTolerant): an ordered READ_AT_SNAPSHOT scan that, when a replica fails
+// or its scanner expires, reopens on another replica after the last primary key returned, so no
+// row is returned twice or skipped. Without it a failure after the first batch of a tablet is
+// returned to the caller.
+//
+// Errors: INVALID_ARGUMENT for bad configuration (naming the column or value), the failing RPC's
+// status, DEADLINE_EXCEEDED when the scanner timeout (per NextBatch call) runs out, DATA_LOSS for a
+// malformed response.
+//
+// Not thread-safe; the caller serializes.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "client/export.h"
+#include "client/predicate.h"
+#include "client/scan_batch.h"
+#include "client/schema.h"
+
+namespace basalt::client {
+
+class PartialRow;
+class Table;
+
+class BASALT_EXPORT Scanner {
+ public:
+  enum ReadMode { READ_LATEST, READ_AT_SNAPSHOT, READ_YOUR_WRITES };
+  enum OrderMode { UNORDERED, ORDERED };
+
+  // `table` must outlive the scanner.
+  explicit Scanner(Table* table);
+  ~Scanner();
+  Scanner(const Scanner&) = delete;
+  Scanner& operator=(const Scanner&) = delete;
+
+  // Default: every column. An empty list scans no columns (counts rows).
+  absl::Status SetProjectedColumnNames(const std::vector<std::string>& names);
+  absl::Status SetProjectedColumnIndexes(const std::vector<int>& indexes);
+  // Takes ownership; returns the predicate's own error if it could not be built.
+  absl::Status AddConjunctPredicate(std::unique_ptr<Predicate> predicate);
+  // Primary-key bounds; `key` must set every key column. The lower bound is inclusive.
+  absl::Status AddLowerBound(const PartialRow& key);
+  absl::Status AddExclusiveUpperBound(const PartialRow& key);
+  absl::Status SetReadMode(ReadMode mode);
+  absl::Status SetOrderMode(OrderMode mode);
+  // READ_AT_SNAPSHOT at this time (microseconds since the epoch / raw HybridTime).
+  absl::Status SetSnapshotMicros(uint64_t micros);
+  absl::Status SetSnapshotRaw(uint64_t hybrid_time);
+  // Ordered, READ_AT_SNAPSHOT, resumable on another replica.
+  absl::Status SetFaultTolerant();
+  absl::Status SetBatchSizeBytes(uint32_t bytes);
+  // At most this many rows in total (0: no limit).
+  absl::Status SetLimit(int64_t limit);
+  // Deadline of Open() and of each NextBatch() call (default: the client's RPC timeout).
+  absl::Status SetTimeoutMillis(int millis);
+
+  absl::Status Open();
+  bool HasMoreRows() const;
+  // Replaces *batch with the next rows (possibly none while HasMoreRows() stays true).
+  absl::Status NextBatch(ScanBatch* batch);
+  // Keeps the server-side scanner of the current tablet alive while the caller pauses between
+  // batches for longer than the server's scanner TTL. OK when no server-side scanner is open;
+  // the RPC's error otherwise (NOT_FOUND + SCANNER_EXPIRED if it already expired).
+  absl::Status KeepAlive();
+  // Releases the server-side scanner (best effort). Idempotent.
+  void Close();
+
+  const Schema& GetProjectionSchema() const;
+  // The snapshot (raw HybridTime) a READ_AT_SNAPSHOT or READ_YOUR_WRITES scan reads at, known
+  // after the first tablet answered; 0 before.
+  uint64_t GetSnapshotRaw() const;
+  std::string ToString() const;
+
+ private:
+  friend struct internal::Access;
+  struct Data;
+  std::unique_ptr<Data> data_;
+};
+
+}  // namespace basalt::client

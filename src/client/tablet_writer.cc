@@ -1,0 +1,203 @@
+#include "client/tablet_writer.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "client/client_internal.h"
+#include "client/meta_cache.h"
+#include "common/arena.h"
+#include "common/row_operations.h"
+#include "common/status_macros.h"
+#include "common/strings.h"
+#include "grpcpp/channel.h"
+#include "proto/tserver.grpc.pb.h"
+#include "rpc/rpc_status.h"
+
+namespace basalt::client::internal {
+
+namespace {
+
+// What to do after a failed Write attempt: retry at once (a leader hint), back off and try the
+// next replica, back off and retry the same replica (busy or starting), or give up.
+enum class Next { kRetryNow, kBackoff, kBackoffSame, kFail };
+
+// Forgets the batch's tablet location and looks its partition up again. False (with *fail set)
+// when that fails or the partition no longer exists.
+bool Relocate(ClientData* client, WriteBatch* batch, absl::Time deadline, absl::Status* fail) {
+  auto* td = Access::Data(batch->table.get());
+  TableLocations* locations = td->locations.get();
+  RemoteTablet* tablet = batch->tablet.get();
+  client->meta_cache->Invalidate(locations, tablet);
+  const Partition old = tablet->partition();
+  auto fresh = client->meta_cache->Lookup(locations, old.partition_key_start(), deadline);
+  if (!fresh.ok()) {
+    *fail = fresh.status();
+    return false;
+  }
+  if (!((*fresh)->partition() == old)) {
+    *fail = absl::NotFoundError(
+        StrCat("tablet ", tablet->tablet_id(), " is gone and its partition no longer exists"));
+    return false;
+  }
+  batch->tablet = *std::move(fresh);
+  return true;
+}
+
+// One attempt's outcome handling: updates the tablet's replica knowledge and decides.
+Next Classify(ClientData* client, WriteBatch* batch, const ReplicaLocation& target,
+              const absl::Status& s, absl::Time deadline, bool* possibly_applied,
+              absl::Status* fail) {
+  auto detail = GetErrorDetail(s);
+  const auto code = detail.has_value() ? detail->code() : pb::ErrorDetailPB::UNKNOWN_ERROR;
+  RemoteTablet* tablet = batch->tablet.get();
+  switch (code) {
+    case pb::ErrorDetailPB::NOT_THE_LEADER:
+      if (!detail->leader_uuid().empty() && detail->leader_uuid() != target.uuid) {
+        tablet->MarkLeader(detail->leader_uuid());
+        return Next::kRetryNow;
+      }
+      tablet->MarkFollower(target.address);
+      return Next::kBackoff;
+    case pb::ErrorDetailPB::TABLET_NOT_RUNNING:
+    case pb::ErrorDetailPB::SERVER_OVERLOADED:
+      return Next::kBackoffSame;
+    case pb::ErrorDetailPB::TABLET_NOT_FOUND:
+    case pb::ErrorDetailPB::WRONG_SERVER_UUID:
+      return Relocate(client, batch, deadline, fail) ? Next::kBackoff : Next::kFail;
+    default:
+      break;
+  }
+  if (s.code() == absl::StatusCode::kUnavailable || s.code() == absl::StatusCode::kCancelled ||
+      s.code() == absl::StatusCode::kDeadlineExceeded) {
+    // The server did not answer: it may have applied the batch before failing.
+    *possibly_applied = true;
+    tablet->MarkFailed(target.address);
+    return Next::kBackoff;
+  }
+  *fail = s;
+  if (code == pb::ErrorDetailPB::SCHEMA_MISMATCH) {
+    *fail = absl::Status(s.code(), StrCat(s.message(), " (the table's schema changed; reopen it)"));
+  }
+  return Next::kFail;
+}
+
+void CollectRowErrors(const pb::WriteResponsePB& resp, int num_ops, WriteResult* result) {
+  for (const auto& e : resp.per_row_errors()) {
+    if (e.row_index() < 0 || e.row_index() >= num_ops) continue;
+    absl::Status s = StatusFromPB(e.error());
+    if (s.ok()) s = absl::UnknownError("the server reported an error without a status");
+    result->row_errors.push_back({e.row_index(), std::move(s)});
+  }
+}
+
+}  // namespace
+
+WriteResult SendWriteBatch(ClientData* client, WriteBatch* batch, absl::Time deadline) {
+  WriteResult result;
+  auto* td = Access::Data(batch->table.get());
+  pb::WriteRequestPB req;
+  *req.mutable_schema() = *td->schema_pb;
+  req.mutable_row_operations()->set_rows(std::move(batch->rows));
+  req.mutable_row_operations()->set_indirect_data(std::move(batch->indirect));
+  Backoff backoff(deadline);
+  std::vector<std::string> tried;
+  absl::Status last;
+  int quick_retries = 0;
+  for (;;) {
+    req.set_tablet_id(batch->tablet->tablet_id());
+    std::vector<ReplicaLocation> replicas = batch->tablet->ReplicasInOrder();
+    auto it = std::find_if(replicas.begin(), replicas.end(), [&](const ReplicaLocation& r) {
+      return std::find(tried.begin(), tried.end(), r.address) == tried.end();
+    });
+    if (it == replicas.end() && !replicas.empty()) {
+      tried.clear();
+      it = replicas.begin();
+    }
+    Next next = Next::kBackoff;
+    if (it != replicas.end()) {
+      const ReplicaLocation target = *it;
+      auto stub = pb::TabletServerService::NewStub(client->Channel(target.address));
+      grpc::ClientContext ctx;
+      ctx.set_deadline(absl::ToChronoTime(deadline));
+      req.set_propagated_timestamp(client->latest_observed_timestamp.load());
+      pb::WriteResponsePB resp;
+      absl::Status s = FromGrpcStatus(stub->Write(&ctx, req, &resp));
+      if (s.ok()) {
+        batch->tablet->MarkLeader(target.uuid);
+        batch->tablet->MarkSucceeded(target.address);
+        client->ObserveTimestamp(resp.timestamp());
+        CollectRowErrors(resp, batch->num_ops, &result);
+        break;
+      }
+      last = absl::Status(s.code(), StrCat("tablet ", batch->tablet->tablet_id(), " on ",
+                                           target.address, ": ", s.message()));
+      absl::Status fail;
+      next = Classify(client, batch, target, s, deadline, &result.possibly_applied, &fail);
+      // Leader hints that keep bouncing between replicas are retried with backoff too.
+      if (next == Next::kRetryNow && ++quick_retries > 3) next = Next::kBackoff;
+      if (next != Next::kRetryNow) quick_retries = 0;
+      if (next == Next::kFail) {
+        result.status = fail;
+        break;
+      }
+      if (next != Next::kBackoffSame) tried.push_back(target.address);
+    } else {
+      // The master listed no replica (yet): ask it again after a backoff.
+      last = absl::UnavailableError(
+          StrCat("tablet ", batch->tablet->tablet_id(), " has no known replica"));
+      absl::Status fail;
+      if (!Relocate(client, batch, deadline, &fail)) {
+        result.status = fail;
+        break;
+      }
+    }
+    if (absl::Now() >= deadline || (next != Next::kRetryNow && !backoff.Sleep())) {
+      result.status = TimedOut("Write", backoff.attempts() + 1, last);
+      break;
+    }
+  }
+  batch->rows = std::move(*req.mutable_row_operations()->mutable_rows());
+  batch->indirect = std::move(*req.mutable_row_operations()->mutable_indirect_data());
+  return result;
+}
+
+absl::Status EncodeOperation(const WriteOperation& op, std::string* rows, std::string* indirect) {
+  const basalt::Schema& schema = Access::Internal(op.table()->schema());
+  const PartialRow& row = op.row();
+  const auto type = static_cast<RowOperationType>(op.type());
+  BASALT_RETURN_IF_ERROR_PREPEND(
+      CheckRowOperationColumns(type, schema, Access::IsSet(row), Access::IsNull(row)),
+      op.ToString());
+  RowOperationsEncoder enc(rows, indirect);
+  enc.Add(type, DecodedRowOperation{type, &schema, Access::IsSet(row), Access::IsNull(row),
+                                    Access::RowData(row)});
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<WriteOperation>>> DecodeOperations(
+    const std::shared_ptr<Table>& table, std::string_view rows, std::string_view indirect,
+    const std::vector<int>& indexes) {
+  const basalt::Schema& schema = Access::Internal(table->schema());
+  Arena arena(64 * 1024);
+  RowOperationsDecoder decoder(&schema, &arena);
+  std::vector<DecodedRowOperation> ops;
+  BASALT_RETURN_IF_ERROR(decoder.Decode(rows, indirect, &ops));
+  std::vector<std::unique_ptr<WriteOperation>> out;
+  for (int idx : indexes) {
+    if (idx < 0 || idx >= static_cast<int>(ops.size())) continue;
+    const DecodedRowOperation& op = ops[idx];
+    auto w = Access::NewOperation(table, static_cast<WriteOperation::Type>(op.type));
+    for (int c = 0; c < schema.num_columns(); c++) {
+      if (!op.IsSet(c)) continue;
+      if (op.IsNull(c)) {
+        Access::SetNullUnchecked(w->mutable_row(), c);
+      } else {
+        Access::SetCell(w->mutable_row(), c, op.cell(c));
+      }
+    }
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+}  // namespace basalt::client::internal

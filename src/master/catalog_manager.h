@@ -1,0 +1,242 @@
+#pragma once
+
+// CatalogManager: the master's in-memory catalog and everything it drives (docs/master.md).
+//
+// Durable state (tables and tablets) lives in the SysCatalog and is mirrored here: the sys
+// catalog hands every entry to this class at load (LoadEntries) and every applied batch
+// afterwards (ApplyBatch), so memory always equals what is durable. DDL (CreateTable,
+// DeleteTable, AlterTable) validates a request completely, builds a SysCatalogWriteBatchPB and
+// writes it through the sys catalog; it is visible once the write returns.
+//
+// Soft state (never persisted) comes from tablet server heartbeats: the last report of every
+// replica (state, role, term, schema version). It answers IsCreateTableDone, IsAlterTableDone
+// and the replica roles of GetTableLocations, and drives the reconciliation loop.
+//
+// Reconciliation (a thread started by Start(), one round per --catalog_manager_reconcile_
+// interval_ms or when woken by a change): sends CreateTablet to placed replicas not yet reported,
+// DeleteTablet to replicas of deleted tablets, AlterSchema to the leaders of tablets reporting an
+// older schema version, each with retries and exponential backoff; then persists state changes
+// (table CREATING -> RUNNING once every tablet has a running leader, ALTERING -> RUNNING once
+// every tablet runs the current schema version, tablet CREATING -> RUNNING). No lock is held
+// across an RPC or a catalog write except ddl_mu_, which only serializes catalog writers.
+//
+// Lifecycle: construct -> set_sys_catalog() -> (SysCatalog::Open loads entries) -> SetReady(true)
+// -> Start() -> requests -> Shutdown() (or destructor). Requests are refused with UNAVAILABLE
+// (CATALOG_NOT_READY / NOT_THE_LEADER_MASTER) until ready.
+//
+// Lock order: ddl_mu_ before mu_. Thread-safe.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "master/catalog_entries.h"
+#include "master/placement_policy.h"
+#include "master/sys_catalog.h"
+#include "master/ts_admin_client.h"
+#include "master/ts_manager.h"
+
+namespace basalt {
+
+namespace pb {
+class AlterTableRequestPB;
+class AlterTableResponsePB;
+class CreateTableRequestPB;
+class CreateTableResponsePB;
+class DeleteTableRequestPB;
+class DeleteTableResponsePB;
+class GetTableLocationsRequestPB;
+class GetTableLocationsResponsePB;
+class GetTableSchemaRequestPB;
+class GetTableSchemaResponsePB;
+class IsAlterTableDoneRequestPB;
+class IsAlterTableDoneResponsePB;
+class IsCreateTableDoneRequestPB;
+class IsCreateTableDoneResponsePB;
+class ListTablesRequestPB;
+class ListTablesResponsePB;
+class ListTabletServersResponsePB;
+class TableIdentifierPB;
+class TabletLocationsPB;
+class TSHeartbeatRequestPB;
+class TSHeartbeatResponsePB;
+}  // namespace pb
+
+struct CatalogManagerOptions {
+  Clock* clock = nullptr;       // nullptr: Clock::Default(). Backoff and task timing.
+  uint64_t placement_seed = 0;  // 0: derived from the time.
+  absl::Duration write_timeout = absl::Seconds(30);  // Of each catalog write.
+};
+
+class CatalogManager : public SysCatalogListener {
+ public:
+  // `ts_manager` and `admin` are borrowed and must outlive the manager.
+  CatalogManager(TsManager* ts_manager, TsAdminClient* admin, CatalogManagerOptions options = {});
+  ~CatalogManager() override;
+
+  CatalogManager(const CatalogManager&) = delete;
+  CatalogManager& operator=(const CatalogManager&) = delete;
+
+  // The catalog written through. Borrowed; must outlive the manager. Set before SetReady.
+  void set_sys_catalog(SysCatalog* sys_catalog) { sys_catalog_ = sys_catalog; }
+  void SetReady(bool ready) ABSL_LOCKS_EXCLUDED(mu_);
+  // OK when requests may be served; else UNAVAILABLE with NOT_THE_LEADER_MASTER or
+  // CATALOG_NOT_READY attached (rpc_status.h).
+  absl::Status CheckReady() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Starts / stops the reconciliation thread. Shutdown is idempotent.
+  absl::Status Start() ABSL_LOCKS_EXCLUDED(loop_mu_);
+  void Shutdown() ABSL_LOCKS_EXCLUDED(loop_mu_);
+  // One reconciliation round, synchronously (what the thread runs; tests call it directly).
+  void ReconcileOnce() ABSL_LOCKS_EXCLUDED(mu_, ddl_mu_);
+  // Wakes the reconciliation thread.
+  void Kick() ABSL_LOCKS_EXCLUDED(loop_mu_);
+
+  // ---- MasterService operations (proto/master.proto). Every field is validated first:
+  // INVALID_ARGUMENT naming the field; NOT_FOUND + TABLE_NOT_FOUND for an unknown table;
+  // ALREADY_EXISTS for a taken table name; the catalog write's errors. ----
+  absl::Status CreateTable(const pb::CreateTableRequestPB& req, pb::CreateTableResponsePB* resp)
+      ABSL_LOCKS_EXCLUDED(mu_, ddl_mu_);
+  absl::Status IsCreateTableDone(const pb::IsCreateTableDoneRequestPB& req,
+                                 pb::IsCreateTableDoneResponsePB* resp) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status DeleteTable(const pb::DeleteTableRequestPB& req, pb::DeleteTableResponsePB* resp)
+      ABSL_LOCKS_EXCLUDED(mu_, ddl_mu_);
+  absl::Status AlterTable(const pb::AlterTableRequestPB& req, pb::AlterTableResponsePB* resp)
+      ABSL_LOCKS_EXCLUDED(mu_, ddl_mu_);
+  absl::Status IsAlterTableDone(const pb::IsAlterTableDoneRequestPB& req,
+                                pb::IsAlterTableDoneResponsePB* resp) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status ListTables(const pb::ListTablesRequestPB& req, pb::ListTablesResponsePB* resp)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status GetTableSchema(const pb::GetTableSchemaRequestPB& req,
+                              pb::GetTableSchemaResponsePB* resp) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status GetTableLocations(const pb::GetTableLocationsRequestPB& req,
+                                 pb::GetTableLocationsResponsePB* resp) ABSL_LOCKS_EXCLUDED(mu_);
+  void ListTabletServers(pb::ListTabletServersResponsePB* resp) const;
+  // Registers the server and its report. Sets needs_full_tablet_report when this master has no
+  // full report of the server yet, and lists the other tablet servers' addresses.
+  absl::Status ProcessHeartbeat(const pb::TSHeartbeatRequestPB& req,
+                                pb::TSHeartbeatResponsePB* resp) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- SysCatalogListener ----
+  absl::Status LoadEntries(const pb::SysCatalogWriteBatchPB& entries) override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void ApplyBatch(const pb::SysCatalogWriteBatchPB& batch) override ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- Observers for tests and the master ----
+  std::shared_ptr<const TableInfo> GetTableByName(const std::string& name) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The table's live tablets in partition-key order.
+  std::vector<std::shared_ptr<const TabletInfo>> GetTablets(const std::string& table_id) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  // One admin request the reconciliation loop sends.
+  struct Task;
+  // Retry bookkeeping per (kind, tablet, server).
+  struct TaskState {
+    int attempts = 0;                 // Consecutive failures.
+    int64_t next_attempt_micros = 0;  // Monotonic; 0: now.
+  };
+  using TabletMap = std::map<std::string, std::string>;  // partition_key_start -> tablet id.
+
+  // ---- Catalog state (catalog_manager.cc) ----
+  // Installs entries into memory. `strict`: a bad entry fails (load) instead of being skipped.
+  absl::Status InstallLocked(const pb::SysCatalogWriteBatchPB& batch, bool strict)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void InstallTableLocked(std::shared_ptr<const TableInfo> table)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void InstallTabletLocked(std::shared_ptr<const TabletInfo> tablet)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A live table by id (wins) or name: NOT_FOUND + TABLE_NOT_FOUND, or INVALID_ARGUMENT when
+  // neither is set.
+  absl::StatusOr<std::shared_ptr<const TableInfo>> FindTableLocked(
+      const pb::TableIdentifierPB& id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::shared_ptr<const TableInfo>> FindTable(const pb::TableIdentifierPB& id) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<std::shared_ptr<const TabletInfo>> TabletsLocked(const std::string& table_id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The report of the replica that leads `tablet_id` (running, highest term), or nullptr.
+  const ReplicaReport* LeaderReportLocked(const std::string& tablet_id,
+                                          std::string* leader_uuid = nullptr) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool CreateDoneLocked(const TableInfo& table) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool AlterDoneLocked(const TableInfo& table) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FillLocationsLocked(const TabletInfo& tablet, pb::TabletLocationsPB* out) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ApplyReportLocked(const std::string& ts_uuid, const pb::TSHeartbeatRequestPB& req)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ClearReportLocked(const std::string& ts_uuid, const std::string& tablet_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // ---- DDL (catalog_ddl.cc) ----
+  absl::Status WriteCatalog(const pb::SysCatalogWriteBatchPB& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(ddl_mu_);
+  // Assigns replicas for `num_tablets` tablets of `num_replicas` each, balancing on the
+  // replicas already assigned. INVALID_ARGUMENT when there are too few live servers.
+  absl::StatusOr<std::vector<std::vector<std::string>>> PlaceReplicas(int num_tablets,
+                                                                      int num_replicas)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(ddl_mu_) ABSL_LOCKS_EXCLUDED(mu_);
+  // Adds new CREATING tablets for `partitions` of `table_id` to `batch`.
+  absl::Status AddNewTablets(const std::string& table_id, const std::vector<Partition>& partitions,
+                             int num_replicas, pb::SysCatalogWriteBatchPB* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(ddl_mu_) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status CheckNameFree(const std::string& name) const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- Reconciliation (catalog_reconciler.cc) ----
+  void ReconcileLoop() ABSL_LOCKS_EXCLUDED(loop_mu_);
+  std::vector<Task> CollectTasks() ABSL_LOCKS_EXCLUDED(mu_);
+  void CollectTabletTasksLocked(const TabletInfo& tablet, const TableInfo& table,
+                                const std::map<std::string, TsDescriptor>& live, int64_t now,
+                                std::vector<Task>* tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool TaskDueLocked(const std::string& key, int64_t now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RunTask(Task* task);
+  void RecordResults(const std::vector<Task>& tasks) ABSL_LOCKS_EXCLUDED(mu_);
+  // Persists CREATING -> RUNNING and ALTERING -> RUNNING transitions that are due.
+  void PersistStateChanges() ABSL_LOCKS_EXCLUDED(mu_, ddl_mu_);
+
+  // Constant after construction.
+  TsManager* const ts_manager_;
+  TsAdminClient* const admin_;
+  const CatalogManagerOptions options_;
+  Clock* const clock_;
+  SysCatalog* sys_catalog_ = nullptr;  // Set once before use.
+
+  // Serializes catalog writers (DDL and the loop's state changes), so that validation against
+  // the in-memory catalog and the write that follows are atomic. Held across catalog writes
+  // (which is what it is for); never needed by readers.
+  absl::Mutex ddl_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  PlacementPolicy placement_ ABSL_GUARDED_BY(ddl_mu_);
+
+  mutable absl::Mutex mu_;
+  bool ready_ ABSL_GUARDED_BY(mu_) = false;
+  absl::flat_hash_map<std::string, std::shared_ptr<const TableInfo>> tables_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::string> table_ids_by_name_ ABSL_GUARDED_BY(mu_);  // Live.
+  absl::flat_hash_map<std::string, std::shared_ptr<const TabletInfo>> tablets_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, TabletMap> table_tablets_ ABSL_GUARDED_BY(mu_);  // Live.
+  // Soft state: tablet id -> (server uuid -> last report), and the reverse index.
+  absl::flat_hash_map<std::string, std::map<std::string, ReplicaReport>> reports_
+      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::set<std::string>> ts_tablets_ ABSL_GUARDED_BY(mu_);
+  // Retry bookkeeping of the reconciliation loop by task key.
+  std::map<std::string, TaskState> task_states_ ABSL_GUARDED_BY(mu_);
+
+  // The reconciliation thread.
+  absl::Mutex loop_mu_;
+  bool loop_running_ ABSL_GUARDED_BY(loop_mu_) = false;
+  bool loop_stop_ ABSL_GUARDED_BY(loop_mu_) = false;
+  bool loop_kicked_ ABSL_GUARDED_BY(loop_mu_) = false;
+  std::thread loop_thread_;
+};
+
+}  // namespace basalt

@@ -1,0 +1,306 @@
+// CatalogManager's reconciliation loop (catalog_manager.h): drives tablet servers towards the
+// catalog with CreateTablet, DeleteTablet and AlterSchema, and persists state transitions.
+
+#include <algorithm>
+#include <atomic>
+#include <utility>
+
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include "common/strings.h"
+#include "master/catalog_manager.h"
+#include "proto/master_catalog.pb.h"
+#include "proto/tserver.pb.h"
+
+DEFINE_int32(catalog_manager_reconcile_interval_ms, 500,
+             "Period of the master's reconciliation loop, which sends CreateTablet, DeleteTablet "
+             "and AlterSchema to tablet servers (it also runs at once after a change).");
+DEFINE_int32(catalog_manager_task_retry_base_ms, 100,
+             "Delay before the first retry of a failed admin request to a tablet server; it "
+             "doubles with each further failure.");
+DEFINE_int32(catalog_manager_task_retry_max_ms, 10000,
+             "Longest delay between retries of a failed admin request to a tablet server.");
+DEFINE_int32(catalog_manager_task_resend_ms, 10000,
+             "After a successful admin request, how long the master waits for the tablet "
+             "server's report to confirm it before sending the request again.");
+DEFINE_int32(catalog_manager_max_concurrent_tasks, 8,
+             "Admin requests the reconciliation loop sends in parallel.");
+
+namespace basalt {
+
+struct CatalogManager::Task {
+  enum class Kind { kCreate, kDelete, kAlter };
+  Kind kind = Kind::kCreate;
+  std::string key;  // In task_states_.
+  std::string ts_uuid;
+  std::string address;
+  std::string tablet_id;
+  pb::CreateTabletRequestPB create;
+  pb::DeleteTabletRequestPB del;
+  pb::AlterSchemaRequestPB alter;
+  // Results.
+  absl::Status status;
+  uint32_t schema_version = 0;
+};
+
+namespace {
+
+std::string TaskKey(char kind, const std::string& tablet_id, const std::string& ts_uuid) {
+  return StrCat(std::string(1, kind), "/", tablet_id, "/", ts_uuid);
+}
+
+const char* KindName(int kind) {
+  static const char* const kNames[] = {"CreateTablet", "DeleteTablet", "AlterSchema"};
+  return kNames[kind];
+}
+
+}  // namespace
+
+// ---- Thread -----------------------------------------------------------------------------------
+
+absl::Status CatalogManager::Start() {
+  absl::MutexLock l(&loop_mu_);
+  if (loop_running_ || loop_stop_) return absl::FailedPreconditionError("already started");
+  loop_running_ = true;
+  loop_thread_ = std::thread([this] { ReconcileLoop(); });
+  return absl::OkStatus();
+}
+
+void CatalogManager::Shutdown() {
+  {
+    absl::MutexLock l(&loop_mu_);
+    loop_stop_ = true;
+    if (!loop_running_) return;
+    loop_running_ = false;
+  }
+  loop_thread_.join();
+}
+
+void CatalogManager::Kick() {
+  absl::MutexLock l(&loop_mu_);
+  loop_kicked_ = true;
+}
+
+void CatalogManager::ReconcileLoop() {
+  while (true) {
+    {
+      absl::MutexLock l(&loop_mu_);
+      auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_mu_) {
+        return loop_stop_ || loop_kicked_;
+      };
+      // The timeout is the loop's period, not a wait for an event.
+      loop_mu_.AwaitWithTimeout(absl::Condition(&woken),
+                                absl::Milliseconds(FLAGS_catalog_manager_reconcile_interval_ms));
+      if (loop_stop_) return;
+      loop_kicked_ = false;
+    }
+    ReconcileOnce();
+  }
+}
+
+void CatalogManager::ReconcileOnce() {
+  if (!CheckReady().ok()) return;
+  std::vector<Task> tasks = CollectTasks();
+  const size_t n =
+      std::min<size_t>(tasks.size(), std::max(1, FLAGS_catalog_manager_max_concurrent_tasks));
+  if (n <= 1) {
+    for (Task& t : tasks) RunTask(&t);
+  } else {
+    std::atomic<size_t> next{0};
+    std::vector<std::thread> workers;
+    for (size_t i = 0; i < n; ++i) {
+      workers.emplace_back([&] {
+        for (size_t j = next++; j < tasks.size(); j = next++) RunTask(&tasks[j]);
+      });
+    }
+    for (std::thread& w : workers) w.join();
+  }
+  RecordResults(tasks);
+  PersistStateChanges();
+}
+
+// ---- Collecting tasks -------------------------------------------------------------------------
+
+bool CatalogManager::TaskDueLocked(const std::string& key, int64_t now) const {
+  auto it = task_states_.find(key);
+  return it == task_states_.end() || now >= it->second.next_attempt_micros;
+}
+
+std::vector<CatalogManager::Task> CatalogManager::CollectTasks() {
+  std::map<std::string, TsDescriptor> servers;
+  for (TsDescriptor& d : ts_manager_->GetAll()) servers[d.uuid] = std::move(d);
+  const int64_t now = clock_->MonotonicMicros();
+  std::vector<Task> tasks;
+  absl::MutexLock l(&mu_);
+  std::set<std::string> needed;
+  for (const auto& [id, tablet] : tablets_) {
+    auto table = tables_.find(tablet->table_id());
+    if (table == tables_.end()) continue;
+    const size_t before = tasks.size();
+    CollectTabletTasksLocked(*tablet, *table->second, servers, now, &tasks);
+    for (size_t i = before; i < tasks.size(); ++i) needed.insert(tasks[i].key);
+  }
+  // Tasks that are needed but not yet due keep their retry state (see the Collect helper, which
+  // marks them with an empty address); everything else forgets it.
+  std::vector<Task> due;
+  for (Task& t : tasks) {
+    if (!t.address.empty()) due.push_back(std::move(t));
+  }
+  for (auto it = task_states_.begin(); it != task_states_.end();) {
+    it = needed.count(it->first) ? std::next(it) : task_states_.erase(it);
+  }
+  return due;
+}
+
+void CatalogManager::CollectTabletTasksLocked(const TabletInfo& tablet, const TableInfo& table,
+                                              const std::map<std::string, TsDescriptor>& servers,
+                                              int64_t now, std::vector<Task>* tasks) {
+  static const std::map<std::string, ReplicaReport> kNoReports;
+  auto rit = reports_.find(tablet.id());
+  const auto& reports = rit == reports_.end() ? kNoReports : rit->second;
+  // Adds a task for a live server; a task not yet due is added without an address (it only
+  // keeps its retry state alive).
+  auto add = [&](Task::Kind kind, char k, const std::string& uuid)
+                 ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> Task* {
+    auto ts = servers.find(uuid);
+    if (ts == servers.end() || !ts->second.live) return nullptr;
+    Task& t = tasks->emplace_back();
+    t.kind = kind;
+    t.key = TaskKey(k, tablet.id(), uuid);
+    t.ts_uuid = uuid;
+    t.tablet_id = tablet.id();
+    if (TaskDueLocked(t.key, now)) t.address = ts->second.rpc_address.ToString();
+    return t.address.empty() ? nullptr : &t;
+  };
+  if (tablet.deleted() || table.deleted()) {
+    for (const auto& [uuid, r] : reports) {
+      if (r.state == pb::TABLET_DELETED) continue;
+      if (Task* t = add(Task::Kind::kDelete, 'D', uuid)) {
+        t->del.set_dest_uuid(uuid);
+        t->del.set_tablet_id(tablet.id());
+        t->del.set_reason(table.deleted() ? "table deleted" : "range partition dropped");
+      }
+    }
+    return;
+  }
+  for (const pb::RaftPeerPB& peer : tablet.pb.config().peers()) {
+    if (reports.count(peer.uuid())) continue;
+    auto ts = servers.find(peer.uuid());
+    // Until a server's full report arrives, the master cannot tell what it already has.
+    if (ts == servers.end() || !ts->second.full_report_received) continue;
+    Task* t = add(Task::Kind::kCreate, 'C', peer.uuid());
+    if (t == nullptr) continue;
+    pb::CreateTabletRequestPB& req = t->create;
+    req.set_dest_uuid(peer.uuid());
+    req.set_table_id(table.id());
+    req.set_table_name(table.name());
+    req.set_tablet_id(tablet.id());
+    *req.mutable_partition() = tablet.pb.partition();
+    *req.mutable_schema() = table.pb.schema();
+    *req.mutable_partition_schema() = table.pb.partition_schema();
+    *req.mutable_config() = tablet.pb.config();
+    for (pb::RaftPeerPB& p : *req.mutable_config()->mutable_peers()) {
+      auto d = servers.find(p.uuid());
+      if (d != servers.end()) d->second.rpc_address.ToPB(p.mutable_address());
+    }
+  }
+  std::string leader;
+  const ReplicaReport* lr = LeaderReportLocked(tablet.id(), &leader);
+  if (lr != nullptr && lr->schema_version < table.schema_version()) {
+    if (Task* t = add(Task::Kind::kAlter, 'A', leader)) {
+      t->alter.set_dest_uuid(leader);
+      t->alter.set_tablet_id(tablet.id());
+      *t->alter.mutable_schema() = table.pb.schema();
+      t->alter.set_new_table_name(table.name());
+    }
+  }
+}
+
+// ---- Running tasks ----------------------------------------------------------------------------
+
+void CatalogManager::RunTask(Task* t) {
+  switch (t->kind) {
+    case Task::Kind::kCreate:
+      t->status = admin_->CreateTablet(t->address, t->create);
+      if (absl::IsAlreadyExists(t->status)) t->status = absl::OkStatus();  // Already there.
+      break;
+    case Task::Kind::kDelete:
+      t->status = admin_->DeleteTablet(t->address, t->del);
+      if (absl::IsNotFound(t->status)) t->status = absl::OkStatus();  // Already gone.
+      break;
+    case Task::Kind::kAlter: {
+      absl::StatusOr<uint32_t> v = admin_->AlterSchema(t->address, t->alter);
+      t->status = v.status();
+      if (v.ok()) t->schema_version = *v;
+      break;
+    }
+  }
+}
+
+void CatalogManager::RecordResults(const std::vector<Task>& tasks) {
+  const int64_t now = clock_->MonotonicMicros();
+  absl::MutexLock l(&mu_);
+  for (const Task& t : tasks) {
+    TaskState& st = task_states_[t.key];
+    if (t.status.ok()) {
+      st.attempts = 0;
+      // Wait for the server's report to confirm; resend only if it never comes.
+      st.next_attempt_micros = now + int64_t{FLAGS_catalog_manager_task_resend_ms} * 1000;
+      auto rit = reports_.find(t.tablet_id);
+      if (rit == reports_.end()) continue;
+      auto rep = rit->second.find(t.ts_uuid);
+      if (rep == rit->second.end()) continue;
+      if (t.kind == Task::Kind::kAlter) {
+        rep->second.schema_version = std::max(rep->second.schema_version, t.schema_version);
+      } else if (t.kind == Task::Kind::kDelete) {
+        rep->second.state = pb::TABLET_DELETED;
+      }
+      continue;
+    }
+    ++st.attempts;
+    const int shift = std::min(st.attempts - 1, 20);
+    const int64_t delay_ms =
+        std::min<int64_t>(int64_t{FLAGS_catalog_manager_task_retry_base_ms} << shift,
+                          FLAGS_catalog_manager_task_retry_max_ms);
+    st.next_attempt_micros = now + delay_ms * 1000;
+    LOG(WARNING) << KindName(static_cast<int>(t.kind)) << " of tablet " << t.tablet_id << " on "
+                 << t.ts_uuid << " (" << t.address << ") failed (attempt " << st.attempts
+                 << ", retry in " << delay_ms << " ms): " << t.status;
+  }
+}
+
+// ---- State transitions ------------------------------------------------------------------------
+
+void CatalogManager::PersistStateChanges() {
+  absl::MutexLock ddl(&ddl_mu_);
+  pb::SysCatalogWriteBatchPB batch;
+  {
+    absl::MutexLock l(&mu_);
+    for (const auto& [id, table] : tables_) {
+      const auto state = table->pb.state();
+      const bool done = (state == pb::SysTableEntryPB::CREATING && CreateDoneLocked(*table) &&
+                         AlterDoneLocked(*table)) ||
+                        (state == pb::SysTableEntryPB::ALTERING && AlterDoneLocked(*table));
+      if (done) {
+        pb::SysTableEntryPB* e = batch.add_upsert_tables();
+        *e = table->pb;
+        e->set_state(pb::SysTableEntryPB::RUNNING);
+      }
+      if (table->deleted()) continue;
+      for (const auto& tablet : TabletsLocked(id)) {
+        if (tablet->pb.state() == pb::SysTabletEntryPB::CREATING &&
+            LeaderReportLocked(tablet->id()) != nullptr) {
+          pb::SysTabletEntryPB* e = batch.add_upsert_tablets();
+          *e = tablet->pb;
+          e->set_state(pb::SysTabletEntryPB::RUNNING);
+        }
+      }
+    }
+  }
+  if (batch.upsert_tables_size() == 0 && batch.upsert_tablets_size() == 0) return;
+  absl::Status s = WriteCatalog(batch);
+  LOG_IF(WARNING, !s.ok()) << "persisting table and tablet states: " << s;
+}
+
+}  // namespace basalt

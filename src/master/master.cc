@@ -1,0 +1,148 @@
+#include "master/master.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <utility>
+
+#include <glog/logging.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/codegen/service_type.h>
+
+#include "common/status_macros.h"
+#include "common/strings.h"
+#include "consensus/grpc_transport.h"
+#include "master/catalog_manager.h"
+#include "master/master_service.h"
+#include "master/sys_catalog.h"
+#include "master/ts_admin_client.h"
+#include "master/ts_manager.h"
+#include "server/server_instance.h"
+
+namespace basalt {
+
+namespace {
+
+bool IsWildcard(const std::string& host) {
+  return host == "0.0.0.0" || host == "::" || host == "[::]";
+}
+
+std::string HostName() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "localhost";
+  return buf;
+}
+
+}  // namespace
+
+Master::Master(MasterOptions options)
+    : options_(std::move(options)), env_(options_.env != nullptr ? options_.env : Env::Default()) {}
+
+Master::~Master() { Shutdown(); }
+
+const std::string& Master::uuid() const { return instance_->uuid(); }
+
+bool Master::is_leader() const { return sys_catalog_ != nullptr && sys_catalog_->IsLeader(); }
+
+absl::StatusOr<std::unique_ptr<Master>> Master::Start(MasterOptions options) {
+  std::unique_ptr<Master> m(new Master(std::move(options)));
+  BASALT_RETURN_IF_ERROR(m->Init());
+  return m;
+}
+
+absl::Status Master::Init() {
+  if (!options_.master_addresses.empty()) {
+    BASALT_ASSIGN_OR_RETURN(auto masters, ParseHostPortList(options_.master_addresses, 7051));
+    if (masters.size() > 1) {
+      return absl::InvalidArgumentError(
+          StrCat("--master_addresses lists ", masters.size(),
+                 " masters, but only a single master is supported for now (docs/master.md)"));
+    }
+  }
+  if (options_.fs_data_dir.empty()) {
+    return absl::InvalidArgumentError("--fs_data_dir is required");
+  }
+  const std::string wal_dir =
+      options_.fs_wal_dir.empty() ? options_.fs_data_dir : options_.fs_wal_dir;
+  BASALT_ASSIGN_OR_RETURN(instance_, ServerInstance::Open(env_, options_.fs_data_dir, "master"));
+  LOG(INFO) << "master " << instance_->uuid() << " starting in " << options_.fs_data_dir;
+
+  TsAdminClient* admin = options_.ts_admin_client;
+  if (admin == nullptr) {
+    owned_admin_client_ = NewGrpcTsAdminClient();
+    admin = owned_admin_client_.get();
+  }
+  ts_manager_ =
+      std::make_unique<TsManager>(options_.clock, options_.tserver_unresponsive_timeout_ms);
+  CatalogManagerOptions cm;
+  cm.clock = options_.clock;
+  cm.placement_seed = options_.placement_seed;
+  catalog_manager_ = std::make_unique<CatalogManager>(ts_manager_.get(), admin, cm);
+
+  GrpcTransportOptions to;
+  to.server_id = instance_->uuid();
+  to.bind_address = "";  // Served by this master's own gRPC server.
+  transport_ = std::make_unique<GrpcTransport>(to);
+
+  SysCatalogOptions so;
+  so.data_dir = options_.fs_data_dir;
+  so.wal_dir = wal_dir;
+  so.uuid = instance_->uuid();
+  so.tick_interval_ms = options_.catalog_tick_interval_ms;
+  BASALT_ASSIGN_OR_RETURN(sys_catalog_,
+                          SysCatalog::Open(env_, so, transport_.get(), catalog_manager_.get()));
+  catalog_manager_->set_sys_catalog(sys_catalog_.get());
+
+  BASALT_RETURN_IF_ERROR(StartRpcServer());
+  BASALT_RETURN_IF_ERROR(transport_->Start());
+  BASALT_RETURN_IF_ERROR(sys_catalog_->Start());
+  BASALT_RETURN_IF_ERROR(sys_catalog_->WaitUntilLeader(options_.leader_wait_timeout));
+  catalog_manager_->SetReady(true);
+  if (options_.start_reconciler) BASALT_RETURN_IF_ERROR(catalog_manager_->Start());
+  LOG(INFO) << "master " << instance_->uuid() << " serving on " << rpc_address_.ToString();
+  return absl::OkStatus();
+}
+
+absl::Status Master::StartRpcServer() {
+  BASALT_ASSIGN_OR_RETURN(HostPort bind, ParseHostPort(options_.rpc_bind_address, 7051));
+  master_service_ = NewMasterService(this);
+  grpc::ServerBuilder builder;
+  ConfigureServerBuilder(&builder);
+  builder.AddListeningPort(bind.ToString(), grpc::InsecureServerCredentials(), &rpc_port_);
+  builder.RegisterService(master_service_.get());
+  builder.RegisterService(transport_->service());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || rpc_port_ == 0) {
+    server_.reset();
+    return absl::UnavailableError(StrCat("cannot serve on ", bind.ToString()));
+  }
+  if (!options_.rpc_advertised_address.empty()) {
+    BASALT_ASSIGN_OR_RETURN(rpc_address_,
+                            ParseHostPort(options_.rpc_advertised_address, rpc_port_));
+  } else {
+    rpc_address_.host = IsWildcard(bind.host) ? HostName() : bind.host;
+    rpc_address_.port = static_cast<uint16_t>(rpc_port_);
+  }
+  return absl::OkStatus();
+}
+
+void Master::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (owned_admin_client_ != nullptr) owned_admin_client_->Shutdown();
+  if (catalog_manager_ != nullptr) {
+    catalog_manager_->SetReady(false);
+    catalog_manager_->Shutdown();
+  }
+  // Pending catalog writes fail once the node stops, so no handler stays blocked.
+  if (sys_catalog_ != nullptr) sys_catalog_->Shutdown();
+  // Calls still running after a short grace period (a paused client's half-sent request) are
+  // cancelled rather than waited for.
+  if (server_ != nullptr) {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  }
+  if (transport_ != nullptr) transport_->Shutdown();
+  LOG_IF(INFO, instance_ != nullptr) << "master " << instance_->uuid() << " shut down";
+}
+
+}  // namespace basalt

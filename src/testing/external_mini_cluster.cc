@@ -1,0 +1,356 @@
+#include "testing/external_mini_cluster.h"
+
+#include <grpcpp/grpcpp.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <utility>
+
+#include "absl/time/clock.h"
+#include "common/env.h"
+#include "common/status_macros.h"
+#include "common/strings.h"
+#include "glog/logging.h"
+#include "proto/master.grpc.pb.h"
+#include "proto/tserver.grpc.pb.h"
+#include "rpc/net_util.h"
+#include "rpc/rpc_status.h"
+#include "testing/wait.h"
+
+#ifndef BASALT_BIN_DIR
+#define BASALT_BIN_DIR ""
+#endif
+
+namespace basalt {
+namespace {
+
+void SetDeadline(grpc::ClientContext* ctx, absl::Duration timeout) {
+  ctx->set_deadline(std::chrono::system_clock::now() +
+                    std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout)));
+}
+
+// Creates a fresh directory under $TEST_TMPDIR (or /tmp).
+absl::StatusOr<std::string> MakeTempRoot() {
+  const char* base = getenv("TEST_TMPDIR");
+  std::string tmpl =
+      JoinPath(base != nullptr && *base != '\0' ? base : "/tmp", "basalt-cluster-XXXXXX");
+  if (mkdtemp(tmpl.data()) == nullptr) return PosixError(StrCat("mkdtemp ", tmpl), errno);
+  return tmpl;
+}
+
+std::string RoleAndState(const pb::TabletStatusPB& t) {
+  return StrCat(pb::RaftRolePB_Name(t.role()), "/", pb::TabletStatePB_Name(t.state()), " term ",
+                t.term());
+}
+
+}  // namespace
+
+std::shared_ptr<grpc::Channel> NewTestChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxRpcMessageBytes);
+  args.SetMaxSendMessageSize(kMaxRpcMessageBytes);
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+std::string ExternalMiniCluster::ResolveBinDir(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  const char* env = getenv("BASALT_BIN_DIR");
+  if (env != nullptr && *env != '\0') return env;
+  return BASALT_BIN_DIR;
+}
+
+ExternalMiniCluster::ExternalMiniCluster(ExternalMiniClusterOptions options)
+    : options_(std::move(options)) {
+  const char* keep = getenv("BASALT_KEEP_TEST_DATA");
+  keep_root_dir_ = keep != nullptr && std::string(keep) == "1";
+}
+
+ExternalMiniCluster::~ExternalMiniCluster() {
+  absl::Status s = Shutdown();
+  if (!s.ok()) LOG(WARNING) << "cluster shutdown: " << s;
+  masters_.clear();
+  tservers_.clear();
+  if (created_root_dir_ && !keep_root_dir_) {
+    std::error_code ec;  // Best effort: a leftover temp dir is harmless.
+    std::filesystem::remove_all(root_dir_, ec);
+    if (ec) LOG(WARNING) << "cannot remove " << root_dir_ << ": " << ec.message();
+  } else if (!root_dir_.empty()) {
+    LOG(INFO) << "cluster data and logs kept in " << root_dir_;
+  }
+}
+
+std::vector<std::string> ExternalMiniCluster::MasterFlags() const {
+  std::vector<std::string> flags = {
+      StrCat("--tserver_unresponsive_timeout_ms=", options_.tserver_unresponsive_timeout_ms)};
+  flags.insert(flags.end(), options_.extra_master_flags.begin(), options_.extra_master_flags.end());
+  return flags;
+}
+
+std::vector<std::string> ExternalMiniCluster::TserverFlags() const {
+  std::vector<std::string> flags = {
+      StrCat("--master_addresses=", master_addresses_),
+      StrCat("--heartbeat_interval_ms=", options_.heartbeat_interval_ms)};
+  flags.insert(flags.end(), options_.extra_tserver_flags.begin(),
+               options_.extra_tserver_flags.end());
+  return flags;
+}
+
+std::unique_ptr<ExternalDaemon> ExternalMiniCluster::NewDaemon(
+    const std::string& name, const std::string& exe, const ReservedPort& port,
+    std::vector<std::string> flags) const {
+  ExternalDaemonOptions o;
+  o.name = name;
+  o.exe = JoinPath(ResolveBinDir(options_.bin_dir), exe);
+  o.dir = JoinPath(root_dir_, name);
+  o.host = port.host();
+  o.rpc_port = port.port();
+  o.flags = std::move(flags);
+  o.start_timeout = options_.daemon_start_timeout;
+  o.shutdown_timeout = options_.daemon_shutdown_timeout;
+  return std::make_unique<ExternalDaemon>(std::move(o));
+}
+
+absl::Status ExternalMiniCluster::Prepare() {
+  if (options_.num_masters != 1) {
+    return absl::InvalidArgumentError(
+        StrCat("num_masters is ", options_.num_masters,
+               "; only 1 is supported until multi-master configuration is defined"));
+  }
+  if (options_.num_tablet_servers < 0) {
+    return absl::InvalidArgumentError("num_tablet_servers must be >= 0");
+  }
+  if (options_.root_dir.empty()) {
+    BASALT_ASSIGN_OR_RETURN(root_dir_, MakeTempRoot());
+    created_root_dir_ = true;
+  } else {
+    root_dir_ = options_.root_dir;
+    BASALT_RETURN_IF_ERROR(Env::Default()->CreateDirs(root_dir_));
+  }
+  LOG(INFO) << "cluster root: " << root_dir_;
+  for (int i = 0; i < options_.num_masters; ++i) {
+    BASALT_ASSIGN_OR_RETURN(ReservedPort port, ReservedPort::Reserve());
+    if (i > 0) master_addresses_ += ",";
+    master_addresses_ += port.address();
+    master_ports_.push_back(std::move(port));
+  }
+  for (int i = 0; i < options_.num_tablet_servers; ++i) {
+    BASALT_ASSIGN_OR_RETURN(ReservedPort port, ReservedPort::Reserve());
+    tserver_ports_.push_back(std::move(port));
+  }
+  for (int i = 0; i < options_.num_masters; ++i) {
+    masters_.push_back(
+        NewDaemon(StrCat("master-", i), options_.master_exe, master_ports_[i], MasterFlags()));
+    master_channels_.push_back(NewTestChannel(masters_.back()->rpc_address()));
+  }
+  for (int i = 0; i < options_.num_tablet_servers; ++i) {
+    tservers_.push_back(
+        NewDaemon(StrCat("ts-", i), options_.tserver_exe, tserver_ports_[i], TserverFlags()));
+    tserver_channels_.push_back(NewTestChannel(tservers_.back()->rpc_address()));
+  }
+  prepared_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status ExternalMiniCluster::StartDaemons() {
+  for (auto* group : {&masters_, &tservers_}) {
+    for (auto& d : *group) {
+      if (d->IsRunning()) continue;
+      absl::Status s = d->Start();
+      if (!s.ok()) {
+        KillAll();
+        return s;
+      }
+    }
+  }
+  if (options_.wait_for_tablet_servers) {
+    const absl::Time start = absl::Now();
+    absl::Status s = WaitForTabletServerCount(num_tablet_servers(), options_.registration_timeout);
+    LOG(INFO) << "waited " << absl::FormatDuration(absl::Now() - start) << " for "
+              << num_tablet_servers() << " tablet servers to register";
+    if (!s.ok()) {
+      std::string tails = AllLogTails(20);
+      KillAll();
+      return absl::Status(s.code(), StrCat(s.message(), "\n", tails));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExternalMiniCluster::Start() {
+  if (!prepared_) BASALT_RETURN_IF_ERROR(Prepare());
+  return StartDaemons();
+}
+
+absl::Status ExternalMiniCluster::Shutdown() {
+  // All at once: each daemon's shutdown is independent, and daemons waiting on RPC timeouts to
+  // stopped peers would otherwise add up.
+  for (auto* group : {&tservers_, &masters_}) {
+    for (auto& d : *group) d->BeginShutdown();
+  }
+  absl::Status first;
+  for (auto* group : {&tservers_, &masters_}) {
+    for (auto& d : *group) {
+      absl::Status s = d->FinishShutdown();
+      if (!s.ok() && first.ok()) first = s;
+    }
+  }
+  return first;
+}
+
+void ExternalMiniCluster::KillAll() {
+  for (auto* group : {&tservers_, &masters_}) {
+    for (auto& d : *group) d->Kill();
+  }
+}
+
+absl::Status ExternalMiniCluster::Restart() {
+  absl::Status s = Shutdown();
+  if (!s.ok()) LOG(WARNING) << "shutdown before restart: " << s;
+  return StartDaemons();
+}
+
+int ExternalMiniCluster::TabletServerIndexByUuid(const std::string& uuid) const {
+  for (int i = 0; i < num_tablet_servers(); ++i) {
+    if (tservers_[i]->uuid() == uuid) return i;
+  }
+  return -1;
+}
+
+std::shared_ptr<grpc::Channel> ExternalMiniCluster::master_channel(int idx) {
+  CHECK(prepared_) << "Start() the cluster first";
+  return master_channels_[idx];
+}
+
+std::shared_ptr<grpc::Channel> ExternalMiniCluster::tserver_channel(int idx) {
+  CHECK(prepared_) << "Start() the cluster first";
+  return tserver_channels_[idx];
+}
+
+absl::Status ExternalMiniCluster::CheckNoDaemonDied() {
+  std::string problems;
+  for (auto* group : {&masters_, &tservers_}) {
+    for (auto& d : *group) {
+      if (d->IsRunning() || !d->ExitedUnexpectedly()) continue;
+      StrAppend(&problems, "\n", d->name(), " ", d->last_exit(), "\n", d->LogTail());
+    }
+  }
+  if (problems.empty()) return absl::OkStatus();
+  return absl::InternalError(StrCat("daemons died:", problems));
+}
+
+std::string ExternalMiniCluster::AllLogTails(int max_lines) const {
+  std::string out;
+  for (auto* group : {&masters_, &tservers_}) {
+    for (auto& d : *group) StrAppend(&out, d->LogTail(max_lines), "\n");
+  }
+  return out;
+}
+
+absl::Status ExternalMiniCluster::ListTabletServers(pb::ListTabletServersResponsePB* resp) {
+  auto stub = pb::MasterService::NewStub(master_channel());
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, options_.rpc_timeout);
+  resp->Clear();
+  return FromGrpcStatus(stub->ListTabletServers(&ctx, pb::ListTabletServersRequestPB(), resp));
+}
+
+absl::Status ExternalMiniCluster::WaitForTabletServerCount(int n, absl::Duration timeout) {
+  absl::Status s = WaitFor(timeout, StrCat(n, " live tablet servers"), [&]() -> absl::Status {
+    pb::ListTabletServersResponsePB resp;
+    BASALT_RETURN_IF_ERROR(ListTabletServers(&resp));
+    int live = 0;
+    std::string listing;
+    for (const auto& ts : resp.servers()) {
+      live += ts.live() ? 1 : 0;
+      StrAppend(&listing, " ", ts.uuid(), ts.live() ? "(live)" : "(not live)");
+    }
+    if (live == n) return absl::OkStatus();
+    return absl::UnavailableError(StrCat("the master lists ", live, " live:", listing));
+  });
+  if (s.ok() || masters_.empty()) return s;
+  return absl::Status(s.code(), StrCat(s.message(), "\n", masters_[0]->LogTail(20)));
+}
+
+absl::Status ExternalMiniCluster::ListTablets(int ts_idx, pb::ListTabletsResponsePB* resp) {
+  auto stub = pb::TabletServerService::NewStub(tserver_channel(ts_idx));
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, options_.rpc_timeout);
+  resp->Clear();
+  return FromGrpcStatus(stub->ListTablets(&ctx, pb::ListTabletsRequestPB(), resp));
+}
+
+absl::StatusOr<pb::TabletStatusPB> ExternalMiniCluster::GetReplicaStatus(
+    int ts_idx, const std::string& tablet_id) {
+  pb::ListTabletsResponsePB resp;
+  BASALT_RETURN_IF_ERROR_PREPEND(ListTablets(ts_idx, &resp), tservers_[ts_idx]->name());
+  for (const auto& t : resp.tablets()) {
+    if (t.tablet_id() == tablet_id) return t;
+  }
+  return absl::NotFoundError(
+      StrCat(tservers_[ts_idx]->name(), " has no replica of tablet ", tablet_id));
+}
+
+absl::StatusOr<TabletLeader> ExternalMiniCluster::FindTabletLeader(const std::string& tablet_id) {
+  TabletLeader best;
+  std::string seen;
+  for (int i = 0; i < num_tablet_servers(); ++i) {
+    ExternalDaemon* ts = tservers_[i].get();
+    if (!ts->IsRunning() || ts->IsPaused()) continue;
+    auto replica = GetReplicaStatus(i, tablet_id);
+    if (!replica.ok()) {
+      StrAppend(&seen, " ", ts->name(), ": ", replica.status().message(), ";");
+      continue;
+    }
+    StrAppend(&seen, " ", ts->name(), ": ", RoleAndState(*replica), ";");
+    if (replica->role() == pb::LEADER && replica->state() == pb::TABLET_RUNNING &&
+        (best.ts_index < 0 || replica->term() > best.term)) {
+      best = TabletLeader{i, ts->uuid(), replica->term()};
+    }
+  }
+  if (best.ts_index < 0) {
+    return absl::NotFoundError(StrCat("no running leader of tablet ", tablet_id, ":", seen));
+  }
+  return best;
+}
+
+absl::StatusOr<TabletLeader> ExternalMiniCluster::WaitForTabletLeader(const std::string& tablet_id,
+                                                                      absl::Duration timeout,
+                                                                      uint64_t min_term,
+                                                                      int exclude_ts) {
+  TabletLeader found;
+  BASALT_RETURN_IF_ERROR(
+      WaitFor(timeout, StrCat("a leader of tablet ", tablet_id, " with term >= ", min_term),
+              [&]() -> absl::Status {
+                BASALT_ASSIGN_OR_RETURN(found, FindTabletLeader(tablet_id));
+                if (found.term < min_term || found.ts_index == exclude_ts) {
+                  return absl::UnavailableError(StrCat("leader ", found.uuid, " at term ",
+                                                       found.term, " on ts-", found.ts_index));
+                }
+                return absl::OkStatus();
+              }));
+  return found;
+}
+
+absl::Status ExternalMiniCluster::WaitForTabletRunning(const std::string& tablet_id,
+                                                       const std::vector<int>& ts_indexes,
+                                                       absl::Duration timeout) {
+  return WaitFor(timeout, StrCat("tablet ", tablet_id, " running"), [&]() -> absl::Status {
+    for (int i : ts_indexes) {
+      if (!tservers_[i]->IsRunning() || tservers_[i]->IsPaused()) continue;
+      BASALT_ASSIGN_OR_RETURN(auto replica, GetReplicaStatus(i, tablet_id));
+      if (replica.state() != pb::TABLET_RUNNING) {
+        return absl::UnavailableError(
+            StrCat(tservers_[i]->name(), " reports ", RoleAndState(replica)));
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace basalt

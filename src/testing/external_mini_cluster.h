@@ -1,0 +1,183 @@
+#pragma once
+
+// ExternalMiniCluster: a cluster of real basalt-master and basalt-tserver processes on loopback
+// ports in a temporary directory, for the tests in tests/ (DESIGN.md section 8, issue 6 item 4).
+//
+//   ExternalMiniCluster cluster;             // 1 master, 3 tablet servers by default
+//   ASSERT_OK(cluster.Start());              // returns once every tablet server is live
+//   auto stub = pb::MasterService::NewStub(cluster.master_channel());
+//   cluster.tablet_server(1)->Kill();        // kill -9
+//   ASSERT_OK(cluster.tablet_server(1)->Restart());
+//
+// Layout: <root>/master-<i>/ and <root>/ts-<i>/, each an ExternalDaemon directory (data/,
+// info.json, <name>.log). Every daemon's port is reserved by the first Start()
+// (reserved_port.h) and kept for the cluster's life, so addresses (and --master_addresses) stay
+// valid across restarts.
+//
+// Flags: masters get --tserver_unresponsive_timeout_ms (options); tablet servers get
+// --master_addresses and --heartbeat_interval_ms; then each kind's extra flags from the options.
+//
+// Lifecycle: construct → Start() → (daemon operations) → Shutdown() or the destructor, which
+// shuts down whatever still runs (SIGTERM, SIGKILL after the shutdown timeout; never leaking a
+// process, even when a test fails midway; see also PR_SET_PDEATHSIG in external_daemon.h) and
+// removes the root directory if the cluster created it, unless set_keep_root_dir(true) was called
+// or BASALT_KEEP_TEST_DATA=1 is set in the environment.
+//
+// Not thread-safe; the caller serializes. After the first Start() the channel accessors,
+// master_addresses() and the daemons' constant accessors (ExternalDaemon) may be used from any
+// thread: they read state that never changes afterwards.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "testing/external_daemon.h"
+#include "testing/reserved_port.h"
+
+namespace grpc {
+class Channel;
+}  // namespace grpc
+
+namespace basalt {
+
+namespace pb {
+class ListTabletServersResponsePB;
+class ListTabletsResponsePB;
+class TabletStatusPB;
+}  // namespace pb
+
+struct ExternalMiniClusterOptions {
+  // Only 1 is supported until multi-master configuration is defined (docs/cluster.md).
+  int num_masters = 1;
+  int num_tablet_servers = 3;
+  // Empty: a fresh directory "basalt-cluster-XXXXXX" under $TEST_TMPDIR (or /tmp), removed by the
+  // destructor. A given directory is created if missing and never removed.
+  std::string root_dir;
+  // Where basalt-master and basalt-tserver are. Empty: $BASALT_BIN_DIR if set, else the build's
+  // bin directory (compile definition BASALT_BIN_DIR).
+  std::string bin_dir;
+  std::string master_exe = "basalt-master";
+  std::string tserver_exe = "basalt-tserver";
+  std::vector<std::string> extra_master_flags;
+  std::vector<std::string> extra_tserver_flags;
+  int heartbeat_interval_ms = 200;
+  // Passed to masters, so a killed tablet server stops counting as live quickly.
+  int tserver_unresponsive_timeout_ms = 3000;
+  absl::Duration daemon_start_timeout = absl::Seconds(60);
+  absl::Duration daemon_shutdown_timeout = absl::Seconds(15);
+  // Start() and Restart() wait until the master lists every tablet server as live. Turn off for
+  // stand-in daemons that do not register.
+  bool wait_for_tablet_servers = true;
+  absl::Duration registration_timeout = absl::Seconds(30);
+  // Timeout of each RPC the harness makes.
+  absl::Duration rpc_timeout = absl::Seconds(10);
+};
+
+// Who leads a tablet, as its replicas report it.
+struct TabletLeader {
+  int ts_index = -1;
+  std::string uuid;
+  uint64_t term = 0;
+};
+
+class ExternalMiniCluster {
+ public:
+  explicit ExternalMiniCluster(ExternalMiniClusterOptions options = {});
+  ~ExternalMiniCluster();
+  ExternalMiniCluster(const ExternalMiniCluster&) = delete;
+  ExternalMiniCluster& operator=(const ExternalMiniCluster&) = delete;
+
+  // Reserves ports (first call), starts the masters, then the tablet servers, and (unless turned
+  // off) waits until all tablet servers are live. On error everything started is killed.
+  // INVALID_ARGUMENT for bad options; the daemon's error (with its log tail) otherwise.
+  absl::Status Start();
+  // Shuts every running daemon down, all at once (SIGTERM, then SIGKILL after the shutdown
+  // timeout); returns the first error.
+  absl::Status Shutdown();
+  // SIGKILLs every running daemon.
+  void KillAll();
+  // Shutdown(), then starts every daemon again and waits for registration as Start() does.
+  absl::Status Restart();
+
+  int num_masters() const { return static_cast<int>(masters_.size()); }
+  int num_tablet_servers() const { return static_cast<int>(tservers_.size()); }
+  // REQUIRES: 0 <= idx < num_*().
+  ExternalDaemon* master(int idx = 0) const { return masters_[idx].get(); }
+  ExternalDaemon* tablet_server(int idx) const { return tservers_[idx].get(); }
+  // The index of the tablet server with this uuid, or -1.
+  int TabletServerIndexByUuid(const std::string& uuid) const;
+  // "host:port,host:port" of the masters.
+  const std::string& master_addresses() const { return master_addresses_; }
+  const std::string& root_dir() const { return root_dir_; }
+  const ExternalMiniClusterOptions& options() const { return options_; }
+  void set_keep_root_dir(bool keep) { keep_root_dir_ = keep; }
+
+  // Channels to the daemons (created by the first Start(), with short reconnect backoff so a
+  // restarted daemon is reached again quickly). REQUIRES: Start() was called.
+  std::shared_ptr<grpc::Channel> master_channel(int idx = 0);
+  std::shared_ptr<grpc::Channel> tserver_channel(int idx);
+
+  // OK if every daemon that the harness did not stop is still running; otherwise INTERNAL
+  // listing each daemon that died by itself, with its exit status and log tail.
+  absl::Status CheckNoDaemonDied();
+
+  // MasterService.ListTabletServers on master 0.
+  absl::Status ListTabletServers(pb::ListTabletServersResponsePB* resp);
+  // Waits until master 0 lists exactly `n` live tablet servers. DEADLINE_EXCEEDED with the last
+  // listing and the master's log tail.
+  absl::Status WaitForTabletServerCount(int n, absl::Duration timeout);
+
+  // TabletServerService.ListTablets on tablet server `ts_idx`.
+  absl::Status ListTablets(int ts_idx, pb::ListTabletsResponsePB* resp);
+  // Asks every running, unpaused tablet server for `tablet_id` and returns the replica that
+  // reports itself RUNNING and LEADER (the highest term if several do). NOT_FOUND if none does.
+  absl::StatusOr<TabletLeader> FindTabletLeader(const std::string& tablet_id);
+  // Polls FindTabletLeader until a leader with term >= min_term that is not on tablet server
+  // `exclude_ts` (-1: none) appears.
+  absl::StatusOr<TabletLeader> WaitForTabletLeader(const std::string& tablet_id,
+                                                   absl::Duration timeout, uint64_t min_term = 0,
+                                                   int exclude_ts = -1);
+  // Waits until every running, unpaused tablet server that should host `tablet_id` (those in
+  // `ts_indexes`) reports it RUNNING.
+  absl::Status WaitForTabletRunning(const std::string& tablet_id,
+                                    const std::vector<int>& ts_indexes, absl::Duration timeout);
+
+  // The bin directory the options resolve to (see ExternalMiniClusterOptions::bin_dir).
+  static std::string ResolveBinDir(const std::string& configured);
+
+ private:
+  absl::Status Prepare();
+  absl::Status StartDaemons();
+  std::vector<std::string> MasterFlags() const;
+  std::vector<std::string> TserverFlags() const;
+  std::unique_ptr<ExternalDaemon> NewDaemon(const std::string& name, const std::string& exe,
+                                            const ReservedPort& port,
+                                            std::vector<std::string> flags) const;
+  // The replica of `tablet_id` on tablet server `ts_idx`, if it reports one.
+  absl::StatusOr<pb::TabletStatusPB> GetReplicaStatus(int ts_idx, const std::string& tablet_id);
+  std::string AllLogTails(int max_lines) const;
+
+  const ExternalMiniClusterOptions options_;
+  std::string root_dir_;
+  bool created_root_dir_ = false;
+  bool keep_root_dir_ = false;
+  bool prepared_ = false;
+  std::vector<ReservedPort> master_ports_;
+  std::vector<ReservedPort> tserver_ports_;
+  std::string master_addresses_;
+  std::vector<std::unique_ptr<ExternalDaemon>> masters_;
+  std::vector<std::unique_ptr<ExternalDaemon>> tservers_;
+  std::vector<std::shared_ptr<grpc::Channel>> master_channels_;
+  std::vector<std::shared_ptr<grpc::Channel>> tserver_channels_;
+};
+
+// A channel to `address` with Basalt's message size limits (as NewChannel in rpc/net_util.h),
+// its own subchannel pool and reconnect backoff capped at 1 s: gRPC's default backoff (up to
+// 120 s, shared by all channels to an address) would keep a test from reaching a restarted daemon.
+std::shared_ptr<grpc::Channel> NewTestChannel(const std::string& address);
+
+}  // namespace basalt

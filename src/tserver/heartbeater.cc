@@ -1,0 +1,129 @@
+#include "tserver/heartbeater.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include <glog/logging.h>
+#include <grpcpp/grpcpp.h>
+
+#include "proto/master.grpc.pb.h"
+#include "proto/master.pb.h"
+#include "rpc/rpc_status.h"
+#include "tserver/address_book.h"
+#include "tserver/replica_report.h"
+#include "tserver/ts_tablet_manager.h"
+
+namespace basalt {
+
+struct Heartbeater::Master {
+  HostPort address;
+  std::unique_ptr<pb::MasterService::Stub> stub;
+  bool needs_full_report = true;
+  // The report last acknowledged, serialized, by tablet id.
+  std::map<std::string, std::string> acked;
+  int consecutive_failures = 0;
+};
+
+Heartbeater::Heartbeater(HeartbeaterOptions options, TsTabletManager* manager, AddressBook* book)
+    : options_(std::move(options)), manager_(manager), book_(book) {
+  for (const HostPort& hp : options_.masters) {
+    auto m = std::make_unique<Master>();
+    m->address = hp;
+    m->stub = pb::MasterService::NewStub(NewChannel(hp.ToString()));
+    masters_.push_back(std::move(m));
+  }
+}
+
+Heartbeater::~Heartbeater() { Shutdown(); }
+
+void Heartbeater::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Heartbeater::Shutdown() {
+  {
+    absl::MutexLock l(&mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void Heartbeater::TriggerNow() {
+  absl::MutexLock l(&mu_);
+  triggered_ = true;
+}
+
+void Heartbeater::Loop() {
+  // A triggered report is followed by another one shortly after: the change that triggered it
+  // (a new leader) may not be visible in every observer yet when the first one is built.
+  constexpr absl::Duration kFollowUp = absl::Milliseconds(100);
+  bool follow_up = false;
+  while (true) {
+    for (auto& m : masters_) {
+      absl::Status s = Beat(m.get());
+      if (s.ok()) {
+        m->consecutive_failures = 0;
+        acknowledged_.fetch_add(1);
+      } else if (m->consecutive_failures++ % 30 == 0) {
+        LOG(WARNING) << "heartbeat to master " << m->address.ToString() << " failed: " << s;
+      }
+    }
+    absl::MutexLock l(&mu_);
+    auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || triggered_; };
+    mu_.AwaitWithTimeout(absl::Condition(&wake),
+                         follow_up ? std::min(kFollowUp, options_.interval) : options_.interval);
+    if (stopping_) return;
+    follow_up = triggered_;
+    triggered_ = false;
+  }
+}
+
+absl::Status Heartbeater::Beat(Master* m) {
+  pb::TSHeartbeatRequestPB request;
+  request.set_ts_uuid(options_.server_uuid);
+  options_.rpc_address.ToPB(request.mutable_rpc_address());
+  std::map<std::string, std::string> current;
+  int live = 0;
+  for (const auto& r : manager_->List()) {
+    const ReplicaStatus st = r->GetStatus();
+    if (st.state == ReplicaState::kRunning) ++live;
+    pb::TSHeartbeatRequestPB::ReportedTabletPB report;
+    ReplicaStatusToReport(st, options_.server_uuid, *book_, &report);
+    current[st.tablet_id] = report.SerializeAsString();
+  }
+  for (const auto& [id, error] : manager_->Failed()) {
+    pb::TSHeartbeatRequestPB::ReportedTabletPB report;
+    FailedReplicaToReport(id, error, &report);
+    current[id] = report.SerializeAsString();
+  }
+  request.set_num_live_tablets(live);
+  request.set_is_incremental(!m->needs_full_report);
+  for (const auto& [id, bytes] : current) {
+    auto it = m->acked.find(id);
+    if (m->needs_full_report || it == m->acked.end() || it->second != bytes) {
+      request.add_updated_tablets()->ParseFromString(bytes);
+    }
+  }
+  if (!m->needs_full_report) {
+    for (const auto& [id, bytes] : m->acked) {
+      if (!current.contains(id)) request.add_removed_tablet_ids(id);
+    }
+  }
+  grpc::ClientContext context;
+  // Two intervals, within [1 s, 10 s]: a hung master delays the others (and Shutdown) little.
+  const int64_t timeout_ms =
+      std::clamp<int64_t>(absl::ToInt64Milliseconds(options_.interval) * 2, 1000, 10000);
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
+  pb::TSHeartbeatResponsePB response;
+  absl::Status s = FromGrpcStatus(m->stub->TSHeartbeat(&context, request, &response));
+  if (!s.ok()) return s;
+  m->acked = std::move(current);
+  m->needs_full_report = response.needs_full_tablet_report();
+  for (const pb::RaftPeerPB& peer : response.tablet_servers()) {
+    if (peer.has_address()) book_->Set(peer.uuid(), HostPort::FromPB(peer.address()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace basalt

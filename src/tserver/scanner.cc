@@ -1,0 +1,187 @@
+#include "tserver/scanner.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "common/clock.h"
+#include "common/column_predicate.h"
+#include "common/key_encoder.h"
+#include "common/status_macros.h"
+#include "common/strings.h"
+#include "common/types.h"
+#include "proto/tserver.pb.h"
+#include "tserver/columnar_block_builder.h"
+#include "tserver/tserver_errors.h"
+
+namespace basalt {
+namespace {
+
+// Rows per iterator block: large enough to amortize per-block work, small enough to bound memory.
+constexpr size_t kMaxBlockRows = 4096;
+constexpr size_t kMaxBlockBytes = 1 << 20;
+
+absl::StatusOr<std::optional<HybridTime>> ReadTimestamp(const TabletReplica& replica,
+                                                        const pb::NewScanRequestPB& request) {
+  switch (request.read_mode()) {
+    case pb::READ_LATEST:
+      return std::optional<HybridTime>();
+    case pb::READ_AT_SNAPSHOT:
+      return std::optional<HybridTime>(request.snap_timestamp() == 0
+                                           ? HybridTime::kInvalid
+                                           : HybridTime(request.snap_timestamp()));
+    case pb::READ_YOUR_WRITES: {
+      const uint64_t t =
+          std::max(request.propagated_timestamp(), replica.last_applied_timestamp().value());
+      return std::optional<HybridTime>(t == 0 ? HybridTime::kInvalid : HybridTime(t));
+    }
+    default:
+      return absl::InvalidArgumentError(
+          ToAbsl(StrCat("read_mode: unknown read mode ", static_cast<int>(request.read_mode()))));
+  }
+}
+
+}  // namespace
+
+Scanner::~Scanner() = default;
+
+void Scanner::Touch() { last_access_micros_.store(Clock::Default()->MonotonicMicros()); }
+
+absl::StatusOr<std::unique_ptr<Scanner>> Scanner::Open(std::shared_ptr<TabletReplica> replica,
+                                                       const pb::NewScanRequestPB& request,
+                                                       absl::Time deadline) {
+  std::unique_ptr<Scanner> s(new Scanner());
+  BASALT_RETURN_IF_ERROR(s->Init(std::move(replica), request, deadline));
+  return s;
+}
+
+absl::Status Scanner::BuildProjection(const Schema& schema, const pb::NewScanRequestPB& request) {
+  std::vector<std::string> requested;
+  for (int i = 0; i < request.projected_columns_size(); ++i) {
+    const std::string field = StrCat("projected_columns[", i, "]");
+    absl::StatusOr<ColumnSchema> col = Schema::ColumnFromPB(request.projected_columns(i));
+    if (!col.ok()) return FieldError(field, col.status());
+    const int idx = schema.find_column(col->name());
+    if (idx < 0) {
+      return absl::InvalidArgumentError(ToAbsl(StrCat(field, ": no column named ", col->name())));
+    }
+    const ColumnSchema& actual = schema.column(idx);
+    if (actual.type() != col->type() || actual.is_nullable() != col->is_nullable() ||
+        actual.TypeToString() != col->TypeToString()) {
+      return absl::InvalidArgumentError(
+          ToAbsl(StrCat(field, ": column ", col->name(), " is ", actual.ToString(),
+                        ", the request says ", col->ToString())));
+    }
+    if (std::find(requested.begin(), requested.end(), col->name()) != requested.end()) {
+      return absl::InvalidArgumentError(ToAbsl(StrCat(field, ": ", col->name(), " repeated")));
+    }
+    requested.push_back(col->name());
+  }
+  // Ordered scans need the key of the last row; a projection without columns reads the key.
+  std::vector<std::string> names;
+  if (ordered_ || requested.empty()) {
+    for (int k = 0; k < schema.num_key_columns(); ++k) names.push_back(schema.column(k).name());
+    num_key_columns_ = schema.num_key_columns();
+  }
+  for (const std::string& n : requested) {
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  }
+  BASALT_ASSIGN_OR_RETURN(projection_, schema.Project(names));
+  for (const std::string& n : requested) {
+    const int idx = projection_.find_column(n);
+    out_inputs_.push_back(idx);
+    out_types_.push_back(projection_.column(idx).type());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Scanner::Init(std::shared_ptr<TabletReplica> replica,
+                           const pb::NewScanRequestPB& request, absl::Time deadline) {
+  replica_ = std::move(replica);
+  ordered_ = request.ordered();
+  limit_ = request.limit();
+  BASALT_RETURN_IF_ERROR(replica_->CheckRunning());
+  const std::shared_ptr<const Schema> schema = replica_->schema();
+  BASALT_RETURN_IF_ERROR(BuildProjection(*schema, request));
+  ScanSpec spec;
+  for (int i = 0; i < request.predicates_size(); ++i) {
+    absl::StatusOr<ColumnPredicate> p = ColumnPredicate::FromPB(*schema, request.predicates(i));
+    if (!p.ok()) return FieldError(StrCat("predicates[", i, "]"), p.status());
+    spec.predicates.push_back(std::move(*p));
+  }
+  spec.range.lower = request.start_primary_key();
+  spec.range.upper = request.stop_primary_key();
+  if (!request.last_primary_key().empty()) {
+    spec.range.lower = std::max(spec.range.lower, KeySuccessor(request.last_primary_key()));
+    last_key_ = request.last_primary_key();
+  }
+  BASALT_ASSIGN_OR_RETURN(std::optional<HybridTime> ts, ReadTimestamp(*replica_, request));
+  BASALT_ASSIGN_OR_RETURN(MvccSnapshot snap, replica_->SnapshotForRead(&ts, deadline));
+  if (ts.has_value()) snap_ts_ = *ts;
+  BASALT_ASSIGN_OR_RETURN(iter_,
+                          replica_->tablet()->NewIterator(projection_, snap, spec, ordered_));
+  BASALT_RETURN_IF_ERROR(iter_->Init());
+  row_width_ = 1;
+  for (int i = 0; i < projection_.num_columns(); ++i) {
+    row_width_ += projection_.column(i).type_info().size();
+  }
+  capacity_ = std::clamp<size_t>(kMaxBlockBytes / row_width_, 16, kMaxBlockRows);
+  for (int i = 0; i < projection_.num_columns(); ++i) {
+    const ColumnSchema& c = projection_.column(i);
+    buffers_.push_back(std::make_unique<ColumnBlockBuffer>(c.type(), capacity_, c.is_nullable()));
+    blocks_.push_back(buffers_.back()->block());
+  }
+  Touch();
+  return absl::OkStatus();
+}
+
+void Scanner::RememberLastKey(size_t row) {
+  last_key_.clear();
+  for (int k = 0; k < num_key_columns_; ++k) {
+    EncodeKeyCell(projection_.column(k).type(), blocks_[k]->cell(row), k == num_key_columns_ - 1,
+                  &last_key_);
+  }
+}
+
+absl::Status Scanner::NextBatch(size_t batch_bytes, pb::ScanResponsePB* response) {
+  ColumnarBlockBuilder builder(out_types_, out_inputs_);
+  bool limit_reached = limit_ > 0 && rows_returned_ >= limit_;
+  while (!limit_reached && iter_->HasNext() && builder.bytes() < batch_bytes) {
+    size_t max_rows =
+        std::clamp<size_t>((batch_bytes - builder.bytes()) / row_width_, 1, capacity_);
+    if (limit_ > 0) max_rows = std::min<uint64_t>(max_rows, limit_ - rows_returned_);
+    BASALT_ASSIGN_OR_RETURN(size_t n, iter_->NextBlock(blocks_, max_rows));
+    if (n == 0) continue;
+    n = std::min(n, max_rows);
+    builder.Append(blocks_, n);
+    if (ordered_) RememberLastKey(n - 1);
+    rows_returned_ += n;
+    limit_reached = limit_ > 0 && rows_returned_ >= limit_;
+  }
+  builder.Finish(response->mutable_data());
+  has_more_ = !limit_reached && iter_->HasNext();
+  response->set_has_more_results(has_more_);
+  if (snap_ts_.is_valid()) response->set_snap_timestamp(snap_ts_.value());
+  if (ordered_) response->set_last_primary_key(last_key_);
+  return absl::OkStatus();
+}
+
+absl::Status Scanner::Continue(uint32_t call_seq_id, size_t batch_bytes,
+                               pb::ScanResponsePB* response) {
+  Touch();
+  if (call_seq_id + 1 == next_call_seq_ && last_response_ != nullptr) {
+    *response = *last_response_;  // A retried call: the same batch again.
+    return absl::OkStatus();
+  }
+  if (call_seq_id != next_call_seq_) {
+    return absl::InvalidArgumentError(
+        ToAbsl(StrCat("call_seq_id: expected ", next_call_seq_, " (or ", next_call_seq_ - 1,
+                      " to repeat the last call), got ", call_seq_id)));
+  }
+  BASALT_RETURN_IF_ERROR(NextBatch(batch_bytes, response));
+  ++next_call_seq_;
+  if (last_response_ == nullptr) last_response_ = std::make_unique<pb::ScanResponsePB>();
+  *last_response_ = *response;
+  return absl::OkStatus();
+}
+
+}  // namespace basalt

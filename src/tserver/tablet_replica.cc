@@ -1,0 +1,770 @@
+#include "tserver/tablet_replica.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <glog/logging.h>
+
+#include "cfile/block_manager.h"
+#include "common/coding.h"
+#include "common/random.h"
+#include "common/row_operations.h"
+#include "common/status_macros.h"
+#include "common/strings.h"
+#include "consensus/consensus_metadata.h"
+#include "consensus/raft_config.h"
+#include "proto/tablet_replica.pb.h"
+#include "proto/tserver.pb.h"
+#include "rpc/rpc_status.h"
+#include "tablet/maintenance_manager.h"
+#include "tablet/memory_budget.h"
+#include "tablet/tablet_maintenance.h"
+#include "tablet/tablet_metadata.h"
+#include "tserver/tserver_errors.h"
+
+namespace basalt {
+namespace {
+
+constexpr char kReplicaFile[] = "replica";
+constexpr char kSuperBlockFile[] = "superblock";
+constexpr char kCmetaFile[] = "cmeta";
+// Protobuf wire tags used to build a ReplicateMsgPB without copying the payload twice.
+constexpr char kTagTimestamp = (1 << 3) | 1;      // ReplicateMsgPB.timestamp, fixed64.
+constexpr char kTagWrite = (4 << 3) | 2;          // ReplicateMsgPB.write, length-delimited.
+constexpr char kTagSchemaVersion = (1 << 3) | 0;  // WriteOpPB.schema_version, varint.
+constexpr char kTagRowOperations = (2 << 3) | 2;  // WriteOpPB.row_operations, length-delimited.
+
+size_t VarintLength(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+TabletOptions MakeTabletOptions(const TabletReplicaContext& ctx, const std::string& dir) {
+  TabletOptions o;
+  o.env = ctx.env;
+  o.block_manager = ctx.block_manager;
+  o.block_cache = ctx.block_cache;
+  o.superblock_path = JoinPath(dir, kSuperBlockFile);
+  o.clock = ctx.clock;
+  o.memory_budget = ctx.memory_budget;
+  return o;
+}
+
+bool IsNotLeaderProposalError(const absl::Status& s) {
+  return absl::IsAborted(s) || absl::IsUnavailable(s);
+}
+
+}  // namespace
+
+// An op this server proposed, shared by the waiting RPC, the pending map and the propose callback.
+struct TabletReplica::PendingOp {
+  uint64_t seq = 0;
+  HybridTime ts;
+  // A write: the rows decoded by the RPC thread (they point into the request, which outlives the
+  // op while it is in pending_, and into `arena`), applied by this server's Apply.
+  std::shared_ptr<const Schema> schema;
+  std::unique_ptr<WriteScratch> scratch;  // Rows and results of a write.
+  // Written by the worker (Apply) before `done` is set.
+  bool applied = false;
+  absl::Status apply_status;
+  uint32_t schema_version_after = 0;
+
+  absl::Mutex mu;
+  bool done ABSL_GUARDED_BY(mu) = false;
+  absl::Status propose_status ABSL_GUARDED_BY(mu);
+};
+
+std::string TabletReplica::TabletDir(const TabletReplicaContext& ctx, const std::string& id) {
+  return JoinPath(JoinPath(ctx.data_dir, "tablets"), id);
+}
+
+std::string TabletReplica::WalDir(const TabletReplicaContext& ctx, const std::string& id) {
+  return JoinPath(JoinPath(ctx.wal_dir, "wals"), id);
+}
+
+TabletReplica::TabletReplica(const TabletReplicaContext& ctx, TabletReplicaMeta meta,
+                             std::unique_ptr<Tablet> tablet)
+    : ctx_(ctx),
+      tablet_id_(meta.tablet_id),
+      partition_(meta.partition),
+      partition_schema_(meta.partition_schema),
+      tablet_(std::move(tablet)),
+      // A random start, so sequence numbers of an earlier incarnation never match new ones.
+      next_seq_((Random(static_cast<uint64_t>(absl::GetCurrentTimeNanos()) ^
+                        reinterpret_cast<uintptr_t>(this))
+                     .Next64() &
+                 0xffffffffffULL)
+                << 20),
+      meta_(std::move(meta)),
+      schema_(std::make_shared<const Schema>(tablet_->schema())) {}
+
+TabletReplica::~TabletReplica() { Shutdown(); }
+
+absl::StatusOr<std::shared_ptr<TabletReplica>> TabletReplica::Create(
+    const TabletReplicaContext& ctx, TabletReplicaMeta meta, const Schema& schema,
+    const RaftConfig& config, const std::map<PeerId, std::string>& addresses) {
+  const std::string dir = TabletDir(ctx, meta.tablet_id);
+  if (ctx.env->FileExists(dir)) {
+    return absl::AlreadyExistsError(ToAbsl(StrCat("tablet directory ", dir, " exists")));
+  }
+  auto create = [&]() -> absl::StatusOr<std::shared_ptr<TabletReplica>> {
+    BASALT_RETURN_IF_ERROR(ctx.env->CreateDirs(dir));
+    BASALT_ASSIGN_OR_RETURN(std::unique_ptr<Tablet> tablet,
+                            Tablet::Create(MakeTabletOptions(ctx, dir), meta.tablet_id, schema));
+    ConsensusMetadataContents c;
+    c.committed_config = NormalizeConfig(config);
+    c.peer_addresses = addresses;
+    BASALT_RETURN_IF_ERROR(
+        ConsensusMetadata::Create(ctx.env, JoinPath(dir, kCmetaFile), c).status());
+    std::shared_ptr<TabletReplica> r(new TabletReplica(ctx, meta, std::move(tablet)));
+    BASALT_RETURN_IF_ERROR(r->PersistMeta(meta));
+    return r;
+  };
+  absl::StatusOr<std::shared_ptr<TabletReplica>> r = create();
+  if (!r.ok()) {
+    absl::Status s = ctx.env->DeleteDirRecursively(dir);
+    LOG_IF(WARNING, !s.ok()) << "cleaning up " << dir << ": " << s;
+  }
+  return r;
+}
+
+absl::StatusOr<std::shared_ptr<TabletReplica>> TabletReplica::Open(const TabletReplicaContext& ctx,
+                                                                   const std::string& tablet_id) {
+  const std::string dir = TabletDir(ctx, tablet_id);
+  const std::string path = JoinPath(dir, kReplicaFile);
+  if (!ctx.env->FileExists(path)) {
+    return absl::NotFoundError(ToAbsl(StrCat("no replica file ", path)));
+  }
+  std::string data;
+  BASALT_RETURN_IF_ERROR(ReadFileToString(ctx.env, path, &data));
+  BASALT_ASSIGN_OR_RETURN(std::unique_ptr<Tablet> tablet,
+                          Tablet::Open(MakeTabletOptions(ctx, dir)));
+  BASALT_ASSIGN_OR_RETURN(TabletReplicaMeta meta, DecodeReplicaFile(data, path, tablet->schema()));
+  if (meta.tablet_id != tablet_id) {
+    return absl::DataLossError(
+        ToAbsl(StrCat(path, ": holds tablet ", meta.tablet_id, ", expected ", tablet_id)));
+  }
+  return std::shared_ptr<TabletReplica>(new TabletReplica(ctx, std::move(meta), std::move(tablet)));
+}
+
+absl::Status TabletReplica::PersistMeta(const TabletReplicaMeta& meta) {
+  return WriteFileAtomically(ctx_.env, JoinPath(TabletDir(ctx_, tablet_id_), kReplicaFile),
+                             EncodeReplicaFile(meta));
+}
+
+absl::Status TabletReplica::Start() {
+  absl::MutexLock lifecycle(&lifecycle_mu_);
+  const std::string dir = TabletDir(ctx_, tablet_id_);
+  RaftNodeOptions o;
+  o.group_id = tablet_id_;
+  o.peer_id = ctx_.server_uuid;
+  o.wal_dir = WalDir(ctx_, tablet_id_);
+  o.metadata_path = JoinPath(dir, kCmetaFile);
+  o.tick_interval_ms = ctx_.raft_tick_interval_ms;
+  if (ctx_.raft_election_ticks > 0) o.raft.election_ticks = ctx_.raft_election_ticks;
+  auto start = [&]() -> absl::StatusOr<std::unique_ptr<RaftNode>> {
+    BASALT_ASSIGN_OR_RETURN(std::unique_ptr<ConsensusMetadata> cmeta,
+                            ConsensusMetadata::Load(ctx_.env, o.metadata_path));
+    o.initial_config = cmeta->contents().committed_config;
+    for (const auto& [peer, address] : cmeta->contents().peer_addresses) {
+      absl::StatusOr<HostPort> hp = ParseHostPort(address, 0);
+      if (hp.ok() && ctx_.address_book != nullptr) ctx_.address_book->Set(peer, *hp);
+    }
+    BASALT_ASSIGN_OR_RETURN(std::unique_ptr<RaftNode> node,
+                            RaftNode::Open(ctx_.env, o, ctx_.transport, this));
+    replay_until_index_.store(node->log().LastIndex());
+    return node;
+  };
+  absl::StatusOr<std::unique_ptr<RaftNode>> node = start();
+  if (!node.ok()) {
+    SetState(ReplicaState::kFailed, node.status());
+    return node.status();
+  }
+  RaftNode* n = node->get();
+  const bool nothing_to_replay = DurableIndex() >= replay_until_index_.load();
+  {
+    absl::MutexLock l(&mu_);
+    raft_ = std::move(*node);
+  }
+  if (nothing_to_replay) SetState(ReplicaState::kRunning);
+  absl::Status s = n->Start();
+  if (!s.ok()) {
+    SetState(ReplicaState::kFailed, s);
+    return s;
+  }
+  if (ctx_.maintenance_manager != nullptr) {
+    maintenance_ = std::make_unique<TabletMaintenance>(tablet_.get(), Clock::Default());
+    maintenance_->RegisterWith(ctx_.maintenance_manager);
+  }
+  return absl::OkStatus();
+}
+
+void TabletReplica::Shutdown() {
+  absl::MutexLock lifecycle(&lifecycle_mu_);
+  RaftNode* node = nullptr;
+  {
+    absl::MutexLock l(&mu_);
+    if (state_ != ReplicaState::kFailed) state_ = ReplicaState::kStopping;
+    cv_.SignalAll();
+    node = raft_.get();
+  }
+  if (node != nullptr) node->Shutdown();
+  if (maintenance_ != nullptr) {
+    maintenance_->Unregister();
+    maintenance_.reset();
+  }
+}
+
+absl::Status TabletReplica::DeleteData() {
+  const std::string dir = TabletDir(ctx_, tablet_id_);
+  absl::StatusOr<TabletSuperBlock> sb = ReadSuperBlock(ctx_.env, JoinPath(dir, kSuperBlockFile));
+  if (sb.ok()) {
+    std::vector<BlockId> blocks = sb->orphaned_blocks;
+    for (const RowSetMetadata& rs : sb->rowsets) {
+      for (BlockId id : rs.AllBlocks()) blocks.push_back(id);
+    }
+    for (BlockId id : blocks) {
+      absl::Status s = ctx_.block_manager->DeleteBlock(id);
+      if (!s.ok() && !absl::IsNotFound(s)) return s;
+    }
+  } else {
+    LOG(WARNING) << "deleting tablet " << tablet_id_ << " without its superblock: " << sb.status();
+  }
+  // The replica file goes first: a crash halfway leaves a directory Open-all cleans up.
+  const std::string replica_file = JoinPath(dir, kReplicaFile);
+  if (ctx_.env->FileExists(replica_file)) {
+    BASALT_RETURN_IF_ERROR(ctx_.env->DeleteFile(replica_file));
+  }
+  BASALT_RETURN_IF_ERROR(ctx_.env->DeleteDirRecursively(dir));
+  const std::string wal = WalDir(ctx_, tablet_id_);
+  if (ctx_.env->FileExists(wal)) BASALT_RETURN_IF_ERROR(ctx_.env->DeleteDirRecursively(wal));
+  return absl::OkStatus();
+}
+
+// ---- State ----------------------------------------------------------------------------------
+
+bool TabletReplica::SetState(ReplicaState state, absl::Status error) {
+  absl::MutexLock l(&mu_);
+  cv_.SignalAll();
+  if (state_ == ReplicaState::kFailed || state_ == ReplicaState::kStopping) {
+    if (state != ReplicaState::kFailed) return false;
+  }
+  const bool changed = state_ != state;
+  state_ = state;
+  if (!error.ok()) error_ = std::move(error);
+  return changed;
+}
+
+ReplicaState TabletReplica::state() const {
+  absl::MutexLock l(&mu_);
+  return state_;
+}
+
+absl::Status TabletReplica::CheckRunning() const {
+  absl::MutexLock l(&mu_);
+  switch (state_) {
+    case ReplicaState::kRunning:
+      return absl::OkStatus();
+    case ReplicaState::kBootstrapping:
+      return TabletNotRunningError(StrCat("tablet ", tablet_id_, " is bootstrapping"));
+    case ReplicaState::kStopping:
+      return TabletNotRunningError(StrCat("tablet ", tablet_id_, " is shutting down"));
+    case ReplicaState::kFailed:
+      break;
+  }
+  return TabletFailedError(StrCat("tablet ", tablet_id_, " failed: ", error_.ToString()));
+}
+
+bool TabletReplica::WaitUntilRunning(absl::Duration timeout) const {
+  absl::MutexLock l(&mu_);
+  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return state_ != ReplicaState::kBootstrapping;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&done), timeout) && state_ == ReplicaState::kRunning;
+}
+
+TabletReplicaMeta TabletReplica::meta() const {
+  absl::MutexLock l(&mu_);
+  return meta_;
+}
+
+std::shared_ptr<const Schema> TabletReplica::schema() const {
+  absl::MutexLock l(&mu_);
+  return schema_;
+}
+
+RaftNode* TabletReplica::raft() const {
+  absl::MutexLock l(&mu_);
+  return raft_.get();
+}
+
+ReplicaStatus TabletReplica::GetStatus() const {
+  ReplicaStatus st;
+  RaftNode* node = nullptr;
+  {
+    absl::MutexLock l(&mu_);
+    st.tablet_id = tablet_id_;
+    st.table_id = meta_.table_id;
+    st.table_name = meta_.table_name;
+    st.partition = meta_.partition;
+    st.state = state_;
+    st.error = error_;
+    st.schema_version = schema_->version();
+    node = raft_.get();
+  }
+  if (node != nullptr) {
+    st.role = node->role();
+    st.term = node->term();
+    st.leader_uuid = node->leader_id();
+    st.config = node->config();
+  }
+  st.last_applied_index = last_applied_index_.load();
+  const TabletStats stats = tablet_->GetStats();
+  st.on_disk_bytes = stats.on_disk_bytes;
+  st.memory_bytes = stats.mrs_bytes + stats.dms_bytes;
+  return st;
+}
+
+// ---- Leadership -----------------------------------------------------------------------------
+
+absl::Status TabletReplica::NotLeader(std::string_view what) const {
+  RaftNode* node = raft();
+  std::string leader = node != nullptr ? node->leader_id() : "";
+  if (leader == ctx_.server_uuid) leader.clear();
+  std::optional<HostPort> address;
+  if (!leader.empty() && ctx_.address_book != nullptr) address = ctx_.address_book->Get(leader);
+  return NotTheLeaderError(StrCat(what, " (tablet ", tablet_id_, ")"), leader, address);
+}
+
+absl::Status TabletReplica::CheckLeaderReady(absl::Time deadline) {
+  RaftNode* node = raft();
+  if (node == nullptr || node->role() != RaftCore::Role::kLeader) {
+    return NotLeader("this replica is not the leader");
+  }
+  const absl::Time until = std::min(deadline, absl::Now() + ctx_.leader_ready_wait);
+  while (true) {
+    BASALT_RETURN_IF_ERROR(CheckRunning());
+    if (node->role() != RaftCore::Role::kLeader) {
+      return NotLeader("this replica is not the leader");
+    }
+    if (last_applied_term_.load() == node->term()) return absl::OkStatus();
+    absl::MutexLock l(&mu_);
+    if (absl::Now() >= until) break;
+    // Woken by Apply; the bounded wait re-reads the node's term, which Apply does not signal.
+    cv_.WaitWithDeadline(&mu_, std::min(until, absl::Now() + absl::Milliseconds(10)));
+  }
+  return TabletNotRunningError(
+      StrCat("tablet ", tablet_id_, ": the new leader has not applied an entry of its term yet"));
+}
+
+absl::Status TabletReplica::StepDown(const std::string& new_leader) {
+  BASALT_RETURN_IF_ERROR(CheckRunning());
+  RaftNode* node = raft();
+  if (node->role() != RaftCore::Role::kLeader) return NotLeader("not the leader");
+  absl::Status s =
+      new_leader.empty() ? node->LeaderStepDown() : node->TransferLeadership(new_leader);
+  if (absl::IsUnavailable(s)) return NotLeader(std::string(s.message()));
+  return s;
+}
+
+// ---- Proposals ----------------------------------------------------------------------------
+
+std::unique_ptr<TabletReplica::WriteScratch> TabletReplica::TakeScratch() {
+  {
+    absl::MutexLock l(&scratch_mu_);
+    if (!free_scratch_.empty()) {
+      std::unique_ptr<WriteScratch> s = std::move(free_scratch_.back());
+      free_scratch_.pop_back();
+      return s;
+    }
+  }
+  return std::make_unique<WriteScratch>();
+}
+
+void TabletReplica::ReturnScratch(std::unique_ptr<WriteScratch> scratch) {
+  // Enough for the writes one tablet has in flight at a time; more are freed.
+  constexpr size_t kMaxFreeScratch = 8;
+  if (scratch == nullptr) return;
+  scratch->arena.Reset();
+  scratch->ops.clear();
+  scratch->results.clear();
+  absl::MutexLock l(&scratch_mu_);
+  if (free_scratch_.size() < kMaxFreeScratch) free_scratch_.push_back(std::move(scratch));
+}
+
+absl::Status TabletReplica::ProposeAndWait(std::string body, HybridTime propagated,
+                                           const std::shared_ptr<PendingOp>& op,
+                                           absl::Time deadline) {
+  if (propagated.is_valid() && propagated != HybridTime::kMin) {
+    BASALT_RETURN_IF_ERROR(FieldError("propagated_timestamp", ctx_.clock->Update(propagated)));
+  }
+  RaftNode* node = raft();
+  {
+    absl::MutexLock pl(&propose_mu_);
+    op->ts = ctx_.clock->Now();
+    body.push_back(kTagTimestamp);
+    PutFixed64(&body, op->ts.value());
+    {
+      absl::MutexLock l(&mu_);
+      pending_[op->seq] = op;
+      in_flight_.insert(op->ts.value());
+    }
+    node->Propose(std::move(body), [this, op](absl::StatusOr<uint64_t> index) {
+      OnProposalDone(op, std::move(index));
+    });
+  }
+  absl::MutexLock l(&op->mu);
+  auto done = [&op]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(op->mu) { return op->done; };
+  if (!op->mu.AwaitWithDeadline(absl::Condition(&done), deadline)) {
+    {
+      absl::MutexLock rl(&mu_);
+      // Not taken by Apply yet: the request (which the decoded rows point into) may go away.
+      if (pending_.erase(op->seq) > 0) {
+        return absl::DeadlineExceededError(
+            "timed out waiting for the write to replicate (it may still be applied)");
+      }
+    }
+    op->mu.Await(absl::Condition(&done));  // Apply holds it: the callback follows at once.
+  }
+  if (!op->propose_status.ok()) {
+    if (IsNotLeaderProposalError(op->propose_status)) {
+      return NotLeader(std::string(op->propose_status.message()));
+    }
+    return op->propose_status;
+  }
+  if (!op->applied) return absl::InternalError("the proposed entry was applied without its op");
+  return op->apply_status;
+}
+
+void TabletReplica::OnProposalDone(const std::shared_ptr<PendingOp>& op,
+                                   absl::StatusOr<uint64_t> index) {
+  {
+    absl::MutexLock l(&mu_);
+    pending_.erase(op->seq);
+    in_flight_.erase(op->ts.value());
+    cv_.SignalAll();
+  }
+  absl::MutexLock l(&op->mu);
+  op->propose_status = index.status();
+  op->done = true;
+}
+
+std::shared_ptr<TabletReplica::PendingOp> TabletReplica::TakePending(uint64_t seq, HybridTime ts) {
+  absl::MutexLock l(&mu_);
+  auto it = pending_.find(seq);
+  if (it == pending_.end() || it->second->ts != ts) return nullptr;
+  std::shared_ptr<PendingOp> op = std::move(it->second);
+  pending_.erase(it);
+  return op;
+}
+
+// ---- Write ----------------------------------------------------------------------------------
+
+namespace {
+
+// A serialized ReplicateMsgPB without its timestamp, carrying a write of `rows`: the payload is
+// copied once, straight into the entry.
+std::string WriteEntryBody(const std::string& origin, uint64_t seq, uint32_t schema_version,
+                           const pb::RowOperationsPB& rows) {
+  pb::ReplicateMsgPB header;
+  header.set_origin_uuid(origin);
+  header.set_request_seq(seq);
+  const size_t rows_size = rows.ByteSizeLong();
+  const size_t write_size =
+      1 + VarintLength(schema_version) + 1 + VarintLength(rows_size) + rows_size;
+  std::string body;
+  body.reserve(header.ByteSizeLong() + 1 + VarintLength(write_size) + write_size + 16);
+  header.AppendToString(&body);
+  body.push_back(kTagWrite);
+  PutVarint64(&body, write_size);
+  body.push_back(kTagSchemaVersion);
+  PutVarint32(&body, schema_version);
+  body.push_back(kTagRowOperations);
+  PutVarint64(&body, rows_size);
+  rows.AppendToString(&body);
+  return body;
+}
+
+void AddRowError(int index, const absl::Status& s, pb::WriteResponsePB* response) {
+  auto* e = response->add_per_row_errors();
+  e->set_row_index(index);
+  StatusToPB(s, e->mutable_error());
+}
+
+// Removes the ops whose partition key is outside `partition` (each gets a per-row error in
+// `response`), re-encoding the others into *filtered and recording in *row_index the request
+// row of each remaining op. Returns false (nothing changed) when every row is inside, always
+// for an unbounded partition.
+bool DropRowsOutsidePartition(const Partition& partition, const PartitionSchema& partition_schema,
+                              std::vector<DecodedRowOperation>* ops, std::vector<int>* row_index,
+                              pb::RowOperationsPB* filtered, pb::WriteResponsePB* response) {
+  if (partition.partition_key_start().empty() && partition.partition_key_end().empty()) {
+    return false;
+  }
+  std::vector<bool> inside(ops->size());
+  bool all_inside = true;
+  for (size_t i = 0; i < ops->size(); ++i) {
+    const DecodedRowOperation& op = (*ops)[i];
+    inside[i] = partition.Contains(partition_schema.PartitionKey(*op.schema, op.row_data));
+    all_inside &= inside[i];
+  }
+  if (all_inside) return false;
+  std::vector<DecodedRowOperation> kept;
+  RowOperationsEncoder encoder(filtered);
+  for (size_t i = 0; i < ops->size(); ++i) {
+    if (!inside[i]) {
+      AddRowError(static_cast<int>(i),
+                  absl::InvalidArgumentError("row is not in the tablet's partition"), response);
+      continue;
+    }
+    row_index->push_back(static_cast<int>(i));
+    kept.push_back((*ops)[i]);
+    encoder.Add((*ops)[i].type, (*ops)[i]);
+  }
+  *ops = std::move(kept);
+  return true;
+}
+
+}  // namespace
+
+absl::Status TabletReplica::Write(const pb::WriteRequestPB& request, pb::WriteResponsePB* response,
+                                  absl::Time deadline) {
+  BASALT_RETURN_IF_ERROR(CheckRunning());
+  BASALT_RETURN_IF_ERROR(CheckLeaderReady(deadline));
+  auto op = std::make_shared<PendingOp>();
+  op->schema = schema();
+  op->scratch = TakeScratch();
+  absl::Status s = WriteWithScratch(request, response, deadline, op);
+  // The op is done (or out of pending_): nothing else touches its rows any more.
+  ReturnScratch(std::move(op->scratch));
+  return s;
+}
+
+absl::Status TabletReplica::DecodeWrite(const pb::WriteRequestPB& request, PendingOp* op) const {
+  absl::StatusOr<Schema> client = Schema::FromPB(request.schema());
+  if (!client.ok()) return FieldError("schema", client.status());
+  if (!client->Equals(*op->schema)) {
+    return SchemaMismatchError(StrCat("schema: the request's schema is not the schema of tablet ",
+                                      tablet_id_, " (version ", op->schema->version(), ")"));
+  }
+  std::vector<DecodedRowOperation>& ops = op->scratch->ops;
+  RowOperationsDecoder decoder(op->schema.get(), &op->scratch->arena);
+  BASALT_RETURN_IF_ERROR(
+      FieldError("row_operations", decoder.Decode(request.row_operations(), &ops)));
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (!RowOperationIsWrite(ops[i].type)) {
+      return absl::InvalidArgumentError(
+          ToAbsl(StrCat("row_operations: operation ", i, " is ", RowOperationTypeName(ops[i].type),
+                        ", not a write operation")));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TabletReplica::WriteWithScratch(const pb::WriteRequestPB& request,
+                                             pb::WriteResponsePB* response, absl::Time deadline,
+                                             const std::shared_ptr<PendingOp>& op) {
+  BASALT_RETURN_IF_ERROR(DecodeWrite(request, op.get()));
+  std::vector<DecodedRowOperation>& ops = op->scratch->ops;
+  // Rows outside the partition fail alone; the others are re-encoded without them.
+  std::vector<int> row_index;  // Applied op i is request row row_index[i] (identity if empty).
+  pb::RowOperationsPB filtered;
+  const bool any_outside = DropRowsOutsidePartition(partition_, partition_schema_, &ops, &row_index,
+                                                    &filtered, response);
+  if (ops.empty()) return absl::OkStatus();
+  if (ctx_.memory_budget != nullptr) {
+    absl::Status admitted = ctx_.memory_budget->AdmitWrite();
+    if (!admitted.ok()) return ServerOverloadedError(std::string(admitted.message()));
+  }
+  op->seq = next_seq_.fetch_add(1);
+  std::string body = WriteEntryBody(ctx_.server_uuid, op->seq, op->schema->version(),
+                                    any_outside ? filtered : request.row_operations());
+  BASALT_RETURN_IF_ERROR(
+      ProposeAndWait(std::move(body), HybridTime(request.propagated_timestamp()), op, deadline));
+  const std::vector<absl::Status>& results = op->scratch->results;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].ok()) continue;
+    AddRowError(row_index.empty() ? static_cast<int>(i) : row_index[i], results[i], response);
+  }
+  response->set_timestamp(op->ts.value());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint32_t> TabletReplica::AlterSchema(const pb::SchemaPB& schema,
+                                                    const std::string& new_name,
+                                                    absl::Time deadline) {
+  BASALT_RETURN_IF_ERROR(CheckRunning());
+  absl::StatusOr<Schema> target = Schema::FromPB(schema);
+  if (!target.ok()) return FieldError("schema", target.status());
+  std::shared_ptr<const Schema> current = this->schema();
+  if (target->version() <= current->version() &&
+      (new_name.empty() || new_name == meta().table_name)) {
+    return current->version();  // Already there (a retried request).
+  }
+  for (int i = 0; i < current->num_key_columns(); ++i) {
+    if (i >= target->num_key_columns() || target->column_id(i) != current->column_id(i) ||
+        target->column(i).type() != current->column(i).type()) {
+      return absl::InvalidArgumentError("schema: the key columns cannot change");
+    }
+  }
+  BASALT_RETURN_IF_ERROR(CheckLeaderReady(deadline));
+  auto op = std::make_shared<PendingOp>();
+  op->seq = next_seq_.fetch_add(1);
+  pb::ReplicateMsgPB msg;
+  msg.set_origin_uuid(ctx_.server_uuid);
+  msg.set_request_seq(op->seq);
+  *msg.mutable_alter_schema()->mutable_schema() = schema;
+  msg.mutable_alter_schema()->set_new_table_name(new_name);
+  BASALT_RETURN_IF_ERROR(
+      ProposeAndWait(msg.SerializeAsString(), HybridTime::kInvalid, op, deadline));
+  return op->schema_version_after;
+}
+
+// ---- Reads ----------------------------------------------------------------------------------
+
+absl::StatusOr<MvccSnapshot> TabletReplica::SnapshotForRead(std::optional<HybridTime>* snapshot_ts,
+                                                            absl::Time deadline) {
+  BASALT_RETURN_IF_ERROR(CheckRunning());
+  if (!snapshot_ts->has_value()) return tablet_->mvcc()->SnapshotForRead();
+  HybridTime t = **snapshot_ts;
+  RaftNode* node = raft();
+  if (node->role() != RaftCore::Role::kLeader) {
+    if (t.is_valid() && last_applied_timestamp() >= t)
+      return MvccSnapshot::IncludingAllBefore(t.Next());
+    return NotLeader("this follower has not applied everything up to the snapshot time");
+  }
+  BASALT_RETURN_IF_ERROR(CheckLeaderReady(deadline));
+  if (!t.is_valid()) {
+    t = ctx_.clock->Now();
+    *snapshot_ts = t;
+  } else {
+    BASALT_RETURN_IF_ERROR(FieldError("snap_timestamp", ctx_.clock->Update(t)));
+  }
+  // A barrier: every op with a timestamp <= t has been registered in in_flight_ (timestamps are
+  // taken under propose_mu_), and every later one gets a larger timestamp.
+  { absl::MutexLock pl(&propose_mu_); }
+  absl::MutexLock l(&mu_);
+  auto settled = [this, t]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return in_flight_.empty() || *in_flight_.begin() > t.value();
+  };
+  if (!mu_.AwaitWithDeadline(absl::Condition(&settled), deadline)) {
+    return absl::DeadlineExceededError(
+        ToAbsl(StrCat("waiting for the ops below the snapshot time ", t.ToString(), " to apply")));
+  }
+  return MvccSnapshot::IncludingAllBefore(t.Next());
+}
+
+// ---- Apply ----------------------------------------------------------------------------------
+
+uint64_t TabletReplica::DurableIndex() const {
+  return static_cast<uint64_t>(std::max<int64_t>(0, tablet_->DurableOpIndex()));
+}
+
+void TabletReplica::Apply(const LogEntry& entry) {
+  bool schema_changed = false;
+  if (entry.type == EntryType::kNormal) {
+    pb::ReplicateMsgPB msg;
+    if (!msg.ParseFromString(entry.data)) {
+      LOG(ERROR) << "tablet " << tablet_id_ << ": entry " << entry.index
+                 << " is not a ReplicateMsgPB; skipped";
+    } else {
+      const HybridTime ts(msg.timestamp());
+      absl::Status s = ctx_.clock->Update(ts);
+      LOG_IF(WARNING, !s.ok()) << "tablet " << tablet_id_ << ": " << s;
+      if (msg.has_write()) {
+        ApplyWrite(entry, msg, ts);
+      } else if (msg.has_alter_schema()) {
+        ApplyAlter(msg);
+        schema_changed = true;
+      }
+      uint64_t prev = last_applied_ts_.load(std::memory_order_relaxed);
+      if (ts.is_valid() && ts.value() > prev) {
+        last_applied_ts_.store(ts.value(), std::memory_order_release);
+      }
+    }
+  }
+  last_applied_index_.store(entry.index);
+  bool changed = last_applied_term_.exchange(entry.term) != entry.term || schema_changed;
+  if (entry.index >= replay_until_index_.load()) {
+    changed |= SetState(ReplicaState::kRunning);  // No-op unless bootstrapping.
+  } else {
+    absl::MutexLock l(&mu_);
+    cv_.SignalAll();
+  }
+  if (changed && ctx_.on_status_change) ctx_.on_status_change();
+}
+
+void TabletReplica::ApplyWrite(const LogEntry& entry, const pb::ReplicateMsgPB& msg,
+                               HybridTime ts) {
+  std::shared_ptr<PendingOp> op;
+  if (msg.origin_uuid() == ctx_.server_uuid) op = TakePending(msg.request_seq(), ts);
+  const std::shared_ptr<const Schema> schema = this->schema();
+  const bool replay = entry.index <= replay_until_index_.load();
+  absl::Status s;
+  if (msg.write().schema_version() != schema->version()) {
+    s = SchemaMismatchError(StrCat("the rows were encoded for schema version ",
+                                   msg.write().schema_version(), " but the tablet is at version ",
+                                   schema->version(), " now"));
+  } else if (op != nullptr) {
+    s = tablet_->ApplyRowOperations(ts, static_cast<int64_t>(entry.index), op->scratch->ops,
+                                    &op->scratch->results, replay);
+  } else {
+    WriteScratch& w = apply_scratch_;
+    w.arena.Reset();
+    RowOperationsDecoder decoder(schema.get(), &w.arena);
+    s = decoder.Decode(msg.write().row_operations(), &w.ops);
+    for (size_t i = 0; s.ok() && i < w.ops.size(); ++i) {
+      if (!RowOperationIsWrite(w.ops[i].type)) s = absl::InvalidArgumentError("not a write");
+    }
+    if (s.ok()) {
+      s = tablet_->ApplyRowOperations(ts, static_cast<int64_t>(entry.index), w.ops, &w.results,
+                                      replay);
+    }
+  }
+  LOG_IF(WARNING, !s.ok()) << "tablet " << tablet_id_ << ": entry " << entry.index
+                           << " applied nothing: " << s;
+  if (op != nullptr) {
+    op->apply_status = s;
+    op->applied = true;
+  }
+}
+
+void TabletReplica::ApplyAlter(const pb::ReplicateMsgPB& msg) {
+  std::shared_ptr<PendingOp> op;
+  if (msg.origin_uuid() == ctx_.server_uuid) {
+    op = TakePending(msg.request_seq(), HybridTime(msg.timestamp()));
+  }
+  absl::Status s;
+  absl::StatusOr<Schema> target = Schema::FromPB(msg.alter_schema().schema());
+  if (!target.ok()) {
+    s = target.status();
+  } else if (target->version() > schema()->version()) {
+    s = tablet_->AlterSchema(*target);
+    if (s.ok()) {
+      absl::MutexLock l(&mu_);
+      schema_ = std::make_shared<const Schema>(tablet_->schema());
+    }
+  }
+  const std::string& name = msg.alter_schema().new_table_name();
+  if (s.ok() && !name.empty()) {
+    TabletReplicaMeta m;
+    {
+      absl::MutexLock l(&mu_);
+      meta_.table_name = name;
+      m = meta_;
+    }
+    s = PersistMeta(m);
+  }
+  LOG_IF(WARNING, !s.ok()) << "tablet " << tablet_id_ << ": schema change failed: " << s;
+  if (op != nullptr) {
+    op->apply_status = s;
+    op->schema_version_after = schema()->version();
+    op->applied = true;
+  }
+}
+
+}  // namespace basalt

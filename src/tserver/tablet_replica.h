@@ -1,0 +1,266 @@
+#pragma once
+
+// TabletReplica: one replica of one tablet on a tablet server: the Tablet (storage), the RaftNode
+// that replicates its writes, and the StateMachine glue that applies committed entries
+// (ReplicateMsgPB, proto/tablet_replica.proto) to the tablet (docs/cluster.md "Write path",
+// "Bootstrap"; docs/tserver.md).
+//
+// Write path: the RPC thread validates and decodes the batch once, then under the propose lock
+// takes ts = clock.Now() and proposes the entry, so log order equals timestamp order. Every
+// replica applies committed entries in log order on the RaftNode's worker; on the proposing
+// server the apply reuses the rows decoded by the RPC (found by origin uuid and request sequence)
+// and hands the per-row results to the waiting RPC. Followers advance their clock to each entry's
+// timestamp.
+//
+// A leader accepts writes and snapshot reads only once it has applied an entry of its own term
+// (its no-op): every entry of earlier terms is then applied, so its clock is past their
+// timestamps and no earlier entry can land below a timestamp it hands out.
+//
+// Lifecycle: Create() (new replica: files written) or Open() (existing files) -> Start() (opens
+// and starts the RaftNode; the replica is BOOTSTRAPPING until the log present at open is applied,
+// then RUNNING) -> Shutdown() (STOPPING; joins the node; the tablet stays readable for scanners
+// still holding the replica). Destroy after Shutdown.
+//
+// Thread-safe.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/arena.h"
+#include "common/env.h"
+#include "common/hybrid_clock.h"
+#include "common/partition.h"
+#include "common/row_operations.h"
+#include "common/schema.h"
+#include "consensus/raft_core.h"
+#include "consensus/raft_node.h"
+#include "consensus/state_machine.h"
+#include "tablet/mvcc.h"
+#include "tablet/tablet.h"
+#include "tserver/address_book.h"
+#include "tserver/replica_file.h"
+
+namespace basalt {
+
+class BlockCache;
+class BlockManager;
+class MaintenanceManager;
+class MemoryBudget;
+class TabletMaintenance;
+class Transport;
+
+namespace pb {
+class WriteRequestPB;
+class WriteResponsePB;
+class SchemaPB;
+class TabletReplicaPB;
+class ReplicateMsgPB;
+}  // namespace pb
+
+// What every replica of a server shares. All pointers are borrowed and outlive the replicas.
+struct TabletReplicaContext {
+  Env* env = nullptr;
+  std::string server_uuid;
+  std::string data_dir;  // tablets/<id>/ live under it.
+  std::string wal_dir;   // wals/<id>/ live under it.
+  BlockManager* block_manager = nullptr;
+  BlockCache* block_cache = nullptr;  // May be null.
+  HybridClock* clock = nullptr;
+  MemoryBudget* memory_budget = nullptr;              // May be null (no admission control).
+  MaintenanceManager* maintenance_manager = nullptr;  // May be null (no background maintenance).
+  Transport* transport = nullptr;
+  AddressBook* address_book = nullptr;
+  // RaftNodeOptions::tick_interval_ms and RaftOptions::election_ticks (0: defaults).
+  int raft_tick_interval_ms = 0;
+  int raft_election_ticks = 0;
+  // How long a write or snapshot scan on a new leader waits for it to apply its first entry.
+  absl::Duration leader_ready_wait = absl::Seconds(2);
+  // Called (on a RaftNode worker; must be quick) when a replica's reported status may have
+  // changed: it became RUNNING, applied the first entry of a new term (a new leader) or a schema
+  // change. The server wakes the heartbeater with it. May be empty.
+  std::function<void()> on_status_change;
+};
+
+enum class ReplicaState { kBootstrapping, kRunning, kStopping, kFailed };
+
+// What ListTablets and heartbeats report.
+struct ReplicaStatus {
+  std::string tablet_id;
+  std::string table_id;
+  std::string table_name;
+  Partition partition;
+  ReplicaState state = ReplicaState::kBootstrapping;
+  RaftCore::Role role = RaftCore::Role::kFollower;
+  uint64_t term = 0;
+  std::string leader_uuid;
+  RaftConfig config;
+  uint32_t schema_version = 0;
+  uint64_t last_applied_index = 0;
+  uint64_t on_disk_bytes = 0;
+  uint64_t memory_bytes = 0;
+  absl::Status error;  // Why the replica failed.
+};
+
+class TabletReplica : public StateMachine {
+ public:
+  // Reusable memory of one write's decoding (rows and per-row results): recycled between
+  // requests so that large batches do not fault in fresh pages each time.
+  struct WriteScratch {
+    Arena arena;
+    std::vector<DecodedRowOperation> ops;
+    std::vector<absl::Status> results;
+  };
+
+  // Paths of a replica's files.
+  static std::string TabletDir(const TabletReplicaContext& ctx, const std::string& tablet_id);
+  static std::string WalDir(const TabletReplicaContext& ctx, const std::string& tablet_id);
+
+  // Creates the files of a new replica: tablets/<id>/{superblock,cmeta}, then (last, so its
+  // presence means a complete replica) tablets/<id>/replica. `config` is the initial Raft
+  // configuration; `addresses` the members' "host:port" (kept in the consensus metadata).
+  // ALREADY_EXISTS if the tablet directory exists; I/O errors.
+  static absl::StatusOr<std::shared_ptr<TabletReplica>> Create(
+      const TabletReplicaContext& ctx, TabletReplicaMeta meta, const Schema& schema,
+      const RaftConfig& config, const std::map<PeerId, std::string>& addresses);
+  // Opens an existing replica's replica file and superblock. NOT_FOUND without a replica file;
+  // DATA_LOSS for corrupt files; I/O errors.
+  static absl::StatusOr<std::shared_ptr<TabletReplica>> Open(const TabletReplicaContext& ctx,
+                                                             const std::string& tablet_id);
+  ~TabletReplica() override;
+
+  // Opens and starts the RaftNode (replaying the log), registers maintenance ops. On error the
+  // replica is FAILED.
+  absl::Status Start() ABSL_LOCKS_EXCLUDED(mu_, lifecycle_mu_);
+  // Stops the node and unregisters maintenance. Idempotent.
+  void Shutdown() ABSL_LOCKS_EXCLUDED(mu_, lifecycle_mu_);
+
+  // ---- Requests (the services call these after validating the request's own fields) ----
+
+  // Replicates and applies a write (docs/cluster.md "Write path"); fills `response` with per-row
+  // errors and the timestamp. Errors: TABLET_NOT_RUNNING, NOT_THE_LEADER, SCHEMA_MISMATCH,
+  // INVALID_ARGUMENT (schema, row_operations, propagated_timestamp), SERVER_OVERLOADED,
+  // DEADLINE_EXCEEDED (the write may still apply), the node's errors.
+  absl::Status Write(const pb::WriteRequestPB& request, pb::WriteResponsePB* response,
+                     absl::Time deadline);
+  // Replicates a schema change and waits until it is applied here; returns the schema version
+  // afterwards. A version not above the current one is a no-op.
+  absl::StatusOr<uint32_t> AlterSchema(const pb::SchemaPB& schema, const std::string& new_name,
+                                       absl::Time deadline);
+  // The MVCC snapshot of a read (docs/cluster.md "Scans"): READ_LATEST when `snapshot_ts` is
+  // nullopt; otherwise at *snapshot_ts (kInvalid: the leader picks now and stores it). Errors:
+  // TABLET_NOT_RUNNING, NOT_THE_LEADER (a follower that has not applied up to the time, or
+  // a snapshot with no time on a follower), DEADLINE_EXCEEDED.
+  absl::StatusOr<MvccSnapshot> SnapshotForRead(std::optional<HybridTime>* snapshot_ts,
+                                               absl::Time deadline);
+  // LeaderStepDown / TransferLeadership (empty `new_leader`).
+  absl::Status StepDown(const std::string& new_leader);
+
+  // ---- Observers ----
+  const std::string& tablet_id() const { return tablet_id_; }
+  TabletReplicaMeta meta() const ABSL_LOCKS_EXCLUDED(mu_);
+  ReplicaState state() const ABSL_LOCKS_EXCLUDED(mu_);
+  ReplicaStatus GetStatus() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The current schema (replaced, never mutated, by AlterSchema).
+  std::shared_ptr<const Schema> schema() const ABSL_LOCKS_EXCLUDED(mu_);
+  // REQUIRES: the replica opened (always true once Create/Open returned).
+  Tablet* tablet() const { return tablet_.get(); }
+  // Null before Start() or if it failed.
+  RaftNode* raft() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The largest timestamp applied so far (kMin before the first).
+  HybridTime last_applied_timestamp() const {
+    return HybridTime(last_applied_ts_.load(std::memory_order_acquire));
+  }
+  // OK iff RUNNING; TABLET_NOT_RUNNING (bootstrapping, stopping) or TABLET_FAILED otherwise.
+  absl::Status CheckRunning() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits until RUNNING or FAILED, or the deadline (tests, startup).
+  bool WaitUntilRunning(absl::Duration timeout) const ABSL_LOCKS_EXCLUDED(mu_);
+  // All files and blocks of the replica (call after Shutdown). Errors of the Env.
+  absl::Status DeleteData();
+
+  // ---- StateMachine ----
+  void Apply(const LogEntry& entry) override;
+  uint64_t DurableIndex() const override;
+
+ private:
+  struct PendingOp;
+
+  TabletReplica(const TabletReplicaContext& ctx, TabletReplicaMeta meta,
+                std::unique_ptr<Tablet> tablet);
+  absl::Status PersistMeta(const TabletReplicaMeta& meta);
+
+  // NOT_THE_LEADER with the hint, or TABLET_NOT_RUNNING while a new leader is not ready.
+  absl::Status CheckLeaderReady(absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status NotLeader(std::string_view what) const;
+  // Checks the request's schema and decodes its rows into op->scratch.
+  absl::Status DecodeWrite(const pb::WriteRequestPB& request, PendingOp* op) const;
+  // Write() with op->scratch taken.
+  absl::Status WriteWithScratch(const pb::WriteRequestPB& request, pb::WriteResponsePB* response,
+                                absl::Time deadline, const std::shared_ptr<PendingOp>& op);
+  // Assigns the timestamp, registers `op` and proposes `body` (a serialized ReplicateMsgPB
+  // without its timestamp); waits for the outcome.
+  absl::Status ProposeAndWait(std::string body, HybridTime propagated,
+                              const std::shared_ptr<PendingOp>& op, absl::Time deadline)
+      ABSL_LOCKS_EXCLUDED(propose_mu_);
+  void OnProposalDone(const std::shared_ptr<PendingOp>& op, absl::StatusOr<uint64_t> index)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  std::shared_ptr<PendingOp> TakePending(uint64_t seq, HybridTime ts) ABSL_LOCKS_EXCLUDED(mu_);
+  void ApplyWrite(const LogEntry& entry, const pb::ReplicateMsgPB& msg, HybridTime ts);
+  void ApplyAlter(const pb::ReplicateMsgPB& msg);
+  // Returns whether the state changed.
+  bool SetState(ReplicaState state, absl::Status error = absl::OkStatus()) ABSL_LOCKS_EXCLUDED(mu_);
+  std::unique_ptr<WriteScratch> TakeScratch() ABSL_LOCKS_EXCLUDED(scratch_mu_);
+  void ReturnScratch(std::unique_ptr<WriteScratch> scratch) ABSL_LOCKS_EXCLUDED(scratch_mu_);
+
+  // Constant after construction.
+  const TabletReplicaContext ctx_;
+  const std::string tablet_id_;
+  const Partition partition_;
+  const PartitionSchema partition_schema_;
+  const std::unique_ptr<Tablet> tablet_;
+  // Serializes Start and Shutdown (a replica being deleted while the server shuts down). Held
+  // across Start's disk I/O; only Shutdown ever waits for it.
+  absl::Mutex lifecycle_mu_ ABSL_ACQUIRED_BEFORE(propose_mu_);
+  // Set by Start, reset by Shutdown.
+  std::unique_ptr<TabletMaintenance> maintenance_ ABSL_GUARDED_BY(lifecycle_mu_);
+
+  // Serializes timestamp assignment with proposing (log order == timestamp order).
+  absl::Mutex propose_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::atomic<uint64_t> next_seq_;
+
+  mutable absl::Mutex mu_;
+  // Signalled by SetState and every Apply.
+  mutable absl::CondVar cv_;
+  TabletReplicaMeta meta_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const Schema> schema_ ABSL_GUARDED_BY(mu_);
+  ReplicaState state_ ABSL_GUARDED_BY(mu_) = ReplicaState::kBootstrapping;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<RaftNode> raft_ ABSL_GUARDED_BY(mu_);
+  // Ops this server proposed that are not applied or failed yet, by request sequence.
+  std::map<uint64_t, std::shared_ptr<PendingOp>> pending_ ABSL_GUARDED_BY(mu_);
+  // Their timestamps (raw): a snapshot at t waits until none <= t remains.
+  std::set<uint64_t> in_flight_ ABSL_GUARDED_BY(mu_);
+
+  // Written only by the RaftNode worker (Apply); atomics so observers read them without mu_.
+  std::atomic<uint64_t> replay_until_index_{0};  // Entries up to it are applied with replay.
+  std::atomic<uint64_t> last_applied_term_{0};
+  std::atomic<uint64_t> last_applied_index_{0};
+  std::atomic<uint64_t> last_applied_ts_{0};
+  WriteScratch apply_scratch_;  // Worker only: rows decoded for entries of other servers.
+
+  absl::Mutex scratch_mu_;  // A leaf lock.
+  std::vector<std::unique_ptr<WriteScratch>> free_scratch_ ABSL_GUARDED_BY(scratch_mu_);
+};
+
+}  // namespace basalt

@@ -1,0 +1,125 @@
+#pragma once
+
+// TabletServer: one basalt-tserver (DESIGN.md section 1; docs/cluster.md): the data directory
+// (instance, block manager), block cache, hybrid clock, memory budget, maintenance manager, the
+// gRPC transport for Raft, the tablet replicas, the scanners, one grpc::Server serving
+// TabletServerService, TabletServerAdminService and ConsensusService on one port, and the
+// heartbeater. The daemon (tserver_main.cc) and in-process tests both drive it.
+//
+// Lifecycle: construct -> Start() -> Shutdown() (or the destructor). Start opens every replica
+// found on disk before it serves. A server can be restarted in-process by destroying it and
+// starting a new one on the same directories.
+//
+// Thread-safe after Start().
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/env.h"
+#include "rpc/net_util.h"
+
+namespace grpc {
+class Server;
+class Service;
+}  // namespace grpc
+
+namespace basalt {
+
+class AddressBook;
+class BlockCache;
+class BlockManager;
+class GrpcTransport;
+class Heartbeater;
+class HybridClock;
+class MaintenanceManager;
+class MemoryBudget;
+class ScannerManager;
+class ServerInstance;
+class TsTabletManager;
+
+struct TabletServerOptions {
+  Env* env = nullptr;  // nullptr: Env::Default().
+  std::string fs_data_dir;
+  std::string fs_wal_dir;  // Empty: fs_data_dir.
+  std::string rpc_bind_address = "127.0.0.1:0";
+  // Bind with SO_REUSEPORT (gRPC's default on Linux), which test harnesses rely on to keep a
+  // daemon's port reserved across restarts. In-process tests turn it off so that no other process
+  // can bind the same port and receive a share of the connections.
+  bool rpc_reuse_port = true;
+  // Empty: the bound address (the host name when bound to 0.0.0.0).
+  std::string rpc_advertised_address;
+  // Empty: no heartbeats.
+  std::vector<HostPort> master_addresses;
+  int heartbeat_interval_ms = 1000;
+  int scanner_ttl_ms = 60000;
+  uint32_t scanner_default_batch_size_bytes = 1 << 20;
+  size_t scanner_max_open = 100000;
+  // Raft timing (0: the consensus defaults, --raft_heartbeat_interval_ms and 3 election ticks).
+  int raft_tick_interval_ms = 0;
+  int raft_election_ticks = 0;
+  // Block cache bytes; < 0: --block_cache_capacity_mb.
+  int64_t block_cache_capacity_bytes = -1;
+  // The memory budget's hard limit; 0: --memory_limit_bytes (default 80% of RAM).
+  int64_t memory_limit_bytes = 0;
+  // Runs flushes and compactions in the background.
+  bool enable_maintenance = true;
+};
+
+class TabletServer {
+ public:
+  explicit TabletServer(TabletServerOptions options);
+  ~TabletServer();
+  TabletServer(const TabletServer&) = delete;
+  TabletServer& operator=(const TabletServer&) = delete;
+
+  // Opens the directories and replicas, then serves. Errors: the directory's (locked by another
+  // process, wrong kind, corrupt instance), I/O errors, UNAVAILABLE if the port cannot be bound.
+  absl::Status Start();
+  // Stops heartbeats, the replicas, the gRPC server and the background threads. Idempotent.
+  void Shutdown();
+
+  const std::string& uuid() const;
+  int rpc_port() const { return rpc_port_; }
+  // The address other processes use ("host:port").
+  const HostPort& advertised_address() const { return advertised_; }
+  TsTabletManager* tablet_manager() const { return tablet_manager_.get(); }
+  ScannerManager* scanner_manager() const { return scanner_manager_.get(); }
+  Heartbeater* heartbeater() const { return heartbeater_.get(); }
+  MemoryBudget* memory_budget() const { return memory_budget_.get(); }
+  HybridClock* clock() const { return clock_.get(); }
+  AddressBook* address_book() const { return address_book_.get(); }
+
+ private:
+  absl::Status StartRpcServer();
+  // Wakes the heartbeater (if any) for an early report.
+  void OnReplicaStatusChange();
+
+  TabletServerOptions options_;
+  Env* env_ = nullptr;
+  bool started_ = false;
+  bool shut_down_ = false;
+  std::unique_ptr<ServerInstance> instance_;
+  std::unique_ptr<BlockManager> block_manager_;
+  std::unique_ptr<BlockCache> block_cache_;
+  std::unique_ptr<HybridClock> clock_;
+  std::unique_ptr<MemoryBudget> memory_budget_;
+  std::unique_ptr<MaintenanceManager> maintenance_manager_;
+  std::unique_ptr<GrpcTransport> transport_;
+  std::unique_ptr<AddressBook> address_book_;
+  std::unique_ptr<TsTabletManager> tablet_manager_;
+  std::unique_ptr<ScannerManager> scanner_manager_;
+  std::unique_ptr<grpc::Service> tablet_service_;
+  std::unique_ptr<grpc::Service> admin_service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<Heartbeater> heartbeater_;
+  // heartbeater_.get() once started, for OnReplicaStatusChange on other threads.
+  std::atomic<Heartbeater*> heartbeater_ptr_{nullptr};
+  int rpc_port_ = 0;
+  HostPort advertised_;
+};
+
+}  // namespace basalt

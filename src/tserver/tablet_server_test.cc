@@ -1,0 +1,692 @@
+// One TabletServer in process with single-replica tablets created through the admin RPC: writes,
+// scans, scanners, checksums, restart and bootstrap, deletion, malformed requests.
+
+#include "tserver/tablet_server.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/key_encoder.h"
+#include "tablet/tablet.h"
+#include "tserver/scanner_manager.h"
+#include "tserver/tablet_replica.h"
+#include "tserver/ts_tablet_manager.h"
+#include "tserver/tserver_test_util.h"
+
+namespace basalt {
+namespace {
+
+constexpr char kTablet[] = "tablet-1";
+
+class TabletServerTest : public ::testing::Test {
+ protected:
+  TabletServerTest() : dir_("tablet_server_test"), schema_(TestSchema()) {}
+
+  void SetUp() override { StartServer(); }
+
+  void StartServer(int scanner_ttl_ms = 60000, int64_t memory_limit_bytes = 0) {
+    TabletServerOptions o = TestServerOptions(dir_.path());
+    o.scanner_ttl_ms = scanner_ttl_ms;
+    if (memory_limit_bytes > 0) {
+      o.memory_limit_bytes = memory_limit_bytes;
+      o.enable_maintenance = false;  // The test flushes by hand.
+    }
+    server_ = std::make_unique<TabletServer>(o);
+    ASSERT_TRUE(server_->Start().ok());
+    client_ = std::make_unique<TsClient>(server_->advertised_address().ToString());
+  }
+
+  void RestartServer() {
+    client_.reset();
+    server_.reset();
+    StartServer();
+  }
+
+  void CreateTablet(const std::string& id) {
+    ASSERT_TRUE(client_
+                    ->CreateTablet(
+                        CreateTabletRequest(id, {{server_->uuid(), server_->advertised_address()}}))
+                    .ok());
+    WaitForLeader(id);
+  }
+
+  void WaitForLeader(const std::string& id) {
+    auto r = server_->tablet_manager()->Lookup(id);
+    ASSERT_TRUE(r.ok());
+    ASSERT_TRUE((*r)->WaitUntilRunning(absl::Seconds(10)));
+    ASSERT_TRUE(WaitFor([&] {
+      return (*r)->raft()->role() == RaftCore::Role::kLeader &&
+             (*r)->GetStatus().last_applied_index > 0;
+    }));
+  }
+
+  // Writes must succeed at the RPC level; returns the per-row errors by row index.
+  std::map<int, absl::StatusCode> Write(const WriteBuilder& w, const std::string& id = kTablet) {
+    pb::WriteResponsePB resp;
+    absl::Status s;
+    // A new leader may briefly not be ready.
+    EXPECT_TRUE(WaitFor([&] {
+      resp.Clear();
+      s = client_->Write(w.Build(id), &resp);
+      return !absl::IsUnavailable(s);
+    }));
+    EXPECT_TRUE(s.ok()) << s;
+    EXPECT_GT(resp.timestamp(), 0u);
+    std::map<int, absl::StatusCode> errors;
+    for (const auto& e : resp.per_row_errors()) {
+      errors[e.row_index()] = static_cast<absl::StatusCode>(e.error().code());
+    }
+    return errors;
+  }
+
+  void InsertRange(int32_t from, int32_t to, int32_t per_batch = 1000) {
+    for (int32_t k = from; k < to; k += per_batch) {
+      WriteBuilder w(&schema_);
+      for (int32_t i = k; i < std::min(to, k + per_batch); ++i) w.Insert(i);
+      ASSERT_TRUE(Write(w).empty());
+    }
+  }
+
+  pb::ScanRequestPB NewScan(const std::string& id = kTablet) {
+    pb::ScanRequestPB req;
+    pb::NewScanRequestPB* n = req.mutable_new_scan_request();
+    n->set_tablet_id(id);
+    for (const char* c : {"key", "int_val", "s"}) {
+      *n->add_projected_columns() = ProjectedColumn(schema_, c);
+    }
+    return req;
+  }
+
+  // Runs a scan to the end; returns the rows (and the number of calls in *calls).
+  absl::StatusOr<std::vector<TestRow>> ScanAll(pb::ScanRequestPB req, int* calls = nullptr) {
+    std::vector<TestRow> rows;
+    pb::ScanResponsePB resp;
+    BASALT_RETURN_IF_ERROR(client_->Scan(req, &resp));
+    int n = 1;
+    uint32_t seq = 0;
+    while (true) {
+      for (const TestRow& r : DecodeTestRows(resp.data())) rows.push_back(r);
+      if (!resp.has_more_results()) break;
+      pb::ScanRequestPB next;
+      next.set_scanner_id(resp.scanner_id());
+      next.set_call_seq_id(seq++);
+      next.set_batch_size_bytes(req.batch_size_bytes());
+      resp.Clear();
+      BASALT_RETURN_IF_ERROR(client_->Scan(next, &resp));
+      ++n;
+    }
+    if (calls != nullptr) *calls = n;
+    return rows;
+  }
+
+  std::vector<TestRow> Expected(int32_t from, int32_t to) {
+    std::vector<TestRow> out;
+    for (int32_t k = from; k < to; ++k) out.push_back(ExpectedRow(k));
+    return out;
+  }
+
+  static std::vector<TestRow> Sorted(std::vector<TestRow> rows) {
+    std::sort(rows.begin(), rows.end(),
+              [](const TestRow& a, const TestRow& b) { return a.key < b.key; });
+    return rows;
+  }
+
+  TestDir dir_;
+  Schema schema_;
+  std::unique_ptr<TabletServer> server_;
+  std::unique_ptr<TsClient> client_;
+};
+
+TEST_F(TabletServerTest, WriteEveryOpTypeWithPerRowErrors) {
+  CreateTablet(kTablet);
+  InsertRange(0, 10);
+  using T = RowOperationType;
+  WriteBuilder w(&schema_);
+  w.Insert(5)                                                       // 0: ALREADY_EXISTS
+      .Add(T::kInsertIgnore, 6, 1, std::nullopt)                    // 1: ignored
+      .Add(T::kUpdate, 1, 100, std::nullopt)                        // 2: ok
+      .Add(T::kUpdate, 50, 100, std::nullopt)                       // 3: NOT_FOUND
+      .Add(T::kUpdateIgnore, 51, 100, std::nullopt)                 // 4: ignored
+      .Add(T::kUpsert, 2, 200, std::optional<std::string>())        // 5: update, s = NULL
+      .Add(T::kUpsert, 20, 400, std::optional<std::string>("new"))  // 6: insert
+      .Key(T::kDelete, 3)                                           // 7: ok
+      .Key(T::kDelete, 30)                                          // 8: NOT_FOUND
+      .Key(T::kDeleteIgnore, 31)                                    // 9: ignored
+      .Add(T::kInsertIgnore, 21, 42, std::nullopt);                 // 10: inserted
+  std::map<int, absl::StatusCode> errors = Write(w);
+  EXPECT_EQ(errors, (std::map<int, absl::StatusCode>{{0, absl::StatusCode::kAlreadyExists},
+                                                     {3, absl::StatusCode::kNotFound},
+                                                     {8, absl::StatusCode::kNotFound}}));
+  std::vector<TestRow> expected = Expected(0, 10);
+  expected[1].int_val = 100;
+  expected[2].int_val = 200;
+  expected[2].s.reset();
+  expected.erase(expected.begin() + 3);
+  expected.push_back(TestRow{20, 400, "new"});
+  expected.push_back(TestRow{21, 42, std::nullopt});
+  pb::ScanRequestPB scan = NewScan();
+  scan.mutable_new_scan_request()->set_ordered(true);
+  absl::StatusOr<std::vector<TestRow>> rows = ScanAll(scan);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(*rows, expected);
+}
+
+TEST_F(TabletServerTest, ScanProjectionPredicatesBoundsLimitAndContinuation) {
+  CreateTablet(kTablet);
+  InsertRange(0, 5000);
+  // Small batches: many continuation calls, ordered, every row once.
+  pb::ScanRequestPB scan = NewScan();
+  scan.set_batch_size_bytes(1000);
+  scan.mutable_new_scan_request()->set_ordered(true);
+  int calls = 0;
+  absl::StatusOr<std::vector<TestRow>> rows = ScanAll(scan, &calls);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(*rows, Expected(0, 5000));
+  EXPECT_GT(calls, 50);
+  EXPECT_EQ(server_->scanner_manager()->num_scanners(), 0u);
+
+  // Unordered: the same rows in some order.
+  scan.mutable_new_scan_request()->set_ordered(false);
+  rows = ScanAll(scan);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(Sorted(*rows), Expected(0, 5000));
+
+  // Key bounds [100, 200) and a predicate int_val >= 300 (key >= 150); limit 20.
+  pb::ScanRequestPB bounded = NewScan();
+  pb::NewScanRequestPB* n = bounded.mutable_new_scan_request();
+  n->set_ordered(true);
+  n->set_start_primary_key(EncodeKey(schema_, std::vector<Datum>{Datum::Int32(100)}));
+  n->set_stop_primary_key(EncodeKey(schema_, std::vector<Datum>{Datum::Int32(200)}));
+  ColumnPredicate ge = *ColumnPredicate::Comparison(
+      schema_.column(1), ColumnPredicate::Op::kGreaterEqual, Datum::Int32(300));
+  ge.ToPB(n->add_predicates());
+  rows = ScanAll(bounded);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(*rows, Expected(150, 200));
+  n->set_limit(20);
+  bounded.set_batch_size_bytes(100);
+  rows = ScanAll(bounded);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(*rows, Expected(150, 170));
+
+  // Projection of one column (s) with IS NULL: keys divisible by 7 in [0, 5000).
+  pb::ScanRequestPB proj;
+  pb::NewScanRequestPB* p = proj.mutable_new_scan_request();
+  p->set_tablet_id(kTablet);
+  *p->add_projected_columns() = ProjectedColumn(schema_, "int_val");
+  ColumnPredicate::IsNull(schema_.column(2)).ToPB(p->add_predicates());
+  pb::ScanResponsePB resp;
+  ASSERT_TRUE(client_->Scan(proj, &resp).ok());
+  EXPECT_FALSE(resp.has_more_results());
+  ASSERT_EQ(resp.data().columns_size(), 1);
+  EXPECT_EQ(resp.data().num_rows(), 715);  // ceil(5000 / 7)
+  EXPECT_TRUE(resp.data().columns(0).null_bitmap().empty());
+  EXPECT_EQ(resp.data().columns(0).data().size(), 715u * 4);
+
+  // No columns: a count.
+  pb::ScanRequestPB count;
+  count.mutable_new_scan_request()->set_tablet_id(kTablet);
+  resp.Clear();
+  ASSERT_TRUE(client_->Scan(count, &resp).ok());
+  EXPECT_EQ(resp.data().num_rows(), 5000);
+  EXPECT_EQ(resp.data().columns_size(), 0);
+}
+
+TEST_F(TabletServerTest, ResumeAfterLastPrimaryKeyAtSnapshot) {
+  CreateTablet(kTablet);
+  InsertRange(0, 1000);
+  pb::ScanRequestPB scan = NewScan();
+  pb::NewScanRequestPB* n = scan.mutable_new_scan_request();
+  n->set_ordered(true);
+  n->set_read_mode(pb::READ_AT_SNAPSHOT);
+  scan.set_batch_size_bytes(2000);
+  pb::ScanResponsePB first;
+  ASSERT_TRUE(client_->Scan(scan, &first).ok());
+  ASSERT_TRUE(first.has_more_results());
+  ASSERT_GT(first.snap_timestamp(), 0u);
+  std::vector<TestRow> rows = DecodeTestRows(first.data());
+  ASSERT_FALSE(rows.empty());
+  // Rows written after the snapshot are not seen by the resumed scan.
+  InsertRange(1000, 1100);
+  pb::ScanRequestPB resume = NewScan();
+  resume.mutable_new_scan_request()->set_ordered(true);
+  resume.mutable_new_scan_request()->set_read_mode(pb::READ_AT_SNAPSHOT);
+  resume.mutable_new_scan_request()->set_snap_timestamp(first.snap_timestamp());
+  resume.mutable_new_scan_request()->set_last_primary_key(first.last_primary_key());
+  absl::StatusOr<std::vector<TestRow>> rest = ScanAll(resume);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  rows.insert(rows.end(), rest->begin(), rest->end());
+  EXPECT_EQ(rows, Expected(0, 1000));
+}
+
+TEST_F(TabletServerTest, CallSeqIdRetryReturnsTheSameBatch) {
+  CreateTablet(kTablet);
+  InsertRange(0, 2000);
+  pb::ScanRequestPB scan = NewScan();
+  scan.set_batch_size_bytes(500);
+  scan.mutable_new_scan_request()->set_ordered(true);
+  pb::ScanResponsePB resp;
+  ASSERT_TRUE(client_->Scan(scan, &resp).ok());
+  const std::string id = resp.scanner_id();
+  ASSERT_FALSE(id.empty());
+  pb::ScanRequestPB next;
+  next.set_scanner_id(id);
+  next.set_call_seq_id(0);
+  next.set_batch_size_bytes(500);
+  pb::ScanResponsePB a, b;
+  ASSERT_TRUE(client_->Scan(next, &a).ok());
+  ASSERT_TRUE(client_->Scan(next, &b).ok());  // Retried: the same batch.
+  EXPECT_GT(a.data().num_rows(), 0);
+  a.clear_propagated_timestamp();  // The server's clock now: differs between calls.
+  b.clear_propagated_timestamp();
+  EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString());
+  next.set_call_seq_id(5);
+  pb::ScanResponsePB c;
+  absl::Status s = client_->Scan(next, &c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  next.set_call_seq_id(1);
+  ASSERT_TRUE(client_->Scan(next, &c).ok());
+  ASSERT_GT(c.data().num_rows(), 0);
+  EXPECT_EQ(DecodeTestRows(c.data()).front().key, DecodeTestRows(a.data()).back().key + 1);
+  // Close explicitly.
+  pb::ScanRequestPB close;
+  close.set_scanner_id(id);
+  close.set_close_scanner(true);
+  ASSERT_TRUE(client_->Scan(close, &c).ok());
+  EXPECT_EQ(server_->scanner_manager()->num_scanners(), 0u);
+}
+
+TEST_F(TabletServerTest, ScannerExpiresWithoutKeepAlive) {
+  client_.reset();  // Restart with a short TTL.
+  server_.reset();
+  StartServer(/*scanner_ttl_ms=*/300);
+  CreateTablet(kTablet);
+  InsertRange(0, 500);
+  pb::ScanRequestPB scan = NewScan();
+  scan.set_batch_size_bytes(100);
+  pb::ScanResponsePB resp;
+  ASSERT_TRUE(client_->Scan(scan, &resp).ok());
+  const std::string id = resp.scanner_id();
+  // Keep-alives every 100 ms hold it open well past the TTL.
+  for (int i = 0; i < 8; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_TRUE(client_->KeepAlive(id).ok()) << i;
+  }
+  pb::ScanRequestPB next;
+  next.set_scanner_id(id);
+  next.set_call_seq_id(0);
+  ASSERT_TRUE(client_->Scan(next, &resp).ok());
+  // Then left alone it expires (the reaper drops it).
+  ASSERT_TRUE(WaitFor([&] { return server_->scanner_manager()->num_scanners() == 0; }));
+  next.set_call_seq_id(1);
+  absl::Status s = client_->Scan(next, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_EQ(DetailCode(s), pb::ErrorDetailPB::SCANNER_EXPIRED);
+  EXPECT_EQ(DetailCode(client_->KeepAlive(id)), pb::ErrorDetailPB::SCANNER_EXPIRED);
+}
+
+TEST_F(TabletServerTest, ListTabletsAndChecksum) {
+  CreateTablet(kTablet);
+  CreateTablet("tablet-2");
+  InsertRange(0, 300);
+  pb::ListTabletsResponsePB list;
+  ASSERT_TRUE(client_->ListTablets(&list, /*schema=*/true).ok());
+  ASSERT_EQ(list.tablets_size(), 2);
+  std::set<std::string> ids;
+  for (const auto& t : list.tablets()) {
+    ids.insert(t.tablet_id());
+    EXPECT_EQ(t.state(), pb::TABLET_RUNNING);
+    EXPECT_EQ(t.role(), pb::LEADER);
+    EXPECT_EQ(t.leader_uuid(), server_->uuid());
+    EXPECT_EQ(t.table_name(), "test_table");
+    ASSERT_EQ(t.config().peers_size(), 1);
+    EXPECT_EQ(t.config().peers(0).address().port(), static_cast<uint32_t>(server_->rpc_port()));
+    EXPECT_EQ(t.schema().columns_size(), 3);
+  }
+  EXPECT_EQ(ids, (std::set<std::string>{kTablet, "tablet-2"}));
+
+  pb::ChecksumRequestPB req;
+  req.set_tablet_id(kTablet);
+  pb::ChecksumResponsePB a, b;
+  ASSERT_TRUE(client_->Checksum(req, &a).ok());
+  EXPECT_EQ(a.num_rows(), 300u);
+  EXPECT_NE(a.checksum(), 0u);
+  // At the same snapshot after more writes (and a flush): the same checksum.
+  InsertRange(300, 400);
+  auto replica = *server_->tablet_manager()->Lookup(kTablet);
+  ASSERT_TRUE(replica->tablet()->FlushMemRowSet().ok());
+  req.set_snap_timestamp(a.snap_timestamp());
+  ASSERT_TRUE(client_->Checksum(req, &b).ok());
+  EXPECT_EQ(b.checksum(), a.checksum());
+  EXPECT_EQ(b.num_rows(), 300u);
+  req.set_snap_timestamp(0);
+  ASSERT_TRUE(client_->Checksum(req, &b).ok());
+  EXPECT_EQ(b.num_rows(), 400u);
+  EXPECT_NE(b.checksum(), a.checksum());
+}
+
+TEST_F(TabletServerTest, RestartReplaysTheLog) {
+  CreateTablet(kTablet);
+  InsertRange(0, 2000);
+  WriteBuilder w(&schema_);
+  w.Add(RowOperationType::kUpdate, 10, -1, std::nullopt).Key(RowOperationType::kDelete, 11);
+  ASSERT_TRUE(Write(w).empty());
+  RestartServer();
+  WaitForLeader(kTablet);
+  std::vector<TestRow> expected = Expected(0, 2000);
+  expected[10].int_val = -1;
+  expected.erase(expected.begin() + 11);
+  pb::ScanRequestPB scan = NewScan();
+  scan.mutable_new_scan_request()->set_ordered(true);
+  absl::StatusOr<std::vector<TestRow>> rows = ScanAll(scan);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(*rows, expected);
+  // New writes after the restart work (timestamps continue above the replayed ones).
+  InsertRange(2000, 2100);
+}
+
+TEST_F(TabletServerTest, RestartAfterFlushFindsEveryRow) {
+  CreateTablet(kTablet);
+  InsertRange(0, 1500);
+  auto replica = *server_->tablet_manager()->Lookup(kTablet);
+  ASSERT_TRUE(replica->tablet()->FlushMemRowSet().ok());
+  replica.reset();
+  InsertRange(1500, 3000);  // In the log only.
+  WriteBuilder w(&schema_);
+  w.Add(RowOperationType::kUpdate, 5, 7, std::nullopt);  // A flushed row, mutated after.
+  ASSERT_TRUE(Write(w).empty());
+  RestartServer();
+  WaitForLeader(kTablet);
+  std::vector<TestRow> expected = Expected(0, 3000);
+  expected[5].int_val = 7;
+  pb::ScanRequestPB scan = NewScan();
+  scan.mutable_new_scan_request()->set_ordered(true);
+  absl::StatusOr<std::vector<TestRow>> rows = ScanAll(scan);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(*rows, expected);
+  // Inserting a replayed key again is a duplicate.
+  WriteBuilder dup(&schema_);
+  dup.Insert(2999);
+  EXPECT_EQ(Write(dup), (std::map<int, absl::StatusCode>{{0, absl::StatusCode::kAlreadyExists}}));
+}
+
+TEST_F(TabletServerTest, DeleteTabletRemovesItsFiles) {
+  CreateTablet(kTablet);
+  InsertRange(0, 1000);
+  auto replica = *server_->tablet_manager()->Lookup(kTablet);
+  ASSERT_TRUE(replica->tablet()->FlushMemRowSet().ok());
+  replica.reset();
+  Env* env = Env::Default();
+  const std::string tablet_dir = JoinPath(JoinPath(dir_.path(), "tablets"), kTablet);
+  const std::string wal_dir = JoinPath(JoinPath(dir_.path(), "wals"), kTablet);
+  ASSERT_TRUE(env->FileExists(tablet_dir));
+  ASSERT_TRUE(env->FileExists(wal_dir));
+  auto count_blocks = [&] {
+    int n = 0;
+    const std::string blocks = JoinPath(dir_.path(), "blocks");
+    const std::vector<std::string> subs = *env->GetChildren(blocks);
+    for (const std::string& sub : subs) {
+      const std::string p = JoinPath(blocks, sub);
+      if (sub == "." || sub == ".." || !*env->IsDirectory(p)) continue;
+      const std::vector<std::string> files = *env->GetChildren(p);
+      for (const std::string& f : files) n += (f != "." && f != "..");
+    }
+    return n;
+  };
+  ASSERT_GT(count_blocks(), 0);
+  pb::DeleteTabletRequestPB del;
+  del.set_dest_uuid(server_->uuid());
+  del.set_tablet_id(kTablet);
+  ASSERT_TRUE(client_->DeleteTablet(del).ok());
+  EXPECT_FALSE(env->FileExists(tablet_dir));
+  EXPECT_FALSE(env->FileExists(wal_dir));
+  EXPECT_EQ(count_blocks(), 0);
+  absl::Status again = client_->DeleteTablet(del);
+  EXPECT_EQ(again.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(DetailCode(again), pb::ErrorDetailPB::TABLET_NOT_FOUND);
+  // Gone after a restart too; the id can be reused.
+  RestartServer();
+  pb::ListTabletsResponsePB list;
+  ASSERT_TRUE(client_->ListTablets(&list).ok());
+  EXPECT_EQ(list.tablets_size(), 0);
+  CreateTablet(kTablet);
+  pb::ScanResponsePB resp;
+  ASSERT_TRUE(client_->Scan(NewScan(), &resp).ok());
+  EXPECT_EQ(resp.data().num_rows(), 0);
+}
+
+TEST_F(TabletServerTest, MalformedRequestsGetClearErrors) {
+  CreateTablet(kTablet);
+  InsertRange(0, 10);
+  auto expect = [](const absl::Status& s, absl::StatusCode code,
+                   std::optional<pb::ErrorDetailPB::Code> detail, const std::string& needle) {
+    EXPECT_EQ(s.code(), code) << s;
+    if (detail) EXPECT_EQ(DetailCode(s), *detail) << s;
+    EXPECT_NE(std::string(s.message()).find(needle), std::string::npos) << s;
+  };
+  pb::WriteResponsePB wresp;
+  // Unknown tablet.
+  WriteBuilder w(&schema_);
+  w.Insert(100);
+  expect(client_->Write(w.Build("nope"), &wresp), absl::StatusCode::kNotFound,
+         pb::ErrorDetailPB::TABLET_NOT_FOUND, "nope");
+  // Bad row bytes: truncated and garbage.
+  pb::WriteRequestPB bad = w.Build(kTablet);
+  bad.mutable_row_operations()->mutable_rows()->resize(3);
+  expect(client_->Write(bad, &wresp), absl::StatusCode::kInvalidArgument, std::nullopt,
+         "row_operations");
+  bad.mutable_row_operations()->set_rows(std::string(64, '\xff'));
+  expect(client_->Write(bad, &wresp), absl::StatusCode::kInvalidArgument, std::nullopt,
+         "row_operations");
+  // A split row is not a write.
+  WriteBuilder split(&schema_);
+  split.Key(RowOperationType::kSplitRow, 5);
+  expect(client_->Write(split.Build(kTablet), &wresp), absl::StatusCode::kInvalidArgument,
+         std::nullopt, "not a write");
+  // Schema mismatch: another column name.
+  Schema other = *Schema::Create(
+      {ColumnSchema("key", DataType::kInt32), ColumnSchema("other", DataType::kInt32),
+       ColumnSchema("s", DataType::kString, true)},
+      1);
+  pb::WriteRequestPB mismatch = w.Build(kTablet);
+  other.ToPB(mismatch.mutable_schema());
+  expect(client_->Write(mismatch, &wresp), absl::StatusCode::kFailedPrecondition,
+         pb::ErrorDetailPB::SCHEMA_MISMATCH, "schema");
+  // A schema that does not parse; a missing schema.
+  mismatch.mutable_schema()->mutable_columns(0)->set_type(static_cast<pb::DataType>(99));
+  expect(client_->Write(mismatch, &wresp), absl::StatusCode::kInvalidArgument, std::nullopt,
+         "schema");
+  mismatch.clear_schema();
+  expect(client_->Write(mismatch, &wresp), absl::StatusCode::kInvalidArgument, std::nullopt,
+         "schema");
+
+  pb::ScanResponsePB sresp;
+  // Bad predicate: unknown column, and a value of the wrong size.
+  pb::ScanRequestPB scan = NewScan();
+  pb::ColumnPredicatePB* p = scan.mutable_new_scan_request()->add_predicates();
+  p->set_column("missing");
+  p->mutable_is_null();
+  expect(client_->Scan(scan, &sresp), absl::StatusCode::kInvalidArgument, std::nullopt,
+         "predicates[0]");
+  p->set_column("int_val");
+  p->mutable_equality()->set_value("abc");
+  expect(client_->Scan(scan, &sresp), absl::StatusCode::kInvalidArgument, std::nullopt,
+         "predicates[0]");
+  // Bad projection: unknown column, wrong type, repeated column.
+  scan = NewScan();
+  scan.mutable_new_scan_request()->mutable_projected_columns(1)->set_name("zzz");
+  expect(client_->Scan(scan, &sresp), absl::StatusCode::kInvalidArgument, std::nullopt,
+         "projected_columns[1]");
+  scan = NewScan();
+  scan.mutable_new_scan_request()->mutable_projected_columns(1)->set_type(pb::INT64);
+  expect(client_->Scan(scan, &sresp), absl::StatusCode::kInvalidArgument, std::nullopt,
+         "projected_columns[1]");
+  scan = NewScan();
+  *scan.mutable_new_scan_request()->add_projected_columns() = ProjectedColumn(schema_, "key");
+  expect(client_->Scan(scan, &sresp), absl::StatusCode::kInvalidArgument, std::nullopt, "repeated");
+  // Bad read mode; both and neither of new scan and scanner id.
+  scan = NewScan();
+  scan.mutable_new_scan_request()->set_read_mode(static_cast<pb::ReadModePB>(42));
+  expect(client_->Scan(scan, &sresp), absl::StatusCode::kInvalidArgument, std::nullopt,
+         "read_mode");
+  scan = NewScan();
+  scan.set_scanner_id("x");
+  expect(client_->Scan(scan, &sresp), absl::StatusCode::kInvalidArgument, std::nullopt,
+         "exactly one");
+  expect(client_->Scan(pb::ScanRequestPB(), &sresp), absl::StatusCode::kInvalidArgument,
+         std::nullopt, "exactly one");
+  // Garbage scanner id.
+  pb::ScanRequestPB garbage;
+  garbage.set_scanner_id(std::string("\x00\x01garbage\xff", 10));
+  expect(client_->Scan(garbage, &sresp), absl::StatusCode::kNotFound,
+         pb::ErrorDetailPB::SCANNER_EXPIRED, "scanner");
+  // Admin: wrong dest uuid, bad tablet id, bad schema, config without this server.
+  pb::CreateTabletRequestPB create =
+      CreateTabletRequest("t2", {{server_->uuid(), server_->advertised_address()}});
+  create.set_dest_uuid("someone-else");
+  expect(client_->CreateTablet(create), absl::StatusCode::kFailedPrecondition,
+         pb::ErrorDetailPB::WRONG_SERVER_UUID, "someone-else");
+  create.set_dest_uuid(server_->uuid());
+  create.set_tablet_id("../etc");
+  expect(client_->CreateTablet(create), absl::StatusCode::kInvalidArgument, std::nullopt,
+         "tablet_id");
+  create.set_tablet_id("t2");
+  create.mutable_schema()->clear_columns();
+  expect(client_->CreateTablet(create), absl::StatusCode::kInvalidArgument, std::nullopt, "schema");
+  create = CreateTabletRequest("t2", {{"another", HostPort{"127.0.0.1", 1}}});
+  expect(client_->CreateTablet(create), absl::StatusCode::kInvalidArgument, std::nullopt, "config");
+  create = CreateTabletRequest(kTablet, {{server_->uuid(), server_->advertised_address()}});
+  expect(client_->CreateTablet(create), absl::StatusCode::kAlreadyExists, std::nullopt, kTablet);
+  pb::DeleteTabletRequestPB del;
+  del.set_tablet_id(kTablet);
+  del.set_dest_uuid("wrong");
+  expect(client_->DeleteTablet(del), absl::StatusCode::kFailedPrecondition,
+         pb::ErrorDetailPB::WRONG_SERVER_UUID, "wrong");
+  // The server still serves: the rows are all there.
+  absl::StatusOr<std::vector<TestRow>> rows = ScanAll(NewScan());
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(Sorted(*rows), Expected(0, 10));
+}
+
+TEST_F(TabletServerTest, RowsOutsideThePartitionFailAlone) {
+  pb::CreateTabletRequestPB create =
+      CreateTabletRequest("ranged", {{server_->uuid(), server_->advertised_address()}});
+  // Range partition [100, 200) of the key.
+  create.mutable_partition()->set_partition_key_start(
+      EncodeKey(schema_, std::vector<Datum>{Datum::Int32(100)}));
+  create.mutable_partition()->set_partition_key_end(
+      EncodeKey(schema_, std::vector<Datum>{Datum::Int32(200)}));
+  ASSERT_TRUE(client_->CreateTablet(create).ok());
+  WaitForLeader("ranged");
+  WriteBuilder w(&schema_);
+  w.Insert(99).Insert(100).Insert(150).Insert(200);
+  EXPECT_EQ(Write(w, "ranged"),
+            (std::map<int, absl::StatusCode>{{0, absl::StatusCode::kInvalidArgument},
+                                             {3, absl::StatusCode::kInvalidArgument}}));
+  absl::StatusOr<std::vector<TestRow>> rows = ScanAll(NewScan("ranged"));
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(Sorted(*rows), (std::vector<TestRow>{ExpectedRow(100), ExpectedRow(150)}));
+}
+
+TEST_F(TabletServerTest, WritesAreRefusedOnlyPastTheHardMemoryLimit) {
+  client_.reset();
+  server_.reset();
+  StartServer(60000, /*memory_limit_bytes=*/8 << 20);
+  CreateTablet(kTablet);
+  // Fill the MemRowSet past the limit: writes slow down, then one is refused, retriably.
+  absl::Status refused;
+  int32_t key = 0;
+  for (int batch = 0; batch < 400 && refused.ok(); ++batch) {
+    WriteBuilder w(&schema_);
+    for (int i = 0; i < 2000; ++i) w.Insert(key + i);
+    pb::WriteResponsePB resp;
+    refused = client_->Write(w.Build(kTablet), &resp);
+    if (refused.ok()) key += 2000;
+  }
+  ASSERT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
+  EXPECT_EQ(DetailCode(refused), pb::ErrorDetailPB::SERVER_OVERLOADED);
+  EXPECT_GT(server_->memory_budget()->GetStats().writes_rejected, 0);
+  // Every acknowledged row is there.
+  absl::StatusOr<std::vector<TestRow>> rows = ScanAll(NewScan());
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(Sorted(*rows), Expected(0, key));
+  // Flushed (and, because Tablet reports its memory only after writes, restarted so the budget
+  // sees the empty MemRowSet): writes are accepted again.
+  auto replica = *server_->tablet_manager()->Lookup(kTablet);
+  ASSERT_TRUE(replica->tablet()->FlushMemRowSet().ok());
+  replica.reset();
+  client_.reset();
+  server_.reset();
+  StartServer(60000, /*memory_limit_bytes=*/8 << 20);
+  WaitForLeader(kTablet);
+  InsertRange(key, key + 100, 100);
+  rows = ScanAll(NewScan());
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(Sorted(*rows), Expected(0, key + 100));
+}
+
+TEST_F(TabletServerTest, CorruptReplicaFileFailsOnlyThatTablet) {
+  CreateTablet(kTablet);
+  CreateTablet("healthy");
+  InsertRange(0, 10);
+  client_.reset();
+  server_.reset();
+  const std::string path = JoinPath(JoinPath(JoinPath(dir_.path(), "tablets"), kTablet), "replica");
+  std::string data;
+  ASSERT_TRUE(ReadFileToString(Env::Default(), path, &data).ok());
+  data[data.size() - 3] ^= 0x40;  // A flipped bit in the payload.
+  ASSERT_TRUE(WriteFileAtomically(Env::Default(), path, data).ok());
+  StartServer();
+  pb::ListTabletsResponsePB list;
+  ASSERT_TRUE(client_->ListTablets(&list).ok());
+  std::map<std::string, pb::TabletStatusPB> by_id;
+  for (const auto& t : list.tablets()) by_id[t.tablet_id()] = t;
+  ASSERT_EQ(by_id.size(), 2u);
+  EXPECT_EQ(by_id[kTablet].state(), pb::TABLET_FAILED);
+  EXPECT_EQ(by_id[kTablet].error().code(), static_cast<int>(absl::StatusCode::kDataLoss));
+  EXPECT_NE(by_id[kTablet].error().message().find("checksum"), std::string::npos);
+  WriteBuilder w(&schema_);
+  w.Insert(100);
+  pb::WriteResponsePB resp;
+  EXPECT_EQ(DetailCode(client_->Write(w.Build(kTablet), &resp)), pb::ErrorDetailPB::TABLET_FAILED);
+  // The healthy tablet serves; truncated files fail the same clean way.
+  WaitForLeader("healthy");
+  EXPECT_TRUE(Write(WriteBuilder(&schema_).Insert(1), "healthy").empty());
+  client_.reset();
+  server_.reset();
+  ASSERT_TRUE(WriteFileAtomically(Env::Default(), path, data.substr(0, 5)).ok());
+  StartServer();
+  EXPECT_EQ(DetailCode(client_->Write(w.Build(kTablet), &resp)), pb::ErrorDetailPB::TABLET_FAILED);
+  // A failed replica can be deleted (and then created again).
+  pb::DeleteTabletRequestPB del;
+  del.set_tablet_id(kTablet);
+  ASSERT_TRUE(client_->DeleteTablet(del).ok());
+  CreateTablet(kTablet);
+}
+
+TEST_F(TabletServerTest, PropagatedTimestampOrdersWrites) {
+  CreateTablet(kTablet);
+  WriteBuilder w(&schema_);
+  w.Insert(1);
+  pb::WriteRequestPB req = w.Build(kTablet);
+  const uint64_t future = server_->clock()->Now().value() + (uint64_t{1000} << 12);  // +1 ms.
+  req.set_propagated_timestamp(future);
+  pb::WriteResponsePB resp;
+  ASSERT_TRUE(WaitFor([&] { return client_->Write(req, &resp).ok(); }));
+  EXPECT_GT(resp.timestamp(), future);
+  // Far in the future (an hour): refused, naming the field.
+  req.set_propagated_timestamp(future + (uint64_t{3600} * 1000000 << 12));
+  absl::Status s = client_->Write(req, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(std::string(s.message()).find("propagated_timestamp"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace basalt

@@ -1,0 +1,320 @@
+#include "tserver/tablet_service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+#include <utility>
+
+#include <glog/logging.h>
+#include <grpcpp/grpcpp.h>
+
+#include "common/status_macros.h"
+#include "common/strings.h"
+#include "consensus/raft_config.h"
+#include "proto/tserver.grpc.pb.h"
+#include "proto/tserver.pb.h"
+#include "rpc/net_util.h"
+#include "rpc/rpc_status.h"
+#include "tserver/address_book.h"
+#include "tserver/replica_report.h"
+#include "tserver/scanner.h"
+#include "tserver/scanner_manager.h"
+#include "tserver/tablet_checksum.h"
+#include "tserver/ts_tablet_manager.h"
+#include "tserver/tserver_errors.h"
+
+namespace basalt {
+namespace {
+
+constexpr size_t kMaxTabletIdBytes = 128;
+
+absl::Time Deadline(const grpc::ServerContext* context, absl::Duration default_timeout) {
+  const absl::Time limit = absl::Now() + default_timeout;
+  const absl::Time d = absl::FromChrono(context->deadline());
+  return std::min(d, limit);
+}
+
+absl::Status CheckTabletId(const std::string& id) {
+  if (id.empty()) return absl::InvalidArgumentError("tablet_id: empty");
+  if (id.size() > kMaxTabletIdBytes) return absl::InvalidArgumentError("tablet_id: too long");
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_' || c == '.';
+    if (!ok) return absl::InvalidArgumentError("tablet_id: only [A-Za-z0-9._-] are allowed");
+  }
+  if (id == "." || id == "..") return absl::InvalidArgumentError("tablet_id: not a valid id");
+  return absl::OkStatus();
+}
+
+// Empty dest_uuid is accepted (a caller that does not know the uuid yet).
+absl::Status CheckDestUuid(const std::string& dest, const std::string& mine) {
+  if (!dest.empty() && dest != mine) return WrongServerUuidError(dest, mine);
+  return absl::OkStatus();
+}
+
+// The configuration of a CreateTablet request and the members' addresses (where given).
+absl::Status ParseConfig(const pb::RaftConfigPB& pb, const std::string& self, RaftConfig* config,
+                         std::map<PeerId, std::string>* addresses,
+                         std::map<PeerId, HostPort>* host_ports) {
+  if (pb.peers_size() == 0) return absl::InvalidArgumentError("config: no peers");
+  std::set<std::string> seen;
+  for (int i = 0; i < pb.peers_size(); ++i) {
+    const pb::RaftPeerPB& p = pb.peers(i);
+    const std::string field = StrCat("config.peers[", i, "]");
+    if (p.uuid().empty()) return absl::InvalidArgumentError(ToAbsl(StrCat(field, ": empty uuid")));
+    if (!seen.insert(p.uuid()).second) {
+      return absl::InvalidArgumentError(ToAbsl(StrCat(field, ": repeated uuid ", p.uuid())));
+    }
+    if (p.member_type() == pb::RaftPeerPB::VOTER) {
+      config->voters.push_back(p.uuid());
+    } else if (p.member_type() == pb::RaftPeerPB::NON_VOTER) {
+      config->learners.push_back(p.uuid());
+    } else {
+      return absl::InvalidArgumentError(ToAbsl(StrCat(field, ": unknown member_type")));
+    }
+    if (p.has_address()) {
+      if (p.address().host().empty() || p.address().port() == 0 || p.address().port() > 65535) {
+        return absl::InvalidArgumentError(ToAbsl(StrCat(field, ": bad address")));
+      }
+      const HostPort hp = HostPort::FromPB(p.address());
+      (*addresses)[p.uuid()] = hp.ToString();
+      (*host_ports)[p.uuid()] = hp;
+    }  // Without an address: learned later from the master's heartbeat responses.
+  }
+  if (!seen.contains(self)) {
+    return absl::InvalidArgumentError(
+        ToAbsl(StrCat("config: does not include this server (", self, ")")));
+  }
+  *config = NormalizeConfig(std::move(*config));
+  return FieldError("config", ValidateConfig(*config));
+}
+
+// ---- TabletServerService ------------------------------------------------------------------
+
+class TabletServerServiceImpl final : public pb::TabletServerService::Service {
+ public:
+  explicit TabletServerServiceImpl(const TabletServiceContext& ctx) : ctx_(ctx) {}
+
+  grpc::Status Write(grpc::ServerContext* context, const pb::WriteRequestPB* request,
+                     pb::WriteResponsePB* response) override {
+    return ToGrpcStatus(DoWrite(context, *request, response));
+  }
+  grpc::Status Scan(grpc::ServerContext* context, const pb::ScanRequestPB* request,
+                    pb::ScanResponsePB* response) override {
+    absl::Status s = DoScan(context, *request, response);
+    if (!s.ok()) response->Clear();
+    return ToGrpcStatus(s);
+  }
+  grpc::Status ScannerKeepAlive(grpc::ServerContext* context,
+                                const pb::ScannerKeepAliveRequestPB* request,
+                                pb::ScannerKeepAliveResponsePB* response) override {
+    if (request->scanner_id().empty()) {
+      return ToGrpcStatus(absl::InvalidArgumentError("scanner_id: empty"));
+    }
+    return ToGrpcStatus(ctx_.scanner_manager->Get(request->scanner_id()).status());
+  }
+  grpc::Status ListTablets(grpc::ServerContext* context, const pb::ListTabletsRequestPB* request,
+                           pb::ListTabletsResponsePB* response) override {
+    for (const auto& r : ctx_.tablet_manager->List()) {
+      const std::shared_ptr<const Schema> schema = r->schema();
+      ReplicaStatusToPB(r->GetStatus(), ctx_.server_uuid, *ctx_.address_book,
+                        request->need_schema_info(), schema.get(), response->add_tablets());
+    }
+    for (const auto& [id, error] : ctx_.tablet_manager->Failed()) {
+      FailedReplicaToPB(id, error, response->add_tablets());
+    }
+    return grpc::Status::OK;
+  }
+  grpc::Status Checksum(grpc::ServerContext* context, const pb::ChecksumRequestPB* request,
+                        pb::ChecksumResponsePB* response) override {
+    return ToGrpcStatus(DoChecksum(context, *request, response));
+  }
+
+ private:
+  absl::Status DoWrite(grpc::ServerContext* context, const pb::WriteRequestPB& request,
+                       pb::WriteResponsePB* response) {
+    BASALT_RETURN_IF_ERROR(CheckTabletId(request.tablet_id()));
+    if (!request.has_schema()) return absl::InvalidArgumentError("schema: missing");
+    BASALT_ASSIGN_OR_RETURN(std::shared_ptr<TabletReplica> replica,
+                            ctx_.tablet_manager->Lookup(request.tablet_id()));
+    return replica->Write(request, response, Deadline(context, ctx_.default_rpc_timeout));
+  }
+
+  absl::Status DoScan(grpc::ServerContext* context, const pb::ScanRequestPB& request,
+                      pb::ScanResponsePB* response) {
+    if (request.has_new_scan_request() == !request.scanner_id().empty()) {
+      return absl::InvalidArgumentError(
+          "new_scan_request, scanner_id: exactly one of them must be set");
+    }
+    const size_t batch =
+        request.batch_size_bytes() == 0
+            ? ctx_.scanner_default_batch_size_bytes
+            : std::min(request.batch_size_bytes(), ctx_.scanner_max_batch_size_bytes);
+    if (request.has_new_scan_request()) {
+      BASALT_RETURN_IF_ERROR(NewScan(context, request, batch, response));
+    } else {
+      BASALT_RETURN_IF_ERROR(ContinueScan(request, batch, response));
+    }
+    response->set_propagated_timestamp(ctx_.clock->Now().value());
+    return absl::OkStatus();
+  }
+
+  absl::Status NewScan(grpc::ServerContext* context, const pb::ScanRequestPB& request, size_t batch,
+                       pb::ScanResponsePB* response) {
+    const pb::NewScanRequestPB& nsr = request.new_scan_request();
+    BASALT_RETURN_IF_ERROR(FieldError("new_scan_request", CheckTabletId(nsr.tablet_id())));
+    BASALT_ASSIGN_OR_RETURN(std::shared_ptr<TabletReplica> replica,
+                            ctx_.tablet_manager->Lookup(nsr.tablet_id()));
+    BASALT_ASSIGN_OR_RETURN(
+        std::unique_ptr<Scanner> scanner,
+        Scanner::Open(std::move(replica), nsr, Deadline(context, ctx_.default_rpc_timeout)));
+    BASALT_RETURN_IF_ERROR(scanner->NextBatch(batch, response));
+    if (scanner->has_more() && !request.close_scanner()) {
+      BASALT_ASSIGN_OR_RETURN(std::string id, ctx_.scanner_manager->Register(std::move(scanner)));
+      response->set_scanner_id(id);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ContinueScan(const pb::ScanRequestPB& request, size_t batch,
+                            pb::ScanResponsePB* response) {
+    const std::string& id = request.scanner_id();
+    BASALT_ASSIGN_OR_RETURN(std::shared_ptr<Scanner> scanner, ctx_.scanner_manager->Get(id));
+    absl::MutexLock l(scanner->mu());
+    if (request.close_scanner() && request.batch_size_bytes() == 0) {
+      ctx_.scanner_manager->Remove(id);
+      return absl::OkStatus();
+    }
+    BASALT_RETURN_IF_ERROR(scanner->Continue(request.call_seq_id(), batch, response));
+    if (!scanner->has_more() || request.close_scanner()) {
+      ctx_.scanner_manager->Remove(id);
+    } else {
+      response->set_scanner_id(id);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status DoChecksum(grpc::ServerContext* context, const pb::ChecksumRequestPB& request,
+                          pb::ChecksumResponsePB* response) {
+    BASALT_RETURN_IF_ERROR(CheckTabletId(request.tablet_id()));
+    BASALT_ASSIGN_OR_RETURN(std::shared_ptr<TabletReplica> replica,
+                            ctx_.tablet_manager->Lookup(request.tablet_id()));
+    std::optional<HybridTime> ts(request.snap_timestamp() == 0
+                                     ? HybridTime::kInvalid
+                                     : HybridTime(request.snap_timestamp()));
+    BASALT_ASSIGN_OR_RETURN(
+        MvccSnapshot snap,
+        replica->SnapshotForRead(&ts, Deadline(context, ctx_.default_rpc_timeout)));
+    BASALT_ASSIGN_OR_RETURN(TabletChecksum sum, ChecksumTablet(*replica->tablet(), snap));
+    response->set_checksum(sum.checksum);
+    response->set_num_rows(sum.num_rows);
+    response->set_snap_timestamp(ts->value());
+    return absl::OkStatus();
+  }
+
+  const TabletServiceContext ctx_;
+};
+
+// ---- TabletServerAdminService -------------------------------------------------------------
+
+class TabletServerAdminServiceImpl final : public pb::TabletServerAdminService::Service {
+ public:
+  explicit TabletServerAdminServiceImpl(const TabletServiceContext& ctx) : ctx_(ctx) {}
+
+  grpc::Status CreateTablet(grpc::ServerContext* context, const pb::CreateTabletRequestPB* request,
+                            pb::CreateTabletResponsePB* response) override {
+    return ToGrpcStatus(DoCreateTablet(*request));
+  }
+  grpc::Status DeleteTablet(grpc::ServerContext* context, const pb::DeleteTabletRequestPB* request,
+                            pb::DeleteTabletResponsePB* response) override {
+    absl::Status s = CheckDestUuid(request->dest_uuid(), ctx_.server_uuid);
+    if (s.ok()) s = CheckTabletId(request->tablet_id());
+    if (s.ok()) {
+      ctx_.scanner_manager->RemoveTablet(request->tablet_id());
+      s = ctx_.tablet_manager->DeleteTablet(request->tablet_id());
+      LOG_IF(INFO, s.ok()) << "deleted tablet " << request->tablet_id() << " (" << request->reason()
+                           << ")";
+    }
+    return ToGrpcStatus(s);
+  }
+  grpc::Status AlterSchema(grpc::ServerContext* context, const pb::AlterSchemaRequestPB* request,
+                           pb::AlterSchemaResponsePB* response) override {
+    return ToGrpcStatus(DoAlterSchema(context, *request, response));
+  }
+  grpc::Status LeaderStepDown(grpc::ServerContext* context,
+                              const pb::LeaderStepDownRequestPB* request,
+                              pb::LeaderStepDownResponsePB* response) override {
+    absl::Status s = CheckDestUuid(request->dest_uuid(), ctx_.server_uuid);
+    if (s.ok()) s = CheckTabletId(request->tablet_id());
+    if (s.ok()) {
+      absl::StatusOr<std::shared_ptr<TabletReplica>> r =
+          ctx_.tablet_manager->Lookup(request->tablet_id());
+      s = r.ok() ? (*r)->StepDown(request->new_leader_uuid()) : r.status();
+    }
+    return ToGrpcStatus(s);
+  }
+
+ private:
+  absl::Status DoCreateTablet(const pb::CreateTabletRequestPB& request) {
+    BASALT_RETURN_IF_ERROR(CheckDestUuid(request.dest_uuid(), ctx_.server_uuid));
+    BASALT_RETURN_IF_ERROR(CheckTabletId(request.tablet_id()));
+    if (request.table_id().empty()) return absl::InvalidArgumentError("table_id: empty");
+    absl::StatusOr<Schema> schema = Schema::FromPB(request.schema());
+    if (!schema.ok()) return FieldError("schema", schema.status());
+    absl::StatusOr<PartitionSchema> ps =
+        PartitionSchema::FromPB(request.partition_schema(), *schema);
+    if (!ps.ok()) return FieldError("partition_schema", ps.status());
+    absl::StatusOr<Partition> partition = Partition::FromPB(request.partition());
+    if (!partition.ok()) return FieldError("partition", partition.status());
+    if (partition->hash_buckets().size() != ps->hash_levels().size()) {
+      return absl::InvalidArgumentError(
+          "partition: the number of hash buckets differs from the partition schema's levels");
+    }
+    RaftConfig config;
+    std::map<PeerId, std::string> addresses;
+    std::map<PeerId, HostPort> host_ports;
+    BASALT_RETURN_IF_ERROR(
+        ParseConfig(request.config(), ctx_.server_uuid, &config, &addresses, &host_ports));
+    for (const auto& [uuid, hp] : host_ports) ctx_.address_book->Set(uuid, hp);
+    TabletReplicaMeta meta;
+    meta.tablet_id = request.tablet_id();
+    meta.table_id = request.table_id();
+    meta.table_name = request.table_name();
+    meta.partition = std::move(*partition);
+    meta.partition_schema = std::move(*ps);
+    BASALT_RETURN_IF_ERROR(
+        ctx_.tablet_manager->CreateTablet(std::move(meta), *schema, config, addresses));
+    LOG(INFO) << "created tablet " << request.tablet_id() << " of table " << request.table_name()
+              << " with " << ConfigToString(config);
+    return absl::OkStatus();
+  }
+
+  absl::Status DoAlterSchema(grpc::ServerContext* context, const pb::AlterSchemaRequestPB& request,
+                             pb::AlterSchemaResponsePB* response) {
+    BASALT_RETURN_IF_ERROR(CheckDestUuid(request.dest_uuid(), ctx_.server_uuid));
+    BASALT_RETURN_IF_ERROR(CheckTabletId(request.tablet_id()));
+    if (!request.has_schema()) return absl::InvalidArgumentError("schema: missing");
+    BASALT_ASSIGN_OR_RETURN(std::shared_ptr<TabletReplica> replica,
+                            ctx_.tablet_manager->Lookup(request.tablet_id()));
+    BASALT_ASSIGN_OR_RETURN(uint32_t version,
+                            replica->AlterSchema(request.schema(), request.new_table_name(),
+                                                 Deadline(context, ctx_.default_rpc_timeout)));
+    response->set_schema_version(version);
+    return absl::OkStatus();
+  }
+
+  const TabletServiceContext ctx_;
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::Service> NewTabletServerService(const TabletServiceContext& ctx) {
+  return std::make_unique<TabletServerServiceImpl>(ctx);
+}
+
+std::unique_ptr<grpc::Service> NewTabletServerAdminService(const TabletServiceContext& ctx) {
+  return std::make_unique<TabletServerAdminServiceImpl>(ctx);
+}
+
+}  // namespace basalt

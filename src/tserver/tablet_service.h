@@ -1,0 +1,45 @@
+#pragma once
+
+// The tablet server's gRPC services (proto/tserver.proto): TabletServerService (Write, Scan,
+// ScannerKeepAlive, ListTablets, Checksum) and TabletServerAdminService (CreateTablet,
+// DeleteTablet, AlterSchema, LeaderStepDown). Every request is validated completely before
+// anything happens; errors follow docs/cluster.md "Errors" (INVALID_ARGUMENT naming the field,
+// details for what a client acts on). A handler never crashes the daemon on a request.
+//
+// The services are created by TabletServer and registered on its grpc::Server; they borrow
+// everything in TabletServiceContext. Thread-safe (gRPC calls them from many threads).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/time/time.h"
+
+namespace grpc {
+class Service;
+}  // namespace grpc
+
+namespace basalt {
+
+class AddressBook;
+class HybridClock;
+class ScannerManager;
+class TsTabletManager;
+
+struct TabletServiceContext {
+  std::string server_uuid;
+  TsTabletManager* tablet_manager = nullptr;
+  ScannerManager* scanner_manager = nullptr;
+  HybridClock* clock = nullptr;
+  AddressBook* address_book = nullptr;
+  // Batch size of a scan call that asks for 0 bytes, and the largest batch a call may ask for.
+  uint32_t scanner_default_batch_size_bytes = 1 << 20;
+  uint32_t scanner_max_batch_size_bytes = 32 << 20;
+  // How long a call without a gRPC deadline may wait (replication, snapshots).
+  absl::Duration default_rpc_timeout = absl::Seconds(60);
+};
+
+std::unique_ptr<grpc::Service> NewTabletServerService(const TabletServiceContext& ctx);
+std::unique_ptr<grpc::Service> NewTabletServerAdminService(const TabletServiceContext& ctx);
+
+}  // namespace basalt

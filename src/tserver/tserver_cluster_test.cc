@@ -1,0 +1,465 @@
+// Three TabletServers in one process forming 3-replica tablets over real gRPC on loopback, and a
+// tablet server heartbeating to a fake master.
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "proto/master.grpc.pb.h"
+#include "proto/master.pb.h"
+#include "tablet/tablet.h"
+#include "tserver/address_book.h"
+#include "tserver/heartbeater.h"
+#include "tserver/tablet_replica.h"
+#include "tserver/tablet_server.h"
+#include "tserver/ts_tablet_manager.h"
+#include "tserver/tserver_test_util.h"
+
+namespace basalt {
+namespace {
+
+constexpr char kTablet[] = "tablet-r3";
+
+class TserverClusterTest : public ::testing::Test {
+ protected:
+  static constexpr int kNumServers = 3;
+
+  TserverClusterTest() : schema_(TestSchema()) {
+    for (int i = 0; i < kNumServers; ++i) {
+      dirs_.push_back(std::make_unique<TestDir>(StrCat("tserver_cluster_test_", i)));
+    }
+    servers_.resize(kNumServers);
+    clients_.resize(kNumServers);
+  }
+
+  void SetUp() override {
+    for (int i = 0; i < kNumServers; ++i) StartServer(i);
+    pb::CreateTabletRequestPB req = CreateTabletRequest(kTablet, Peers());
+    for (int i = 0; i < kNumServers; ++i) {
+      req.set_dest_uuid(servers_[i]->uuid());
+      absl::Status s = clients_[i]->CreateTablet(req);
+      ASSERT_TRUE(s.ok()) << s;
+    }
+  }
+
+  void StartServer(int i) {
+    TabletServerOptions o = TestServerOptions(dirs_[i]->path());
+    // Elections after 300-600 ms of silence: rare spurious ones on a loaded 2-core machine.
+    o.raft_election_ticks = 15;
+    servers_[i] = std::make_unique<TabletServer>(o);
+    ASSERT_TRUE(servers_[i]->Start().ok());
+    // A restarted server has a new port: tell the others (as the master's heartbeat responses
+    // would).
+    for (int j = 0; j < kNumServers; ++j) {
+      if (j != i && servers_[j] != nullptr) {
+        servers_[j]->address_book()->Set(servers_[i]->uuid(), servers_[i]->advertised_address());
+      }
+    }
+    clients_[i] = std::make_unique<TsClient>(servers_[i]->advertised_address().ToString());
+  }
+
+  void StopServer(int i) {
+    clients_[i].reset();
+    servers_[i].reset();
+  }
+
+  std::vector<std::pair<std::string, HostPort>> Peers() const {
+    std::vector<std::pair<std::string, HostPort>> peers;
+    for (const auto& s : servers_) peers.push_back({s->uuid(), s->advertised_address()});
+    return peers;
+  }
+
+  std::shared_ptr<TabletReplica> Replica(int i) {
+    return *servers_[i]->tablet_manager()->Lookup(kTablet);
+  }
+
+  // The index of the server whose replica leads (and is ready), or -1.
+  int WaitForLeader(const std::set<int>& alive = {0, 1, 2}) {
+    int leader = -1;
+    WaitFor([&] {
+      for (int i : alive) {
+        auto r = Replica(i);
+        if (r->raft()->role() == RaftCore::Role::kLeader && r->GetStatus().last_applied_index > 0 &&
+            r->raft()->commit_index() == r->raft()->applied_index()) {
+          leader = i;
+          return true;
+        }
+      }
+      return false;
+    });
+    return leader;
+  }
+
+  // Runs fn(leader index) against the current leader among `alive`, again on a new leader while
+  // the answer is UNAVAILABLE (not the leader, or not ready yet); returns its last status.
+  template <typename Fn>
+  absl::Status OnLeader(Fn fn, const std::set<int>& alive = {0, 1, 2}) {
+    absl::Status s = absl::UnavailableError("no leader");
+    WaitFor([&] {
+      const int leader = WaitForLeader(alive);
+      if (leader < 0) return false;
+      s = fn(leader);
+      return !absl::IsUnavailable(s);
+    });
+    return s;
+  }
+
+  // Inserts keys [from, to) through the leader; the write's timestamp in *ts.
+  absl::Status Insert(int32_t from, int32_t to, uint64_t* ts = nullptr,
+                      const std::set<int>& alive = {0, 1, 2}) {
+    WriteBuilder w(&schema_);
+    for (int32_t k = from; k < to; ++k) w.Insert(k);
+    pb::WriteResponsePB resp;
+    BASALT_RETURN_IF_ERROR(OnLeader(
+        [&](int leader) {
+          resp.Clear();
+          return clients_[leader]->Write(w.Build(kTablet), &resp);
+        },
+        alive));
+    if (resp.per_row_errors_size() > 0) {
+      return absl::InternalError(resp.per_row_errors(0).error().message());
+    }
+    if (ts != nullptr) *ts = resp.timestamp();
+    return absl::OkStatus();
+  }
+
+  // The index every live replica must reach to hold everything written so far.
+  uint64_t LeaderAppliedIndex(const std::set<int>& alive = {0, 1, 2}) {
+    const int leader = WaitForLeader(alive);
+    return leader < 0 ? 0 : Replica(leader)->GetStatus().last_applied_index;
+  }
+
+  bool WaitForApplied(int i, uint64_t index) {
+    return WaitFor([&] { return Replica(i)->GetStatus().last_applied_index >= index; });
+  }
+
+  absl::StatusOr<pb::ChecksumResponsePB> Checksum(int i, uint64_t snap) {
+    pb::ChecksumRequestPB req;
+    req.set_tablet_id(kTablet);
+    req.set_snap_timestamp(snap);
+    pb::ChecksumResponsePB resp;
+    BASALT_RETURN_IF_ERROR(clients_[i]->Checksum(req, &resp));
+    return resp;
+  }
+
+  absl::StatusOr<int64_t> CountRows(int i) {
+    pb::ScanRequestPB req;
+    req.mutable_new_scan_request()->set_tablet_id(kTablet);
+    pb::ScanResponsePB resp;
+    BASALT_RETURN_IF_ERROR(clients_[i]->Scan(req, &resp));
+    if (resp.has_more_results()) return absl::InternalError("more than one batch");
+    return resp.data().num_rows();
+  }
+
+  Schema schema_;
+  std::vector<std::unique_ptr<TestDir>> dirs_;
+  std::vector<std::unique_ptr<TabletServer>> servers_;
+  std::vector<std::unique_ptr<TsClient>> clients_;
+};
+
+TEST_F(TserverClusterTest, FollowerWritesGetTheLeaderAndReplicasAgree) {
+  // A write to a follower: UNAVAILABLE + NOT_THE_LEADER naming the leader and its address.
+  WriteBuilder w(&schema_);
+  w.Insert(1);
+  absl::Status s;
+  int leader = -1;
+  ASSERT_TRUE(WaitFor([&] {  // Retried only if leadership moves between the two reads.
+    leader = WaitForLeader();
+    if (leader < 0) return false;
+    pb::WriteResponsePB resp;
+    s = clients_[(leader + 1) % kNumServers]->Write(w.Build(kTablet), &resp);
+    std::optional<pb::ErrorDetailPB> d = GetErrorDetail(s);
+    return d.has_value() && d->leader_uuid() == servers_[leader]->uuid();
+  }));
+  ASSERT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  std::optional<pb::ErrorDetailPB> detail = GetErrorDetail(s);
+  EXPECT_EQ(detail->code(), pb::ErrorDetailPB::NOT_THE_LEADER);
+  EXPECT_EQ(detail->leader_address().port(), static_cast<uint32_t>(servers_[leader]->rpc_port()));
+
+  uint64_t ts = 0;
+  for (int32_t k = 0; k < 3000; k += 500) ASSERT_TRUE(Insert(k, k + 500, &ts).ok());
+  const uint64_t index = LeaderAppliedIndex();
+  for (int i = 0; i < kNumServers; ++i) {
+    ASSERT_TRUE(WaitForApplied(i, index)) << i;
+    absl::StatusOr<int64_t> n = CountRows(i);  // READ_LATEST on every replica.
+    ASSERT_TRUE(n.ok()) << n.status();
+    EXPECT_EQ(*n, 3000) << i;
+  }
+  // Flush one replica so the layouts differ; checksums at the last write agree everywhere.
+  ASSERT_TRUE(Replica(1)->tablet()->FlushMemRowSet().ok());
+  absl::StatusOr<pb::ChecksumResponsePB> expected = Checksum(0, ts);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  EXPECT_EQ(expected->num_rows(), 3000u);
+  for (int i = 1; i < kNumServers; ++i) {
+    absl::StatusOr<pb::ChecksumResponsePB> c = Checksum(i, ts);
+    ASSERT_TRUE(c.ok()) << i << ": " << c.status();
+    EXPECT_EQ(c->checksum(), expected->checksum()) << i;
+    EXPECT_EQ(c->num_rows(), 3000u) << i;
+  }
+  // A snapshot a follower has not reached: it sends the client to the leader.
+  leader = WaitForLeader();
+  absl::StatusOr<pb::ChecksumResponsePB> future =
+      Checksum((leader + 1) % kNumServers, ts + (1ULL << 40));
+  EXPECT_EQ(DetailCode(future.status()), pb::ErrorDetailPB::NOT_THE_LEADER);
+}
+
+TEST_F(TserverClusterTest, AlterSchemaAppliesOnEveryReplica) {
+  ASSERT_TRUE(Insert(0, 100).ok());
+  absl::StatusOr<Schema> altered = schema_.AddColumn(ColumnSchema("extra", DataType::kInt64, true));
+  ASSERT_TRUE(altered.ok());
+  pb::AlterSchemaRequestPB req;
+  req.set_tablet_id(kTablet);
+  altered->ToPB(req.mutable_schema());
+  req.set_new_table_name("renamed");
+  pb::AlterSchemaResponsePB resp;
+  // To a follower: not the leader.
+  const int follower = (WaitForLeader() + 1) % kNumServers;
+  req.set_dest_uuid(servers_[follower]->uuid());
+  EXPECT_EQ(DetailCode(clients_[follower]->AlterSchema(req, &resp)),
+            pb::ErrorDetailPB::NOT_THE_LEADER);
+  auto alter = [&](int leader) {
+    req.set_dest_uuid(servers_[leader]->uuid());
+    return clients_[leader]->AlterSchema(req, &resp);
+  };
+  absl::Status s = OnLeader(alter);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(resp.schema_version(), altered->version());
+  ASSERT_TRUE(OnLeader(alter).ok());  // A retry is a no-op success.
+  EXPECT_EQ(resp.schema_version(), altered->version());
+  for (int i = 0; i < kNumServers; ++i) {
+    ASSERT_TRUE(WaitFor([&] { return Replica(i)->schema()->version() == altered->version(); }))
+        << i;
+    EXPECT_TRUE(Replica(i)->schema()->Equals(*altered));
+    EXPECT_EQ(Replica(i)->meta().table_name, "renamed");
+  }
+  // Writes with the old schema are refused; with the new one they apply everywhere.
+  WriteBuilder old(&schema_);
+  old.Insert(500);
+  pb::WriteResponsePB wresp;
+  EXPECT_EQ(DetailCode(OnLeader(
+                [&](int leader) { return clients_[leader]->Write(old.Build(kTablet), &wresp); })),
+            pb::ErrorDetailPB::SCHEMA_MISMATCH);
+  PartialRow row(&*altered);
+  ASSERT_TRUE(row.SetInt32("key", 500).ok());
+  ASSERT_TRUE(row.SetInt32("int_val", 1).ok());
+  ASSERT_TRUE(row.SetInt64("extra", 77).ok());
+  pb::WriteRequestPB wreq;
+  wreq.set_tablet_id(kTablet);
+  altered->ToPB(wreq.mutable_schema());
+  RowOperationsEncoder(wreq.mutable_row_operations()).Add(RowOperationType::kInsert, row);
+  ASSERT_TRUE(OnLeader([&](int leader) {
+                wresp.Clear();
+                return clients_[leader]->Write(wreq, &wresp);
+              }).ok());
+  EXPECT_EQ(wresp.per_row_errors_size(), 0);
+  const uint64_t index = LeaderAppliedIndex();
+  for (int i = 0; i < kNumServers; ++i) {
+    ASSERT_TRUE(WaitForApplied(i, index));
+    pb::ScanRequestPB scan;
+    scan.mutable_new_scan_request()->set_tablet_id(kTablet);
+    *scan.mutable_new_scan_request()->add_projected_columns() = ProjectedColumn(*altered, "extra");
+    pb::ScanResponsePB sresp;
+    ASSERT_TRUE(clients_[i]->Scan(scan, &sresp).ok());
+    ASSERT_EQ(sresp.data().num_rows(), 101);
+    const auto& col = sresp.data().columns(0);
+    int non_null = 0;
+    for (int r = 0; r < 101; ++r) {
+      if ((col.null_bitmap()[r / 8] >> (r % 8)) & 1) continue;
+      ++non_null;
+      int64_t v;
+      std::memcpy(&v, col.data().data() + 8 * r, 8);
+      EXPECT_EQ(v, 77);
+    }
+    EXPECT_EQ(non_null, 1) << i;
+  }
+}
+
+TEST_F(TserverClusterTest, WritesResumeOnANewLeaderAndTheOldOneCatchesUp) {
+  ASSERT_TRUE(Insert(0, 1000).ok());
+  const int leader = WaitForLeader();
+  ASSERT_GE(leader, 0);
+  StopServer(leader);
+  std::set<int> alive = {0, 1, 2};
+  alive.erase(leader);
+  uint64_t ts = 0;
+  ASSERT_TRUE(Insert(1000, 2000, &ts, alive).ok());
+  const uint64_t index = LeaderAppliedIndex(alive);
+  StartServer(leader);
+  ASSERT_TRUE(WaitForApplied(leader, index));
+  ASSERT_TRUE(WaitFor([&] { return Replica(leader)->state() == ReplicaState::kRunning; }));
+  const int other = *alive.begin();
+  ASSERT_TRUE(WaitForApplied(other, index));
+  absl::StatusOr<pb::ChecksumResponsePB> a = Checksum(other, ts);
+  absl::StatusOr<pb::ChecksumResponsePB> b = Checksum(leader, ts);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << " " << b.status();
+  EXPECT_EQ(a->num_rows(), 2000u);
+  EXPECT_EQ(a->checksum(), b->checksum());
+}
+
+TEST_F(TserverClusterTest, LeaderStepDownTransfersLeadership) {
+  int target = -1;
+  // Retried only if an election moves leadership meanwhile.
+  ASSERT_TRUE(WaitFor([&] {
+    const int leader = WaitForLeader();
+    if (leader < 0) return false;
+    target = (leader + 2) % kNumServers;
+    pb::LeaderStepDownRequestPB req;
+    req.set_dest_uuid(servers_[leader]->uuid());
+    req.set_tablet_id(kTablet);
+    req.set_new_leader_uuid(servers_[target]->uuid());
+    pb::LeaderStepDownResponsePB resp;
+    grpc::ClientContext ctx;
+    if (!FromGrpcStatus(clients_[leader]->admin->LeaderStepDown(&ctx, req, &resp)).ok()) {
+      return false;
+    }
+    return WaitFor([&] { return WaitForLeader() == target; }, absl::Seconds(3));
+  }));
+  ASSERT_TRUE(Insert(0, 10).ok());
+}
+
+// ---- Heartbeats -------------------------------------------------------------------------------
+
+// Records heartbeats; answers with what the test sets.
+class FakeMaster final : public pb::MasterService::Service {
+ public:
+  grpc::Status TSHeartbeat(grpc::ServerContext*, const pb::TSHeartbeatRequestPB* request,
+                           pb::TSHeartbeatResponsePB* response) override {
+    absl::MutexLock l(&mu_);
+    requests_.push_back(*request);
+    *response = next_response_;
+    next_response_.set_needs_full_tablet_report(false);
+    return grpc::Status::OK;
+  }
+  std::vector<pb::TSHeartbeatRequestPB> requests() {
+    absl::MutexLock l(&mu_);
+    return requests_;
+  }
+  void SetNextResponse(pb::TSHeartbeatResponsePB r) {
+    absl::MutexLock l(&mu_);
+    next_response_ = std::move(r);
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<pb::TSHeartbeatRequestPB> requests_ ABSL_GUARDED_BY(mu_);
+  pb::TSHeartbeatResponsePB next_response_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST(HeartbeatTest, FullThenIncrementalReportsAndLearnedAddresses) {
+  FakeMaster master;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&master);
+  std::unique_ptr<grpc::Server> grpc_server = builder.BuildAndStart();
+  ASSERT_NE(port, 0);
+  pb::TSHeartbeatResponsePB learn;
+  pb::RaftPeerPB* peer = learn.add_tablet_servers();
+  peer->set_uuid("peer-x");
+  HostPort{"127.0.0.1", 9999}.ToPB(peer->mutable_address());
+  master.SetNextResponse(learn);
+
+  TestDir dir("heartbeat_test");
+  TabletServerOptions o = TestServerOptions(dir.path());
+  o.master_addresses = {HostPort{"127.0.0.1", static_cast<uint16_t>(port)}};
+  o.heartbeat_interval_ms = 20;
+  TabletServer server(o);
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_TRUE(WaitFor([&] { return master.requests().size() >= 2; }));
+  std::vector<pb::TSHeartbeatRequestPB> reqs = master.requests();
+  EXPECT_FALSE(reqs[0].is_incremental());
+  EXPECT_EQ(reqs[0].ts_uuid(), server.uuid());
+  EXPECT_EQ(reqs[0].rpc_address().port(), static_cast<uint32_t>(server.rpc_port()));
+  EXPECT_TRUE(reqs[1].is_incremental());
+  ASSERT_TRUE(server.address_book()->Get("peer-x").has_value());
+  EXPECT_EQ(server.address_book()->Get("peer-x")->port, 9999);
+
+  // A new tablet shows up in an incremental report, running as leader.
+  TsClient client(server.advertised_address().ToString());
+  ASSERT_TRUE(
+      client.CreateTablet(CreateTabletRequest("hb", {{server.uuid(), server.advertised_address()}}))
+          .ok());
+  ASSERT_TRUE(WaitFor([&] {
+    for (const auto& r : master.requests()) {
+      for (const auto& t : r.updated_tablets()) {
+        if (r.is_incremental() && t.tablet_id() == "hb" && t.state() == pb::TABLET_RUNNING &&
+            t.role() == pb::LEADER && t.leader_uuid() == server.uuid()) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }));
+  // Unchanged: later incremental reports carry nothing.
+  size_t seen = master.requests().size();
+  ASSERT_TRUE(WaitFor([&] { return master.requests().size() >= seen + 3; }));
+  EXPECT_EQ(master.requests().back().updated_tablets_size(), 0);
+  EXPECT_EQ(master.requests().back().num_live_tablets(), 1);
+  // Asked for a full report: the next one lists every tablet.
+  pb::TSHeartbeatResponsePB full;
+  full.set_needs_full_tablet_report(true);
+  master.SetNextResponse(full);
+  seen = master.requests().size();
+  ASSERT_TRUE(WaitFor([&] {
+    std::vector<pb::TSHeartbeatRequestPB> r = master.requests();
+    for (size_t i = seen; i < r.size(); ++i) {
+      if (!r[i].is_incremental() && r[i].updated_tablets_size() == 1) return true;
+    }
+    return false;
+  }));
+  // Deleted: reported as removed.
+  pb::DeleteTabletRequestPB del;
+  del.set_tablet_id("hb");
+  ASSERT_TRUE(client.DeleteTablet(del).ok());
+  ASSERT_TRUE(WaitFor([&] {
+    for (const auto& r : master.requests()) {
+      if (r.removed_tablet_ids_size() == 1 && r.removed_tablet_ids(0) == "hb") return true;
+    }
+    return false;
+  }));
+  server.Shutdown();
+  grpc_server->Shutdown();
+}
+
+TEST(HeartbeatTest, ReplicaChangesAreReportedBeforeTheInterval) {
+  FakeMaster master;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&master);
+  std::unique_ptr<grpc::Server> grpc_server = builder.BuildAndStart();
+  ASSERT_NE(port, 0);
+  TestDir dir("heartbeat_trigger_test");
+  TabletServerOptions o = TestServerOptions(dir.path());
+  o.master_addresses = {HostPort{"127.0.0.1", static_cast<uint16_t>(port)}};
+  o.heartbeat_interval_ms = 600000;  // Only the first report and triggered ones come.
+  TabletServer server(o);
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_TRUE(WaitFor([&] { return master.requests().size() == 1; }));
+  TsClient client(server.advertised_address().ToString());
+  ASSERT_TRUE(
+      client.CreateTablet(CreateTabletRequest("hb", {{server.uuid(), server.advertised_address()}}))
+          .ok());
+  // Becoming leader (its first entry of a new term) wakes the heartbeater.
+  ASSERT_TRUE(WaitFor([&] {
+    for (const auto& r : master.requests()) {
+      for (const auto& t : r.updated_tablets()) {
+        if (t.tablet_id() == "hb" && t.role() == pb::LEADER) return true;
+      }
+    }
+    return false;
+  }));
+  server.Shutdown();
+  grpc_server->Shutdown();
+}
+
+}  // namespace
+}  // namespace basalt

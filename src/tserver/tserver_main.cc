@@ -1,0 +1,108 @@
+// basalt-tserver: the tablet server daemon (docs/cluster.md "Processes, flags, directories").
+
+#include <malloc.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include "common/env.h"
+#include "rpc/net_util.h"
+#include "server/server_instance.h"
+#include "tserver/tablet_server.h"
+
+DEFINE_string(fs_data_dir, "", "Directory where the tablet server keeps its data (required).");
+DEFINE_string(fs_wal_dir, "", "Directory for WAL segments; defaults to --fs_data_dir.");
+DEFINE_string(rpc_bind_addresses, "0.0.0.0:7050",
+              "Address the tablet server serves gRPC on; port 0 picks a free port.");
+DEFINE_string(rpc_advertised_addresses, "",
+              "Address other processes use to reach this server; defaults to the bound address "
+              "(the host name when bound to 0.0.0.0).");
+DEFINE_string(server_dump_info_path, "",
+              "If set, once serving the server writes a JSON object with its uuid, rpc_port, "
+              "http_port and pid to this file.");
+DEFINE_string(master_addresses, "127.0.0.1:7051", "Comma-separated addresses of the masters.");
+DEFINE_int32(heartbeat_interval_ms, 1000,
+             "Interval between the tablet server's heartbeats to the masters.");
+DEFINE_int32(scanner_ttl_ms, 60000,
+             "How long a scanner stays open without a call before it expires.");
+DEFINE_int32(scanner_default_batch_size_bytes, 1 << 20,
+             "Target size of a scan batch when the request does not give one.");
+
+namespace {
+
+bool ValidatePositive(const char* flag, int32_t value) {
+  if (value > 0) return true;
+  fprintf(stderr, "--%s must be positive, got %d\n", flag, value);
+  return false;
+}
+
+}  // namespace
+
+DEFINE_validator(heartbeat_interval_ms, &ValidatePositive);
+DEFINE_validator(scanner_ttl_ms, &ValidatePositive);
+DEFINE_validator(scanner_default_batch_size_bytes, &ValidatePositive);
+
+namespace {
+
+// Fewer, larger malloc arenas and no trimming of freed memory: the write path allocates and
+// frees large buffers (RPC payloads, decoded rows) on many threads.
+void TuneMalloc() {
+  mallopt(M_ARENA_MAX, 4);
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+}
+
+int Run() {
+  if (FLAGS_fs_data_dir.empty()) {
+    LOG(ERROR) << "--fs_data_dir is required";
+    return 1;
+  }
+  basalt::TabletServerOptions o;
+  o.fs_data_dir = FLAGS_fs_data_dir;
+  o.fs_wal_dir = FLAGS_fs_wal_dir;
+  o.rpc_bind_address = FLAGS_rpc_bind_addresses;
+  o.rpc_advertised_address = FLAGS_rpc_advertised_addresses;
+  if (!FLAGS_master_addresses.empty()) {
+    absl::StatusOr<std::vector<basalt::HostPort>> masters =
+        basalt::ParseHostPortList(FLAGS_master_addresses, 7051);
+    if (!masters.ok()) {
+      LOG(ERROR) << "--master_addresses: " << masters.status();
+      return 1;
+    }
+    o.master_addresses = *masters;
+  }
+  o.heartbeat_interval_ms = FLAGS_heartbeat_interval_ms;
+  o.scanner_ttl_ms = FLAGS_scanner_ttl_ms;
+  o.scanner_default_batch_size_bytes =
+      static_cast<uint32_t>(FLAGS_scanner_default_batch_size_bytes);
+  basalt::TabletServer server(o);
+  absl::Status s = server.Start();
+  if (!s.ok()) {
+    LOG(ERROR) << "cannot start the tablet server: " << s;
+    return 1;
+  }
+  if (!FLAGS_server_dump_info_path.empty()) {
+    s = basalt::WriteServerInfo(basalt::Env::Default(), FLAGS_server_dump_info_path, server.uuid(),
+                                server.rpc_port(), 0);
+    if (!s.ok()) {
+      LOG(ERROR) << "writing --server_dump_info_path: " << s;
+      return 1;
+    }
+  }
+  const int sig = basalt::WaitForTerminationSignal();
+  LOG(INFO) << "signal " << sig << " received; shutting down";
+  server.Shutdown();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  TuneMalloc();
+  basalt::InitDaemon(&argc, &argv, "basalt-tserver: the Basalt tablet server");
+  return Run();
+}

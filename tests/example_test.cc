@@ -1,0 +1,37 @@
+// The example program of examples/ (issue 6 item 5) run as a user would: the real binary against
+// a real local cluster. It checks its own results (596 rows in key order) and exits non-zero on
+// any failure.
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "common/env.h"
+#include "common/strings.h"
+#include "testing/external_mini_cluster.h"
+
+namespace basalt::cluster_test {
+namespace {
+
+TEST(ExampleTest, BasicExampleRunsAgainstALocalCluster) {
+  ExternalMiniCluster cluster;
+  absl::Status s = cluster.Start();
+  ASSERT_TRUE(s.ok()) << s;
+
+  const std::string exe = JoinPath(ExternalMiniCluster::ResolveBinDir(""), "basic_example");
+  const std::string log = JoinPath(cluster.root_dir(), "basic_example.log");
+  const std::string cmd =
+      StrCat(exe, " --master_addresses=", cluster.master_addresses(), " > ", log, " 2>&1");
+  int rc = std::system(cmd.c_str());
+  std::string output;
+  ReadFileToString(Env::Default(), log, &output).IgnoreError();
+  ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << cmd << " failed:\n" << output;
+  EXPECT_NE(output.find("596 rows"), std::string::npos) << output;
+  EXPECT_TRUE(cluster.CheckNoDaemonDied().ok());
+}
+
+}  // namespace
+}  // namespace basalt::cluster_test
