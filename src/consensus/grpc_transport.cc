@@ -16,6 +16,7 @@
 #include "consensus/raft_message_pb.h"
 #include "proto/consensus.grpc.pb.h"
 #include "proto/consensus.pb.h"
+#include "rpc/net_util.h"
 
 DEFINE_int32(consensus_rpc_timeout_ms, 2000,
              "Deadline of each UpdateConsensus RPC carrying Raft messages to a peer server.");
@@ -31,10 +32,6 @@ DEFINE_uint64(consensus_peer_queue_max_bytes, 64 << 20,
 namespace basalt {
 
 namespace {
-
-// Larger than the largest message RaftCore produces (max_append_bytes, or one entry of up to
-// kMaxEntryDataBytes) and a full batch.
-constexpr int kMaxRpcMessageBytes = 256 << 20;
 
 bool IsUrgent(const RaftMessage& m) {
   return m.type != MessageType::kHeartbeat && m.type != MessageType::kHeartbeatResponse;
@@ -124,7 +121,6 @@ class GrpcTransport::Peer {
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  static std::shared_ptr<grpc::Channel> NewChannel(const std::string& address);
   void Run() ABSL_LOCKS_EXCLUDED(mu_);
   // Waits for the next batch to send; false once shutting down.
   bool NextBatch(std::vector<GroupMessage>* batch) ABSL_LOCKS_EXCLUDED(mu_);
@@ -159,20 +155,6 @@ class GrpcTransport::Peer {
 
   std::thread thread_;  // Joined by Shutdown.
 };
-
-std::shared_ptr<grpc::Channel> GrpcTransport::Peer::NewChannel(const std::string& address) {
-  grpc::ChannelArguments args;
-  // A restarted peer must be found again within a few heartbeats, not after gRPC's default
-  // backoff of up to two minutes. (The minimum is also the timeout of a connection attempt.)
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 1000);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  // One connection per (transport, peer), not shared with other transports of the process.
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  args.SetMaxReceiveMessageSize(kMaxRpcMessageBytes);
-  args.SetMaxSendMessageSize(kMaxRpcMessageBytes);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-}
 
 int64_t GrpcTransport::Peer::Enqueue(std::vector<GroupMessage> messages) {
   const GrpcTransportOptions& o = transport_->options_;
@@ -310,7 +292,7 @@ absl::Status GrpcTransport::Start() {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options_.bind_address, grpc::InsecureServerCredentials(), &port_);
   builder.RegisterService(service_.get());
-  builder.SetMaxReceiveMessageSize(kMaxRpcMessageBytes);
+  ConfigureServerBuilder(&builder);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
     server_.reset();

@@ -96,11 +96,11 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxRpcMessageBytes);
   args.SetMaxSendMessageSize(kMaxRpcMessageBytes);
-  // Fail fast on a dead server: reconnect attempts back off from 100 ms to at most 2 s, so a
-  // restarted server is found again quickly.
+  // The minimum is also the timeout of one connection attempt.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 

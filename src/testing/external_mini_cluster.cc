@@ -47,17 +47,6 @@ std::string RoleAndState(const pb::TabletStatusPB& t) {
 
 }  // namespace
 
-std::shared_ptr<grpc::Channel> NewTestChannel(const std::string& address) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(kMaxRpcMessageBytes);
-  args.SetMaxSendMessageSize(kMaxRpcMessageBytes);
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-}
-
 std::string ExternalMiniCluster::ResolveBinDir(const std::string& configured) {
   if (!configured.empty()) return configured;
   const char* env = getenv("BASALT_BIN_DIR");
@@ -146,12 +135,12 @@ absl::Status ExternalMiniCluster::Prepare() {
   for (int i = 0; i < options_.num_masters; ++i) {
     masters_.push_back(
         NewDaemon(StrCat("master-", i), options_.master_exe, master_ports_[i], MasterFlags()));
-    master_channels_.push_back(NewTestChannel(masters_.back()->rpc_address()));
+    master_channels_.push_back(NewChannel(masters_.back()->rpc_address()));
   }
   for (int i = 0; i < options_.num_tablet_servers; ++i) {
     tservers_.push_back(
         NewDaemon(StrCat("ts-", i), options_.tserver_exe, tserver_ports_[i], TserverFlags()));
-    tserver_channels_.push_back(NewTestChannel(tservers_.back()->rpc_address()));
+    tserver_channels_.push_back(NewChannel(tservers_.back()->rpc_address()));
   }
   prepared_ = true;
   return absl::OkStatus();

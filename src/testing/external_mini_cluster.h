@@ -175,9 +175,4 @@ class ExternalMiniCluster {
   std::vector<std::shared_ptr<grpc::Channel>> tserver_channels_;
 };
 
-// A channel to `address` with Basalt's message size limits (as NewChannel in rpc/net_util.h),
-// its own subchannel pool and reconnect backoff capped at 1 s: gRPC's default backoff (up to
-// 120 s, shared by all channels to an address) would keep a test from reaching a restarted daemon.
-std::shared_ptr<grpc::Channel> NewTestChannel(const std::string& address);
-
 }  // namespace basalt

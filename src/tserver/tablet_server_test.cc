@@ -468,7 +468,9 @@ TEST_F(TabletServerTest, MalformedRequestsGetClearErrors) {
   auto expect = [](const absl::Status& s, absl::StatusCode code,
                    std::optional<pb::ErrorDetailPB::Code> detail, const std::string& needle) {
     EXPECT_EQ(s.code(), code) << s;
-    if (detail) EXPECT_EQ(DetailCode(s), *detail) << s;
+    if (detail) {
+      EXPECT_EQ(DetailCode(s), *detail) << s;
+    }
     EXPECT_NE(std::string(s.message()).find(needle), std::string::npos) << s;
   };
   pb::WriteResponsePB wresp;
