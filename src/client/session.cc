@@ -70,7 +70,9 @@ struct SessionData : std::enable_shared_from_this<SessionData> {
     uint64_t errors_before;
     std::function<void(absl::Status)> callback;
   };
-  using BufferKey = std::pair<const void*, const void*>;  // (Table::Data*, RemoteTablet*).
+  // (Table::Data*, tablet id): by id, not by RemoteTablet, so that a relocated tablet (a new
+  // RemoteTablet for the same id) keeps using the same buffer and its operations stay in order.
+  using BufferKey = std::pair<const void*, std::string>;
 
   absl::Status Apply(std::unique_ptr<WriteOperation> op) ABSL_LOCKS_EXCLUDED(mu);
   absl::Status ApplySync(std::unique_ptr<WriteOperation> op, std::shared_ptr<RemoteTablet> tablet);
@@ -208,9 +210,9 @@ SessionData::Buffer* SessionData::RouteLocked(const WriteOperation& op, const st
 
 SessionData::Buffer* SessionData::BufferForLocked(const WriteOperation& op,
                                                   std::shared_ptr<RemoteTablet> tablet) {
-  Buffer& buf = buffers[BufferKey{Access::Data(op.table()), tablet.get()}];
-  if (buf.tablet == nullptr) {
-    buf.tablet = std::move(tablet);
+  Buffer& buf = buffers[BufferKey{Access::Data(op.table()), tablet->tablet_id()}];
+  if (buf.tablet != tablet) buf.tablet = std::move(tablet);  // Fresh locations win.
+  if (buf.table == nullptr) {
     buf.table = Access::SharedTable(op);
   }
   return &buf;
@@ -312,7 +314,8 @@ void SessionData::CutAllLocked() {
 }
 
 void SessionData::SubmitLocked(std::unique_ptr<WriteBatch> batch) {
-  TabletQueue& q = queues[batch->tablet->tablet_id()];
+  batch->queue_key = batch->tablet->tablet_id();
+  TabletQueue& q = queues[batch->queue_key];
   if (q.sending) {
     q.waiting.push_back(std::move(batch));
     return;
@@ -333,7 +336,7 @@ void SessionData::RunBatch(WriteBatch* raw) {
   WriteResult r = internal::SendWriteBatch(client, batch.get(), absl::Now() + t);
   std::vector<std::unique_ptr<Error>> errs;
   if (!r.status.ok() || !r.row_errors.empty()) errs = MakeErrors(*batch, r);
-  const std::string tablet_id = batch->tablet->tablet_id();
+  const std::string tablet_id = batch->queue_key;
   const size_t bytes = batch->bytes();
   const int ops = batch->num_ops;
   const uint64_t seq = batch->seq;

@@ -27,6 +27,9 @@ struct WriteBatch {
   std::string indirect;
   int num_ops = 0;
   uint64_t seq = 0;  // Set by the session: the order batches were cut in.
+  // The id of the tablet the batch was cut for, fixed at submit time: the session's per-tablet
+  // queue it belongs to, even after a relocation replaced `tablet`.
+  std::string queue_key;
 
   size_t bytes() const { return rows.size() + indirect.size(); }
 };

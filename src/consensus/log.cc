@@ -8,6 +8,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "common/coding.h"
+#include "common/metrics.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "consensus/log_segment.h"
@@ -22,6 +23,10 @@ DEFINE_bool(log_force_fsync_all, true,
 namespace basalt {
 
 namespace {
+
+// Registered at load time, so no caller of Append holds a lock while registering.
+Histogram* const kWalFsyncSeconds = MetricRegistry::Global()->GetHistogram(
+    "basalt_wal_fsync_seconds", "Latency of WAL fsyncs after appending a batch.");
 
 // The appender stops adding queued batches to a group once it holds this many bytes: bounds the
 // latency of one group and the size of a frame.
@@ -355,7 +360,12 @@ absl::Status Log::WriteGroup(const std::vector<std::unique_ptr<Task>>& group) {
   }
   const uint64_t offset = writer_->Size();
   BASALT_RETURN_IF_ERROR(writer_->Append(frame));
-  BASALT_RETURN_IF_ERROR(options_.force_fsync ? writer_->Sync() : writer_->Flush());
+  if (options_.force_fsync) {
+    ScopedLatency fsync_latency(kWalFsyncSeconds);
+    BASALT_RETURN_IF_ERROR(writer_->Sync());
+  } else {
+    BASALT_RETURN_IF_ERROR(writer_->Flush());
+  }
   absl::MutexLock l(&mu_);
   if (options_.force_fsync) ++num_syncs_;
   AddBatchLocked(active_seq_, offset, static_cast<uint32_t>(frame.size()), first_index, terms);

@@ -9,6 +9,7 @@
 #include <glog/logging.h>
 
 #include "absl/synchronization/notification.h"
+#include "common/metrics.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
 
@@ -176,9 +177,16 @@ void RaftNode::ProposeWith(std::function<absl::StatusOr<uint64_t>()> propose,
   });
 }
 
-void RaftNode::Propose(std::string data, ProposeCallback callback) {
-  ProposeWith([this, data = std::move(data)]() mutable { return core_->Propose(std::move(data)); },
-              std::move(callback));
+void RaftNode::Propose(std::string data, ProposeCallback callback, uint64_t expected_term) {
+  ProposeWith(
+      [this, data = std::move(data), expected_term]() mutable -> absl::StatusOr<uint64_t> {
+        if (expected_term != 0 && core_->term() != expected_term) {
+          return absl::UnavailableError(StrCat("the term changed from ", expected_term, " to ",
+                                               core_->term(), " before the entry was proposed"));
+        }
+        return core_->Propose(std::move(data));
+      },
+      std::move(callback));
 }
 
 absl::StatusOr<uint64_t> RaftNode::ProposeAndWait(std::string data, absl::Duration timeout) {
@@ -345,6 +353,19 @@ void RaftNode::MaybeGcLog() {
 }
 
 void RaftNode::PublishState() {
+  bool new_leader = false;
+  {
+    absl::MutexLock l(&mu_);
+    new_leader = !core_->leader().empty() && core_->leader() != leader_;
+  }
+  // Outside mu_: /metrics callbacks read this node's state under the registry's lock.
+  if (new_leader) {
+    MetricRegistry::Global()
+        ->GetCounter("basalt_raft_leader_changes_total",
+                     "Times a Raft replica learned of a new leader.",
+                     {{"tablet_id", options_.group_id}})
+        ->Increment();
+  }
   absl::MutexLock l(&mu_);
   role_ = core_->role();
   leader_ = core_->leader();

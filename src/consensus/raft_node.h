@@ -94,7 +94,11 @@ class RaftNode {
   // Proposes `data` as a normal entry. `callback` gets UNAVAILABLE (leader hint in the message and
   // in payload RaftCore::kLeaderHintUrl) on a non-leader, ABORTED if the entry was overwritten,
   // UNAVAILABLE if the node is not running, or the node's persistence error.
-  void Propose(std::string data, ProposeCallback callback) ABSL_LOCKS_EXCLUDED(mu_);
+  // With `expected_term` != 0 the entry is proposed only if the node still leads in that term when
+  // the worker takes the proposal (UNAVAILABLE otherwise): a caller that checked state of a term
+  // (e.g. "every earlier entry is applied") is sure the entry lands in that same term.
+  void Propose(std::string data, ProposeCallback callback, uint64_t expected_term = 0)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Propose and wait; DEADLINE_EXCEEDED after `timeout` (the entry may still commit later).
   absl::StatusOr<uint64_t> ProposeAndWait(std::string data, absl::Duration timeout)
       ABSL_LOCKS_EXCLUDED(mu_);

@@ -264,6 +264,30 @@ TEST_F(RaftNodeTest, NonLeaderProposeFailsWithLeaderHint) {
   EXPECT_TRUE(leader->ProposeAndWait("x=1", kDeadline).ok());
 }
 
+TEST_F(RaftNodeTest, ProposeWithExpectedTermLandsOnlyInThatTerm) {
+  StartAll();
+  RaftNode* leader = WaitForLeader();
+  ASSERT_NE(leader, nullptr);
+  const uint64_t term = leader->term();
+  auto propose = [&](uint64_t expected) {
+    absl::Notification done;
+    absl::StatusOr<uint64_t> result;
+    leader->Propose(
+        Kv(1),
+        [&](absl::StatusOr<uint64_t> r) {
+          result = std::move(r);
+          done.Notify();
+        },
+        expected);
+    EXPECT_TRUE(done.WaitForNotificationWithTimeout(kDeadline));
+    return result;
+  };
+  absl::StatusOr<uint64_t> stale = propose(term + 1);
+  EXPECT_EQ(stale.status().code(), absl::StatusCode::kUnavailable) << stale.status();
+  absl::StatusOr<uint64_t> ok = propose(term);
+  EXPECT_TRUE(ok.ok()) << ok.status();
+}
+
 TEST_F(RaftNodeTest, FailoverAndRestartedNodeCatchesUp) {
   StartAll();
   RaftNode* leader = WaitForLeader();

@@ -3,21 +3,27 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <utility>
+#include <vector>
 
 #include <glog/logging.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/codegen/service_type.h>
+#include <grpcpp/support/server_interceptor.h>
 
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "consensus/grpc_transport.h"
+#include "master/catalog_entries.h"
 #include "master/catalog_manager.h"
 #include "master/master_service.h"
 #include "master/sys_catalog.h"
 #include "master/ts_admin_client.h"
 #include "master/ts_manager.h"
+#include "proto/master.pb.h"
 #include "server/server_instance.h"
+#include "server/webserver.h"
 
 namespace basalt {
 
@@ -99,6 +105,8 @@ absl::Status Master::Init() {
   BASALT_RETURN_IF_ERROR(sys_catalog_->WaitUntilLeader(options_.leader_wait_timeout));
   catalog_manager_->SetReady(true);
   if (options_.start_reconciler) BASALT_RETURN_IF_ERROR(catalog_manager_->Start());
+  RegisterMetrics();
+  BASALT_RETURN_IF_ERROR(StartWebserver());
   LOG(INFO) << "master " << instance_->uuid() << " serving on " << rpc_address_.ToString();
   return absl::OkStatus();
 }
@@ -109,6 +117,9 @@ absl::Status Master::StartRpcServer() {
   grpc::ServerBuilder builder;
   ConfigureServerBuilder(&builder);
   builder.AddListeningPort(bind.ToString(), grpc::InsecureServerCredentials(), &rpc_port_);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> icpt;
+  icpt.push_back(NewRpcMetricsInterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(icpt));
   builder.RegisterService(master_service_.get());
   builder.RegisterService(transport_->service());
   server_ = builder.BuildAndStart();
@@ -126,9 +137,88 @@ absl::Status Master::StartRpcServer() {
   return absl::OkStatus();
 }
 
+int Master::webserver_port() const { return webserver_ != nullptr ? webserver_->port() : 0; }
+
+namespace {
+
+// The catalog's live tables (ListTables skips deleted ones).
+std::vector<pb::ListTablesResponsePB::TableInfoPB> LiveTables(CatalogManager* cm) {
+  pb::ListTablesRequestPB req;
+  pb::ListTablesResponsePB resp;
+  if (!cm->ListTables(req, &resp).ok()) return {};
+  return {resp.tables().begin(), resp.tables().end()};
+}
+
+}  // namespace
+
+void Master::RegisterMetrics() {
+  MetricRegistry* reg = MetricRegistry::Global();
+  CatalogManager* cm = catalog_manager_.get();
+  TsManager* tsm = ts_manager_.get();
+  auto gauge = [&](const char* name, const char* help, std::function<double()> fn) {
+    metric_handles_.push_back(
+        reg->RegisterCallbackFamily(name, help, MetricType::kGauge, [fn = std::move(fn)] {
+          return std::vector<MetricSample>{{{}, fn()}};
+        }));
+  };
+  gauge("basalt_master_tables", "Tables in the catalog (not deleted).",
+        [cm] { return static_cast<double>(LiveTables(cm).size()); });
+  gauge("basalt_master_tablets", "Tablets of the catalog's tables (not deleted).", [cm] {
+    double n = 0;
+    for (const auto& t : LiveTables(cm)) n += t.num_tablets();
+    return n;
+  });
+  gauge("basalt_master_tablet_servers", "Tablet servers this master has heard from.",
+        [tsm] { return static_cast<double>(tsm->GetAll().size()); });
+  gauge("basalt_master_live_tablet_servers", "Tablet servers that heartbeat recently.",
+        [tsm] { return static_cast<double>(tsm->NumLive()); });
+  gauge("basalt_master_is_leader", "1 if this master leads the catalog, else 0.",
+        [this] { return is_leader() ? 1.0 : 0.0; });
+}
+
+std::string Master::TablesPage() const {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& t : LiveTables(catalog_manager_.get())) {
+    std::shared_ptr<const TableInfo> info = catalog_manager_->GetTableByName(t.name());
+    const std::string state =
+        info != nullptr ? pb::SysTableEntryPB::State_Name(info->pb.state()) : "UNKNOWN";
+    rows.push_back({t.name(), t.id(), StrCat(t.num_tablets()), StrCat(t.num_replicas()), state});
+  }
+  return HtmlTable({"name", "id", "tablets", "replicas", "state"}, rows);
+}
+
+std::string Master::TabletServersPage() const {
+  std::vector<std::vector<std::string>> rows;
+  for (const TsDescriptor& d : ts_manager_->GetAll()) {
+    rows.push_back({d.uuid, d.rpc_address.ToString(), d.live ? "yes" : "no",
+                    StrCat(d.millis_since_heartbeat, " ms ago"), StrCat(d.num_live_tablets)});
+  }
+  return HtmlTable({"uuid", "address", "live", "last heartbeat", "live replicas"}, rows);
+}
+
+absl::Status Master::StartWebserver() {
+  if (options_.webserver_port < 0) return absl::OkStatus();
+  WebserverOptions w;
+  w.port = options_.webserver_port;
+  w.bind_host = options_.webserver_bind_host;
+  if (w.bind_host.empty()) {
+    BASALT_ASSIGN_OR_RETURN(HostPort bind, ParseHostPort(options_.rpc_bind_address, 7051));
+    w.bind_host = bind.host;
+  }
+  w.server_name = StrCat("basalt-master ", instance_->uuid());
+  webserver_ = std::make_unique<Webserver>(w);
+  webserver_->RegisterPage("/tables", "Tables", [this] { return TablesPage(); });
+  webserver_->RegisterPage("/tablet-servers", "Tablet servers",
+                           [this] { return TabletServersPage(); });
+  BASALT_RETURN_IF_ERROR(webserver_->Start());
+  webserver_->SetHealth(absl::OkStatus());
+  return absl::OkStatus();
+}
+
 void Master::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
+  if (webserver_ != nullptr) webserver_->SetHealth(absl::UnavailableError("shutting down"));
   if (owned_admin_client_ != nullptr) owned_admin_client_->Shutdown();
   if (catalog_manager_ != nullptr) {
     catalog_manager_->SetReady(false);
@@ -142,6 +232,8 @@ void Master::Shutdown() {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   }
   if (transport_ != nullptr) transport_->Shutdown();
+  if (webserver_ != nullptr) webserver_->Shutdown();
+  metric_handles_.clear();
   LOG_IF(INFO, instance_ != nullptr) << "master " << instance_->uuid() << " shut down";
 }
 

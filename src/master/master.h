@@ -22,6 +22,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/env.h"
+#include "common/metrics.h"
 #include "rpc/net_util.h"
 
 namespace grpc {
@@ -37,6 +38,7 @@ class ServerInstance;
 class SysCatalog;
 class TsAdminClient;
 class TsManager;
+class Webserver;
 
 struct MasterOptions {
   Env* env = nullptr;       // nullptr: Env::Default().
@@ -55,6 +57,10 @@ struct MasterOptions {
   uint64_t placement_seed = 0;                  // 0: time-derived.
   bool start_reconciler = true;  // Tests that drive ReconcileOnce() themselves turn it off.
   absl::Duration leader_wait_timeout = absl::Seconds(60);
+  // The web server's port (docs/web.md): 0 picks a free port, < 0 disables it.
+  int webserver_port = -1;
+  // Empty: the host of rpc_bind_address.
+  std::string webserver_bind_host;
 };
 
 class Master {
@@ -74,6 +80,8 @@ class Master {
 
   const std::string& uuid() const;
   int rpc_port() const { return rpc_port_; }
+  // The bound web server port; 0 when disabled.
+  int webserver_port() const;
   // The advertised address (what ListMasters returns).
   const HostPort& rpc_address() const { return rpc_address_; }
   bool is_leader() const;
@@ -86,6 +94,10 @@ class Master {
   explicit Master(MasterOptions options);
   absl::Status Init();
   absl::Status StartRpcServer();
+  void RegisterMetrics();
+  absl::Status StartWebserver();
+  std::string TablesPage() const;
+  std::string TabletServersPage() const;
 
   MasterOptions options_;
   Env* env_;
@@ -100,6 +112,8 @@ class Master {
   int rpc_port_ = 0;
   HostPort rpc_address_;
   bool shut_down_ = false;
+  std::vector<CallbackGaugeHandle> metric_handles_;
+  std::unique_ptr<Webserver> webserver_;
 };
 
 }  // namespace basalt

@@ -24,6 +24,12 @@ DEFINE_string(master_addresses, "",
               "Comma-separated addresses of all masters. Only a single master is supported for "
               "now: more than one address is an error.");
 
+DEFINE_int32(webserver_port, 8051,
+             "Port of the master's web server (/metrics, /healthz, status pages); 0 picks a "
+             "free port, -1 disables it.");
+DEFINE_string(webserver_bind_address, "",
+              "Host the web server binds; defaults to the host of --rpc_bind_addresses.");
+
 int main(int argc, char** argv) {
   basalt::InitDaemon(&argc, &argv,
                      "basalt-master: the Basalt catalog and tablet placement daemon.\n"
@@ -34,6 +40,8 @@ int main(int argc, char** argv) {
   options.rpc_bind_address = FLAGS_rpc_bind_addresses;
   options.rpc_advertised_address = FLAGS_rpc_advertised_addresses;
   options.master_addresses = FLAGS_master_addresses;
+  options.webserver_port = FLAGS_webserver_port;
+  options.webserver_bind_host = FLAGS_webserver_bind_address;
   if (options.rpc_bind_address.find(',') != std::string::npos) {
     LOG(ERROR) << "--rpc_bind_addresses: only one address is supported";
     return EXIT_FAILURE;
@@ -45,7 +53,8 @@ int main(int argc, char** argv) {
   }
   if (!FLAGS_server_dump_info_path.empty()) {
     absl::Status s = basalt::WriteServerInfo(basalt::Env::Default(), FLAGS_server_dump_info_path,
-                                             (*master)->uuid(), (*master)->rpc_port(), 0);
+                                             (*master)->uuid(), (*master)->rpc_port(),
+                                             (*master)->webserver_port());
     if (!s.ok()) {
       LOG(ERROR) << "writing --server_dump_info_path: " << s;
       return EXIT_FAILURE;

@@ -76,7 +76,8 @@ ExternalMiniCluster::~ExternalMiniCluster() {
 
 std::vector<std::string> ExternalMiniCluster::MasterFlags() const {
   std::vector<std::string> flags = {
-      StrCat("--tserver_unresponsive_timeout_ms=", options_.tserver_unresponsive_timeout_ms)};
+      StrCat("--tserver_unresponsive_timeout_ms=", options_.tserver_unresponsive_timeout_ms),
+      "--webserver_port=0"};
   flags.insert(flags.end(), options_.extra_master_flags.begin(), options_.extra_master_flags.end());
   return flags;
 }
@@ -84,7 +85,7 @@ std::vector<std::string> ExternalMiniCluster::MasterFlags() const {
 std::vector<std::string> ExternalMiniCluster::TserverFlags() const {
   std::vector<std::string> flags = {
       StrCat("--master_addresses=", master_addresses_),
-      StrCat("--heartbeat_interval_ms=", options_.heartbeat_interval_ms)};
+      StrCat("--heartbeat_interval_ms=", options_.heartbeat_interval_ms), "--webserver_port=0"};
   flags.insert(flags.end(), options_.extra_tserver_flags.begin(),
                options_.extra_tserver_flags.end());
   return flags;

@@ -26,6 +26,7 @@ DEFINE_string(server_dump_info_path, "", "Where the test daemon writes its info 
 DEFINE_string(master_addresses, "", "Ignored; accepted like basalt-tserver does.");
 DEFINE_int32(heartbeat_interval_ms, 1000, "Ignored; accepted like basalt-tserver does.");
 DEFINE_int64(tserver_unresponsive_timeout_ms, 15000, "Ignored; accepted like basalt-master does.");
+DEFINE_int32(webserver_port, 0, "Ignored; accepted like both daemons do.");
 DEFINE_string(test_daemon_mode, "normal",
               "Selects how the test daemon behaves: normal, exit_before_info (exits with code 3), "
               "never_write_info, malformed_info, wrong_pid, ignore_sigterm, exit_on_sigterm_with_"

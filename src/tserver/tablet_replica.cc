@@ -5,8 +5,11 @@
 
 #include <glog/logging.h>
 
+#include "absl/time/clock.h"
+
 #include "cfile/block_manager.h"
 #include "common/coding.h"
+#include "common/metrics.h"
 #include "common/random.h"
 #include "common/row_operations.h"
 #include "common/status_macros.h"
@@ -24,6 +27,10 @@
 
 namespace basalt {
 namespace {
+
+Counter* const kRowsWritten = MetricRegistry::Global()->GetCounter(
+    "basalt_tserver_rows_written_total",
+    "Row operations applied by writes this tablet server led (failed rows excluded).");
 
 constexpr char kReplicaFile[] = "replica";
 constexpr char kSuperBlockFile[] = "superblock";
@@ -405,7 +412,19 @@ absl::Status TabletReplica::ProposeAndWait(std::string body, HybridTime propagat
   RaftNode* node = raft();
   {
     absl::MutexLock pl(&propose_mu_);
+    // Re-checked under the lock and pinned with the term: the entry lands in a term whose earlier
+    // entries this replica has all applied, so last_applied_ts_ bounds every timestamp before it
+    // in the log.
+    const uint64_t term = node->term();
+    if (node->role() != RaftCore::Role::kLeader) return NotLeader("this replica is not the leader");
+    if (last_applied_term_.load() != term) {
+      return TabletNotRunningError(
+          StrCat("tablet ", tablet_id_, ": the new leader has not applied an entry of its term"));
+    }
     op->ts = ctx_.clock->Now();
+    const uint64_t floor = std::max(last_proposed_ts_, last_applied_ts_.load());
+    if (op->ts.value() <= floor) op->ts = HybridTime(floor).Next();
+    last_proposed_ts_ = op->ts.value();
     body.push_back(kTagTimestamp);
     PutFixed64(&body, op->ts.value());
     {
@@ -413,9 +432,9 @@ absl::Status TabletReplica::ProposeAndWait(std::string body, HybridTime propagat
       pending_[op->seq] = op;
       in_flight_.insert(op->ts.value());
     }
-    node->Propose(std::move(body), [this, op](absl::StatusOr<uint64_t> index) {
-      OnProposalDone(op, std::move(index));
-    });
+    node->Propose(
+        std::move(body),
+        [this, op](absl::StatusOr<uint64_t> index) { OnProposalDone(op, std::move(index)); }, term);
   }
   absl::MutexLock l(&op->mu);
   auto done = [&op]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(op->mu) { return op->done; };
@@ -539,6 +558,11 @@ absl::Status TabletReplica::Write(const pb::WriteRequestPB& request, pb::WriteRe
   op->schema = schema();
   op->scratch = TakeScratch();
   absl::Status s = WriteWithScratch(request, response, deadline, op);
+  if (s.ok()) {
+    const size_t rows = op->scratch->ops.size();
+    const size_t failed = static_cast<size_t>(response->per_row_errors_size());
+    kRowsWritten->Increment(rows > failed ? rows - failed : 0);
+  }
   // The op is done (or out of pending_): nothing else touches its rows any more.
   ReturnScratch(std::move(op->scratch));
   return s;
@@ -678,7 +702,7 @@ void TabletReplica::Apply(const LogEntry& entry) {
       if (msg.has_write()) {
         ApplyWrite(entry, msg, ts);
       } else if (msg.has_alter_schema()) {
-        ApplyAlter(msg);
+        ApplyAlter(entry, msg);
         schema_changed = true;
       }
       uint64_t prev = last_applied_ts_.load(std::memory_order_relaxed);
@@ -725,6 +749,7 @@ void TabletReplica::ApplyWrite(const LogEntry& entry, const pb::ReplicateMsgPB& 
                                       replay);
     }
   }
+  if (s.ok()) last_write_index_ = entry.index;
   LOG_IF(WARNING, !s.ok()) << "tablet " << tablet_id_ << ": entry " << entry.index
                            << " applied nothing: " << s;
   if (op != nullptr) {
@@ -733,7 +758,26 @@ void TabletReplica::ApplyWrite(const LogEntry& entry, const pb::ReplicateMsgPB& 
   }
 }
 
-void TabletReplica::ApplyAlter(const pb::ReplicateMsgPB& msg) {
+absl::Status TabletReplica::FlushBeforeAlter(uint64_t alter_index) {
+  // No write is applied meanwhile (this runs on the worker that applies them); a rowset busy in a
+  // compaction keeps its in-memory deltas until the compaction ends, hence the bounded retries.
+  constexpr int kMaxAttempts = 1500;  // About 30 s.
+  for (int attempt = 0;; ++attempt) {
+    BASALT_RETURN_IF_ERROR(tablet_->FlushMemRowSet());
+    BASALT_RETURN_IF_ERROR(tablet_->FlushDeltas());
+    if (tablet_->DurableOpIndex() >= static_cast<int64_t>(last_write_index_)) {
+      return absl::OkStatus();
+    }
+    if (attempt >= kMaxAttempts) {
+      return absl::UnavailableError(StrCat("tablet ", tablet_id_,
+                                           ": ops before the schema change at index ", alter_index,
+                                           " are still not durable"));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+}
+
+void TabletReplica::ApplyAlter(const LogEntry& entry, const pb::ReplicateMsgPB& msg) {
   std::shared_ptr<PendingOp> op;
   if (msg.origin_uuid() == ctx_.server_uuid) {
     op = TakePending(msg.request_seq(), HybridTime(msg.timestamp()));
@@ -743,7 +787,8 @@ void TabletReplica::ApplyAlter(const pb::ReplicateMsgPB& msg) {
   if (!target.ok()) {
     s = target.status();
   } else if (target->version() > schema()->version()) {
-    s = tablet_->AlterSchema(*target);
+    s = FlushBeforeAlter(entry.index);
+    if (s.ok()) s = tablet_->AlterSchema(*target);
     if (s.ok()) {
       absl::MutexLock l(&mu_);
       schema_ = std::make_shared<const Schema>(tablet_->schema());

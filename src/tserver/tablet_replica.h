@@ -217,7 +217,10 @@ class TabletReplica : public StateMachine {
       ABSL_LOCKS_EXCLUDED(mu_);
   std::shared_ptr<PendingOp> TakePending(uint64_t seq, HybridTime ts) ABSL_LOCKS_EXCLUDED(mu_);
   void ApplyWrite(const LogEntry& entry, const pb::ReplicateMsgPB& msg, HybridTime ts);
-  void ApplyAlter(const pb::ReplicateMsgPB& msg);
+  void ApplyAlter(const LogEntry& entry, const pb::ReplicateMsgPB& msg);
+  // Makes every op applied before the alter at `alter_index` durable in the rowsets, so that a
+  // restart never replays an op encoded for the old schema against the new one.
+  absl::Status FlushBeforeAlter(uint64_t alter_index);
   // Returns whether the state changed.
   bool SetState(ReplicaState state, absl::Status error = absl::OkStatus()) ABSL_LOCKS_EXCLUDED(mu_);
   std::unique_ptr<WriteScratch> TakeScratch() ABSL_LOCKS_EXCLUDED(scratch_mu_);
@@ -238,6 +241,10 @@ class TabletReplica : public StateMachine {
   // Serializes timestamp assignment with proposing (log order == timestamp order).
   absl::Mutex propose_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   std::atomic<uint64_t> next_seq_;
+  // The timestamp of the last entry this replica proposed (raw). A new timestamp is above it and
+  // above every applied one even when the clock lags (a leader whose clock refused a skewed
+  // earlier timestamp), so timestamps increase in log order on every replica.
+  uint64_t last_proposed_ts_ ABSL_GUARDED_BY(propose_mu_) = 0;
 
   mutable absl::Mutex mu_;
   // Signalled by SetState and every Apply.
@@ -257,6 +264,8 @@ class TabletReplica : public StateMachine {
   std::atomic<uint64_t> last_applied_term_{0};
   std::atomic<uint64_t> last_applied_index_{0};
   std::atomic<uint64_t> last_applied_ts_{0};
+  // The index of the last write entry the tablet applied (worker only).
+  uint64_t last_write_index_ = 0;
   WriteScratch apply_scratch_;  // Worker only: rows decoded for entries of other servers.
 
   absl::Mutex scratch_mu_;  // A leaf lock.

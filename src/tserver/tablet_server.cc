@@ -3,12 +3,15 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
+#include <map>
 #include <utility>
 
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/service_type.h>
+#include <grpcpp/support/server_interceptor.h>
 
 #include "cfile/block_cache.h"
 #include "cfile/block_manager.h"
@@ -18,6 +21,7 @@
 #include "common/strings.h"
 #include "consensus/grpc_transport.h"
 #include "server/server_instance.h"
+#include "server/webserver.h"
 #include "tablet/maintenance_manager.h"
 #include "tablet/memory_budget.h"
 #include "tserver/address_book.h"
@@ -99,6 +103,8 @@ absl::Status TabletServer::Start() {
     heartbeater_->Start();
     heartbeater_ptr_.store(heartbeater_.get());
   }
+  RegisterMetrics();
+  BASALT_RETURN_IF_ERROR(StartWebserver());
   LOG(INFO) << "tablet server " << instance_->uuid() << " serving on " << advertised_.ToString();
   return absl::OkStatus();
 }
@@ -118,6 +124,9 @@ absl::Status TabletServer::StartRpcServer() {
   ConfigureServerBuilder(&builder);
   if (!options_.rpc_reuse_port) builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(bind.ToString(), grpc::InsecureServerCredentials(), &rpc_port_);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> icpt;
+  icpt.push_back(NewRpcMetricsInterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(icpt));
   builder.RegisterService(tablet_service_.get());
   builder.RegisterService(admin_service_.get());
   builder.RegisterService(transport_->service());
@@ -144,9 +153,120 @@ void TabletServer::OnReplicaStatusChange() {
   if (Heartbeater* h = heartbeater_ptr_.load()) h->TriggerNow();
 }
 
+int TabletServer::webserver_port() const { return webserver_ != nullptr ? webserver_->port() : 0; }
+
+namespace {
+
+const char* ReplicaStateName(ReplicaState state) {
+  switch (state) {
+    case ReplicaState::kBootstrapping:
+      return "BOOTSTRAPPING";
+    case ReplicaState::kRunning:
+      return "RUNNING";
+    case ReplicaState::kStopping:
+      return "STOPPING";
+    case ReplicaState::kFailed:
+      return "FAILED";
+  }
+  return "UNKNOWN";
+}
+
+// One sample per replica whose tablet is open, labelled with its tablet id.
+std::vector<MetricSample> PerTablet(const TsTabletManager* manager,
+                                    const std::function<double(const TabletReplica&)>& value) {
+  std::vector<MetricSample> out;
+  for (const auto& r : manager->List()) {
+    if (r->tablet() == nullptr) continue;
+    out.push_back({{{"tablet_id", r->tablet_id()}}, value(*r)});
+  }
+  return out;
+}
+
+}  // namespace
+
+void TabletServer::RegisterMetrics() {
+  MetricRegistry* reg = MetricRegistry::Global();
+  const TsTabletManager* tm = tablet_manager_.get();
+  auto per_tablet = [&](const char* name, const char* help, MetricType type,
+                        std::function<double(const TabletReplica&)> fn) {
+    metric_handles_.push_back(reg->RegisterCallbackFamily(
+        name, help, type, [tm, fn = std::move(fn)] { return PerTablet(tm, fn); }));
+  };
+  auto stat = [](auto field) {
+    return [field](const TabletReplica& r) {
+      return static_cast<double>(r.tablet()->GetStats().*field);
+    };
+  };
+  per_tablet("basalt_tablet_mrs_memory_bytes", "Bytes held by the tablet's MemRowSet.",
+             MetricType::kGauge, stat(&TabletStats::mrs_bytes));
+  per_tablet("basalt_tablet_dms_memory_bytes", "Bytes held by the tablet's DeltaMemStores.",
+             MetricType::kGauge, stat(&TabletStats::dms_bytes));
+  per_tablet("basalt_tablet_on_disk_bytes", "Bytes of the tablet's rowsets on disk.",
+             MetricType::kGauge, stat(&TabletStats::on_disk_bytes));
+  per_tablet("basalt_tablet_flushes_total", "MemRowSet and DeltaMemStore flushes of the tablet.",
+             MetricType::kCounter, stat(&TabletStats::flushes));
+  per_tablet("basalt_tablet_compactions_total", "Compactions of the tablet's rowsets and deltas.",
+             MetricType::kCounter, stat(&TabletStats::compactions));
+  per_tablet("basalt_tablet_raft_term", "The replica's current Raft term.", MetricType::kGauge,
+             [](const TabletReplica& r) {
+               RaftNode* raft = r.raft();
+               return raft != nullptr ? static_cast<double>(raft->term()) : 0.0;
+             });
+  per_tablet("basalt_tablet_is_leader", "1 if the replica is its tablet's Raft leader, else 0.",
+             MetricType::kGauge, [](const TabletReplica& r) {
+               RaftNode* raft = r.raft();
+               return raft != nullptr && raft->role() == RaftCore::Role::kLeader ? 1.0 : 0.0;
+             });
+  metric_handles_.push_back(reg->RegisterCallbackFamily(
+      "basalt_tserver_tablets", "Tablet replicas on this tablet server, by state.",
+      MetricType::kGauge, [tm] {
+        std::map<std::string, int> by_state;
+        for (const char* s : {"BOOTSTRAPPING", "RUNNING", "STOPPING", "FAILED"}) by_state[s] = 0;
+        for (const auto& r : tm->List()) ++by_state[ReplicaStateName(r->state())];
+        by_state["FAILED"] += static_cast<int>(tm->Failed().size());
+        std::vector<MetricSample> out;
+        for (const auto& [state, n] : by_state) out.push_back({{{"state", state}}, double(n)});
+        return out;
+      }));
+}
+
+std::string TabletServer::TabletsPage() const {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : tablet_manager_->List()) {
+    const ReplicaStatus st = r->GetStatus();
+    rows.push_back({st.tablet_id, st.table_name, st.partition.ToString(), RoleName(st.role),
+                    ReplicaStateName(st.state), StrCat(st.term), st.leader_uuid,
+                    StrCat(st.on_disk_bytes), StrCat(st.memory_bytes)});
+  }
+  for (const auto& [id, error] : tablet_manager_->Failed()) {
+    rows.push_back({id, "", "", "", StrCat("FAILED: ", error.ToString()), "", "", "", ""});
+  }
+  return HtmlTable({"tablet id", "table", "partition", "role", "state", "term", "leader",
+                    "on-disk bytes", "memory bytes"},
+                   rows);
+}
+
+absl::Status TabletServer::StartWebserver() {
+  if (options_.webserver_port < 0) return absl::OkStatus();
+  WebserverOptions w;
+  w.port = options_.webserver_port;
+  w.bind_host = options_.webserver_bind_host;
+  if (w.bind_host.empty()) {
+    BASALT_ASSIGN_OR_RETURN(HostPort bind, ParseHostPort(options_.rpc_bind_address, 7050));
+    w.bind_host = bind.host;
+  }
+  w.server_name = StrCat("basalt-tserver ", instance_->uuid());
+  webserver_ = std::make_unique<Webserver>(w);
+  webserver_->RegisterPage("/tablets", "Tablets", [this] { return TabletsPage(); });
+  BASALT_RETURN_IF_ERROR(webserver_->Start());
+  webserver_->SetHealth(absl::OkStatus());
+  return absl::OkStatus();
+}
+
 void TabletServer::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
+  if (webserver_ != nullptr) webserver_->SetHealth(absl::UnavailableError("shutting down"));
   if (heartbeater_ != nullptr) heartbeater_->Shutdown();
   // Replicas first: their shutdown fails proposals that RPC handlers wait for, so the gRPC
   // server's shutdown below does not wait on them.
@@ -158,6 +278,9 @@ void TabletServer::Shutdown() {
   if (scanner_manager_ != nullptr) scanner_manager_->Shutdown();
   if (transport_ != nullptr) transport_->Shutdown();
   if (maintenance_manager_ != nullptr) maintenance_manager_->Shutdown();
+  // Before the components the pages and metric callbacks read go away.
+  if (webserver_ != nullptr) webserver_->Shutdown();
+  metric_handles_.clear();
   heartbeater_ptr_.store(nullptr);
   heartbeater_.reset();
   tablet_manager_.reset();  // Replicas unregister their maintenance ops on shutdown.

@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "common/env.h"
+#include "common/metrics.h"
 #include "rpc/net_util.h"
 
 namespace grpc {
@@ -40,6 +41,7 @@ class MemoryBudget;
 class ScannerManager;
 class ServerInstance;
 class TsTabletManager;
+class Webserver;
 
 struct TabletServerOptions {
   Env* env = nullptr;  // nullptr: Env::Default().
@@ -67,6 +69,10 @@ struct TabletServerOptions {
   int64_t memory_limit_bytes = 0;
   // Runs flushes and compactions in the background.
   bool enable_maintenance = true;
+  // The web server's port (docs/web.md): 0 picks a free port, < 0 disables it.
+  int webserver_port = -1;
+  // Empty: the host of rpc_bind_address.
+  std::string webserver_bind_host;
 };
 
 class TabletServer {
@@ -84,6 +90,8 @@ class TabletServer {
 
   const std::string& uuid() const;
   int rpc_port() const { return rpc_port_; }
+  // The bound web server port; 0 when disabled.
+  int webserver_port() const;
   // The address other processes use ("host:port").
   const HostPort& advertised_address() const { return advertised_; }
   TsTabletManager* tablet_manager() const { return tablet_manager_.get(); }
@@ -95,6 +103,10 @@ class TabletServer {
 
  private:
   absl::Status StartRpcServer();
+  // Per-tablet and per-server callback metrics, the status pages and the web server.
+  void RegisterMetrics();
+  absl::Status StartWebserver();
+  std::string TabletsPage() const;
   // Wakes the heartbeater (if any) for an early report.
   void OnReplicaStatusChange();
 
@@ -120,6 +132,8 @@ class TabletServer {
   std::atomic<Heartbeater*> heartbeater_ptr_{nullptr};
   int rpc_port_ = 0;
   HostPort advertised_;
+  std::vector<CallbackGaugeHandle> metric_handles_;
+  std::unique_ptr<Webserver> webserver_;
 };
 
 }  // namespace basalt

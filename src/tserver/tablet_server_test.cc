@@ -417,6 +417,41 @@ TEST_F(TabletServerTest, RestartAfterFlushFindsEveryRow) {
   EXPECT_EQ(Write(dup), (std::map<int, absl::StatusCode>{{0, absl::StatusCode::kAlreadyExists}}));
 }
 
+// An UPDATE of a flushed row sits in a DeltaMemStore when an ALTER arrives: the alter must make
+// it durable first, or a restart would replay its entry (encoded for the old schema version)
+// against the new schema and drop an acknowledged write.
+TEST_F(TabletServerTest, UpdateBeforeAlterSurvivesRestart) {
+  CreateTablet(kTablet);
+  InsertRange(0, 100);
+  {
+    auto replica = *server_->tablet_manager()->Lookup(kTablet);
+    ASSERT_TRUE(replica->tablet()->FlushMemRowSet().ok());
+  }
+  WriteBuilder w(&schema_);
+  w.Add(RowOperationType::kUpdate, 5, 7, std::nullopt);  // Into the DiskRowSet's DMS.
+  ASSERT_TRUE(Write(w).empty());
+  absl::StatusOr<Schema> altered = schema_.AddColumn(ColumnSchema("extra", DataType::kInt64, true));
+  ASSERT_TRUE(altered.ok());
+  pb::AlterSchemaRequestPB req;
+  req.set_dest_uuid(server_->uuid());
+  req.set_tablet_id(kTablet);
+  altered->ToPB(req.mutable_schema());
+  pb::AlterSchemaResponsePB resp;
+  absl::Status s = client_->AlterSchema(req, &resp);
+  ASSERT_TRUE(s.ok()) << s;
+  auto row5 = [&]() -> int32_t {
+    pb::ScanRequestPB scan = NewScan();
+    scan.mutable_new_scan_request()->set_ordered(true);
+    absl::StatusOr<std::vector<TestRow>> rows = ScanAll(scan);
+    EXPECT_TRUE(rows.ok()) << rows.status();
+    return rows.ok() && rows->size() > 5 ? (*rows)[5].int_val : -1;
+  };
+  EXPECT_EQ(row5(), 7);
+  RestartServer();
+  WaitForLeader(kTablet);
+  EXPECT_EQ(row5(), 7) << "the acknowledged UPDATE was lost by the restart";
+}
+
 TEST_F(TabletServerTest, DeleteTabletRemovesItsFiles) {
   CreateTablet(kTablet);
   InsertRange(0, 1000);

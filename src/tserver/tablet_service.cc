@@ -9,6 +9,7 @@
 #include <glog/logging.h>
 #include <grpcpp/grpcpp.h>
 
+#include "common/metrics.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "consensus/raft_config.h"
@@ -28,6 +29,9 @@ namespace basalt {
 namespace {
 
 constexpr size_t kMaxTabletIdBytes = 128;
+
+Counter* const kRowsScanned = MetricRegistry::Global()->GetCounter(
+    "basalt_tserver_rows_scanned_total", "Rows returned by scans on this tablet server.");
 
 absl::Time Deadline(const grpc::ServerContext* context, absl::Duration default_timeout) {
   const absl::Time limit = absl::Now() + default_timeout;
@@ -157,6 +161,7 @@ class TabletServerServiceImpl final : public pb::TabletServerService::Service {
       BASALT_RETURN_IF_ERROR(ContinueScan(request, batch, response));
     }
     response->set_propagated_timestamp(ctx_.clock->Now().value());
+    kRowsScanned->Increment(static_cast<uint64_t>(response->data().num_rows()));
     return absl::OkStatus();
   }
 

@@ -29,6 +29,11 @@ DEFINE_int32(heartbeat_interval_ms, 1000,
              "Interval between the tablet server's heartbeats to the masters.");
 DEFINE_int32(scanner_ttl_ms, 60000,
              "How long a scanner stays open without a call before it expires.");
+DEFINE_int32(webserver_port, 8050,
+             "Port of the tablet server's web server (/metrics, /healthz, status pages); 0 picks "
+             "a free port, -1 disables it.");
+DEFINE_string(webserver_bind_address, "",
+              "Host the web server binds; defaults to the host of --rpc_bind_addresses.");
 DEFINE_int32(scanner_default_batch_size_bytes, 1 << 20,
              "Target size of a scan batch when the request does not give one.");
 
@@ -79,6 +84,8 @@ int Run() {
   o.scanner_ttl_ms = FLAGS_scanner_ttl_ms;
   o.scanner_default_batch_size_bytes =
       static_cast<uint32_t>(FLAGS_scanner_default_batch_size_bytes);
+  o.webserver_port = FLAGS_webserver_port;
+  o.webserver_bind_host = FLAGS_webserver_bind_address;
   basalt::TabletServer server(o);
   absl::Status s = server.Start();
   if (!s.ok()) {
@@ -87,7 +94,7 @@ int Run() {
   }
   if (!FLAGS_server_dump_info_path.empty()) {
     s = basalt::WriteServerInfo(basalt::Env::Default(), FLAGS_server_dump_info_path, server.uuid(),
-                                server.rpc_port(), 0);
+                                server.rpc_port(), server.webserver_port());
     if (!s.ok()) {
       LOG(ERROR) << "writing --server_dump_info_path: " << s;
       return 1;

@@ -1,0 +1,118 @@
+#pragma once
+
+// Webserver: the embedded HTTP server each daemon runs on --webserver_port (docs/web.md), built
+// on cpp-httplib (whose header only webserver.cc includes). It serves
+//   /metrics  the metric registry in the Prometheus text format,
+//   /healthz  200 "OK" while the health status is OK, else 503 with the status message,
+//   /         an HTML index linking every registered page,
+// plus HTML pages the daemon registers (RegisterPage) before Start().
+//
+// Lifecycle: construct -> Register*() -> Start() -> Shutdown() (or the destructor). Shutdown
+// stops accepting connections and waits for requests in flight; handlers must not depend on
+// anything the owner destroys before calling Shutdown().
+//
+// Thread-safe after Start(); SetHealth may be called at any time.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace grpc::experimental {
+class ServerInterceptorFactoryInterface;
+}  // namespace grpc::experimental
+namespace httplib {
+class Server;
+}  // namespace httplib
+
+namespace basalt {
+
+class MetricRegistry;
+
+struct WebserverOptions {
+  std::string bind_host = "127.0.0.1";
+  int port = 0;  // 0: a free port.
+  // What /metrics renders; nullptr: MetricRegistry::Global().
+  MetricRegistry* registry = nullptr;
+  // Shown in every page's title, e.g. "basalt-tserver 1f2e...".
+  std::string server_name = "basalt";
+};
+
+class Webserver {
+ public:
+  // Renders a page's HTML body (the webserver adds the surrounding document and title).
+  using PageHandler = std::function<std::string()>;
+
+  explicit Webserver(WebserverOptions options);
+  ~Webserver();
+  Webserver(const Webserver&) = delete;
+  Webserver& operator=(const Webserver&) = delete;
+
+  // Registers an HTML page at `path` (e.g. "/tables"), listed on "/" as `title`. Before Start().
+  void RegisterPage(const std::string& path, const std::string& title, PageHandler handler);
+
+  // Binds and starts serving. UNAVAILABLE if the address cannot be bound.
+  absl::Status Start();
+  // Stops serving and joins the threads. Idempotent.
+  void Shutdown();
+
+  // The bound port (valid after Start()).
+  int port() const { return port_; }
+
+  // What /healthz reports. Starts as UNAVAILABLE("starting").
+  void SetHealth(absl::Status status);
+
+ private:
+  void RegisterBuiltins();
+  std::string IndexPage() const;
+
+  struct Page {
+    std::string path;
+    std::string title;
+  };
+
+  const WebserverOptions options_;
+  std::unique_ptr<httplib::Server> server_;
+  std::vector<Page> pages_;
+  std::thread thread_;
+  int port_ = 0;
+  bool started_ = false;
+  bool shut_down_ = false;
+  mutable absl::Mutex mu_;
+  absl::Status health_ ABSL_GUARDED_BY(mu_);
+};
+
+// Escapes &, <, >, " and ' for HTML text and attribute values.
+std::string HtmlEscape(std::string_view s);
+
+// Renders rows as an HTML table; every cell is escaped.
+std::string HtmlTable(const std::vector<std::string>& header,
+                      const std::vector<std::vector<std::string>>& rows);
+
+// A gRPC server interceptor factory recording, per method (the full gRPC method path),
+// basalt_rpc_requests_total, basalt_rpc_errors_total (non-OK status) and
+// basalt_rpc_duration_seconds, plus basalt_rpc_in_flight (calls received and not yet finished)
+// in `registry` (nullptr: MetricRegistry::Global()). Install with
+// ServerBuilder::experimental().SetInterceptorCreators.
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
+NewRpcMetricsInterceptorFactory(MetricRegistry* registry = nullptr);
+
+// A blocking HTTP GET for tests and tools. `host_port` is "host:port".
+struct HttpResponse {
+  int status = 0;
+  std::string body;
+  std::string content_type;
+};
+absl::StatusOr<HttpResponse> HttpGet(const std::string& host, int port, const std::string& path,
+                                     absl::Duration timeout = absl::Seconds(10));
+
+}  // namespace basalt
