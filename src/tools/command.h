@@ -1,0 +1,63 @@
+#pragma once
+
+// The command framework of the `basalt` CLI: `basalt <command> <action> <args> [--flags]`.
+//
+// A Command (table, perf, ...) groups Actions (create, scan, ...). An Action declares its
+// positional arguments and the gflags it reads (defined in the .cc of its command); RunTool
+// dispatches, checks the argument count, prints help at every level (`basalt --help`,
+// `basalt table --help`, `basalt table create --help`) and turns errors into messages on stderr
+// and exit code 1. Flags are parsed by gflags before RunTool; what gflags leaves is positional.
+
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace basalt::tools {
+
+struct ArgDef {
+  std::string name;  // Shown as <name>.
+  std::string help;
+};
+
+// What an action's run function gets: the positional arguments (one per ArgDef, in order) and
+// where to print.
+struct ActionContext {
+  std::vector<std::string> args;
+  std::ostream* out;
+  std::ostream* err;
+};
+
+struct Action {
+  std::string name;
+  std::string summary;      // One line, no final period; starts with a verb.
+  std::string description;  // Optional paragraphs for --help.
+  std::vector<ArgDef> args;
+  std::vector<std::string> flags;  // gflags names the action reads.
+  std::function<absl::Status(const ActionContext&)> run;
+};
+
+struct Command {
+  std::string name;
+  std::string summary;
+  std::vector<Action> actions;
+};
+
+// Runs `args` (argv without the program name and without flags) against `commands`. `help` is
+// true when --help (or -h) was given. Returns the process exit code: 0 on success and for help,
+// 1 on errors (reported on *err).
+int RunTool(const std::vector<Command>& commands, const std::vector<std::string>& args, bool help,
+            std::ostream* out, std::ostream* err);
+
+// Removes --help, -help, -h and --helpfull style help requests from argv (so gflags does not
+// print its own help); returns whether one was there.
+bool ExtractHelpFlag(int* argc, char** argv);
+
+// Help texts (exposed for tests).
+std::string ToolHelp(const std::vector<Command>& commands);
+std::string CommandHelp(const Command& command);
+std::string ActionHelp(const Command& command, const Action& action);
+
+}  // namespace basalt::tools

@@ -1,0 +1,39 @@
+#pragma once
+
+// Private to src/tools (.cc files only): calls a MasterService RPC directly, for what the
+// client API does not expose (partitioning and tablet locations, the list of masters).
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_split.h"
+#include "proto/master.grpc.pb.h"
+#include "rpc/net_util.h"
+#include "rpc/rpc_status.h"
+
+namespace basalt::tools {
+
+// Tries each master of `master_addresses` in turn (followers refuse most calls) until one
+// answers OK; returns the last error otherwise.
+template <typename Req, typename Resp>
+absl::Status CallMaster(const std::string& master_addresses,
+                        grpc::Status (pb::MasterService::Stub::*method)(grpc::ClientContext*,
+                                                                        const Req&, Resp*),
+                        const Req& req, Resp* resp) {
+  absl::Status last = absl::InvalidArgumentError("no master address given");
+  for (const auto& a : absl::StrSplit(master_addresses, ',')) {
+    if (a.empty()) continue;
+    auto stub = pb::MasterService::NewStub(NewChannel(std::string(a)));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    resp->Clear();
+    last = FromGrpcStatus((stub.get()->*method)(&ctx, req, resp));
+    if (last.ok()) return last;
+  }
+  return last;
+}
+
+}  // namespace basalt::tools

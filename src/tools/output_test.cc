@@ -1,0 +1,129 @@
+#include "tools/output.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "tools/command.h"
+#include "tools/tool_common.h"
+
+namespace basalt::tools {
+namespace {
+
+void WriteSample(TableWriter::Format format, std::ostream* out) {
+  TableWriter w(format, {"key", "name", "ok"}, out);
+  w.AddRow({Cell::Number("1"), Cell::String("a,\"b\""), Cell::Bool(true)});
+  w.AddRow({Cell::Number("100"), Cell::Null(), Cell::Bool(false)});
+  w.Finish();
+}
+
+TEST(OutputTest, Table) {
+  std::ostringstream out;
+  WriteSample(TableWriter::kTable, &out);
+  EXPECT_EQ(out.str(),
+            "key | name  | ok\n"
+            "----+-------+------\n"
+            "  1 | a,\"b\" | true\n"
+            "100 | NULL  | false\n");
+}
+
+TEST(OutputTest, Csv) {
+  std::ostringstream out;
+  WriteSample(TableWriter::kCsv, &out);
+  EXPECT_EQ(out.str(), "key,name,ok\n1,\"a,\"\"b\"\"\",true\n100,,false\n");
+}
+
+TEST(OutputTest, Json) {
+  std::ostringstream out;
+  WriteSample(TableWriter::kJson, &out);
+  EXPECT_EQ(out.str(),
+            "[\n  {\"key\": 1, \"name\": \"a,\\\"b\\\"\", \"ok\": true},\n"
+            "  {\"key\": 100, \"name\": null, \"ok\": false}\n]\n");
+  std::ostringstream empty;
+  TableWriter(TableWriter::kJson, {"a"}, &empty).Finish();
+  EXPECT_EQ(empty.str(), "[]\n");
+}
+
+TEST(OutputTest, FormatsAndQuoting) {
+  EXPECT_TRUE(TableWriter::ParseFormat("csv").ok());
+  EXPECT_FALSE(TableWriter::ParseFormat("xml").ok());
+  EXPECT_EQ(JsonQuote("a\nb\x01"), "\"a\\nb\\u0001\"");
+  EXPECT_EQ(CsvQuote("plain"), "plain");
+  EXPECT_EQ(FormatDecimal(12345, 2), "123.45");
+  EXPECT_EQ(FormatDecimal(-5, 3), "-0.005");
+  EXPECT_EQ(FormatDecimal(7, 0), "7");
+}
+
+// A fake command tree for the framework.
+std::vector<Command> FakeCommands(std::vector<std::string>* got) {
+  Action echo{"echo", "Print the arguments", "", {{"a", "first"}, {"b", "second"}}, {}, nullptr};
+  echo.run = [got](const ActionContext& ctx) {
+    *got = ctx.args;
+    *ctx.out << "ok\n";
+    return absl::OkStatus();
+  };
+  Action fail{
+      "fail", "Fail",
+      "",     {},
+      {},     [](const ActionContext&) {
+                return absl::NotFoundError("table 'x' not found"); }};
+  return {Command{"grp", "A group", {echo, fail}}};
+}
+
+int RunFake(const std::vector<std::string>& args, bool help, std::string* out, std::string* err,
+            std::vector<std::string>* got) {
+  std::ostringstream o, e;
+  const int rc = RunTool(FakeCommands(got), args, help, &o, &e);
+  *out = o.str();
+  *err = e.str();
+  return rc;
+}
+
+TEST(CommandTest, DispatchesAndReportsErrors) {
+  std::string out, err;
+  std::vector<std::string> got;
+  EXPECT_EQ(RunFake({"grp", "echo", "x", "y"}, false, &out, &err, &got), 0);
+  EXPECT_EQ(got, (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(out, "ok\n");
+  EXPECT_EQ(RunFake({"grp", "echo", "x"}, false, &out, &err, &got), 1);
+  EXPECT_NE(err.find("missing argument <b>"), std::string::npos) << err;
+  EXPECT_NE(err.find("Usage: basalt grp echo <a> <b>"), std::string::npos) << err;
+  EXPECT_EQ(RunFake({"grp", "echo", "x", "y", "z"}, false, &out, &err, &got), 1);
+  EXPECT_NE(err.find("unexpected argument 'z'"), std::string::npos) << err;
+  EXPECT_EQ(RunFake({"nope"}, false, &out, &err, &got), 1);
+  EXPECT_NE(err.find("unknown command 'nope'"), std::string::npos) << err;
+  EXPECT_EQ(RunFake({"grp", "nope"}, false, &out, &err, &got), 1);
+  EXPECT_NE(err.find("unknown action 'nope'"), std::string::npos) << err;
+  EXPECT_EQ(RunFake({"grp", "fail"}, false, &out, &err, &got), 1);
+  EXPECT_EQ(err, "Error: table 'x' not found\n");
+  EXPECT_EQ(RunFake({}, false, &out, &err, &got), 1);
+  EXPECT_NE(err.find("Usage: basalt <command>"), std::string::npos);
+}
+
+TEST(CommandTest, HelpAtEveryLevel) {
+  std::string out, err;
+  std::vector<std::string> got;
+  EXPECT_EQ(RunFake({}, true, &out, &err, &got), 0);
+  EXPECT_NE(out.find("  grp   A group"), std::string::npos) << out;
+  EXPECT_EQ(RunFake({"grp"}, true, &out, &err, &got), 0);
+  EXPECT_NE(out.find("  echo   Print the arguments"), std::string::npos) << out;
+  EXPECT_EQ(RunFake({"grp", "echo"}, true, &out, &err, &got), 0);
+  EXPECT_NE(out.find("Usage: basalt grp echo <a> <b>"), std::string::npos) << out;
+  EXPECT_NE(out.find("<a>   first"), std::string::npos) << out;
+  EXPECT_TRUE(got.empty());  // Help never runs the action.
+}
+
+TEST(CommandTest, RealCommandsHaveHelpForEveryFlag) {
+  for (const Command& c : AllCommands()) {
+    for (const Action& a : c.actions) {
+      const std::string help = ActionHelp(c, a);
+      for (const std::string& f : a.flags) {
+        EXPECT_NE(help.find("--" + f + "=<"), std::string::npos)
+            << c.name << " " << a.name << " flag " << f << " is not a defined flag";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace basalt::tools

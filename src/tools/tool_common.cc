@@ -1,0 +1,177 @@
+#include "tools/tool_common.h"
+
+#include <gflags/gflags.h>
+
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "common/status_macros.h"
+#include "common/strings.h"
+#include "tools/table_spec.h"
+
+DEFINE_string(format, "table",
+              "Output format of listings and scans: table (aligned columns), csv or json.");
+
+namespace basalt::tools {
+
+using client::ColumnSchema;
+
+ArgDef MasterAddressesArg() {
+  return {"master_addresses", "Comma-separated master addresses (host:port,...)"};
+}
+
+ArgDef TableNameArg() { return {"table_name", "Name of the table"}; }
+
+absl::Status ConnectToCluster(const std::string& master_addresses,
+                              std::shared_ptr<client::Client>* client) {
+  client::ClientBuilder builder;
+  for (const auto& a : absl::StrSplit(master_addresses, ',')) {
+    if (!a.empty()) builder.add_master_server_addr(std::string(a));
+  }
+  return builder.num_rpc_threads(4).Build(client);
+}
+
+absl::StatusOr<TableWriter::Format> OutputFormat() {
+  return TableWriter::ParseFormat(FLAGS_format);
+}
+
+std::string FormatDecimal(int64_t unscaled, int scale) {
+  const bool neg = unscaled < 0;
+  // Work on the magnitude as unsigned so INT64_MIN is fine.
+  uint64_t mag = neg ? ~static_cast<uint64_t>(unscaled) + 1 : static_cast<uint64_t>(unscaled);
+  std::string digits = std::to_string(mag);
+  if (scale <= 0) return neg ? StrCat("-", digits) : digits;
+  const size_t s = static_cast<size_t>(scale);
+  if (digits.size() <= s) digits = StrCat(std::string(s + 1 - digits.size(), '0'), digits);
+  const std::string_view all(digits);
+  return StrCat(neg ? "-" : "", all.substr(0, all.size() - s), ".", all.substr(all.size() - s));
+}
+
+namespace {
+
+std::string EscapeBinary(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isprint(c) && c != '\\') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+std::string FormatDouble(double d) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.17g", d);
+  // Prefer the shortest form that reads back the same.
+  for (int prec = 1; prec < 17; ++prec) {
+    char s[32];
+    std::snprintf(s, sizeof(s), "%.*g", prec, d);
+    if (std::strtod(s, nullptr) == d) return s;
+  }
+  return buf;
+}
+
+}  // namespace
+
+Cell FormatCell(const client::ScanBatch& batch, int idx, int64_t row) {
+  const client::ScanBatch::RowPtr r = batch.Row(row);
+  if (r.IsNull(idx)) return Cell::Null();
+  const ColumnSchema col = batch.projection_schema().Column(idx);
+  switch (col.type()) {
+    case ColumnSchema::BOOL: {
+      bool v = false;
+      (void)r.GetBool(idx, &v);
+      return Cell::Bool(v);
+    }
+    case ColumnSchema::INT8: {
+      int8_t v = 0;
+      (void)r.GetInt8(idx, &v);
+      return Cell::Number(std::to_string(v));
+    }
+    case ColumnSchema::INT16: {
+      int16_t v = 0;
+      (void)r.GetInt16(idx, &v);
+      return Cell::Number(std::to_string(v));
+    }
+    case ColumnSchema::INT32: {
+      int32_t v = 0;
+      (void)r.GetInt32(idx, &v);
+      return Cell::Number(std::to_string(v));
+    }
+    case ColumnSchema::INT64: {
+      int64_t v = 0;
+      (void)r.GetInt64(idx, &v);
+      return Cell::Number(std::to_string(v));
+    }
+    case ColumnSchema::FLOAT: {
+      float v = 0;
+      (void)r.GetFloat(idx, &v);
+      return Cell::Number(FormatDouble(v));
+    }
+    case ColumnSchema::DOUBLE: {
+      double v = 0;
+      (void)r.GetDouble(idx, &v);
+      return Cell::Number(FormatDouble(v));
+    }
+    case ColumnSchema::DECIMAL: {
+      int64_t v = 0;
+      (void)r.GetUnscaledDecimal(idx, &v);
+      return Cell::Number(FormatDecimal(v, col.scale()));
+    }
+    case ColumnSchema::UNIXTIME_MICROS: {
+      int64_t v = 0;
+      (void)r.GetUnixTimeMicros(idx, &v);
+      return Cell::String(
+          absl::FormatTime("%Y-%m-%d %H:%M:%E6S", absl::FromUnixMicros(v), absl::UTCTimeZone()));
+    }
+    case ColumnSchema::DATE: {
+      int32_t v = 0;
+      (void)r.GetDate(idx, &v);
+      return Cell::String(absl::FormatTime("%Y-%m-%d", absl::FromUnixSeconds(int64_t{v} * 86400),
+                                           absl::UTCTimeZone()));
+    }
+    case ColumnSchema::BINARY: {
+      std::string_view v;
+      (void)r.GetBinary(idx, &v);
+      return Cell::String(EscapeBinary(v));
+    }
+    case ColumnSchema::STRING:
+    case ColumnSchema::VARCHAR: {
+      std::string_view v;
+      (void)r.GetString(idx, &v);
+      return Cell::String(std::string(v));
+    }
+  }
+  return Cell::Null();
+}
+
+std::string ColumnToSpec(const ColumnSchema& col, bool is_key) {
+  std::string out = StrCat(
+      col.name(), " ", TypeToSpecString(col.type(), col.precision(), col.scale(), col.length()));
+  if (!is_key) StrAppend(&out, col.is_nullable() ? " NULL" : " NOT NULL");
+  if (col.default_value()) {
+    std::string v = col.default_value()->ToString();
+    const bool quote = col.type() == ColumnSchema::STRING || col.type() == ColumnSchema::VARCHAR ||
+                       col.type() == ColumnSchema::BINARY;
+    if (col.type() == ColumnSchema::DECIMAL) {
+      int64_t unscaled = 0;
+      if (absl::SimpleAtoi(v, &unscaled)) v = FormatDecimal(unscaled, col.scale());
+    }
+    StrAppend(&out, " DEFAULT ", quote ? StrCat("'", v, "'") : v);
+  }
+  return out;
+}
+
+std::vector<Command> AllCommands() {
+  return {LocalCommand(), MasterCommand(), PerfCommand(), TableCommand(), TserverCommand()};
+}
+
+}  // namespace basalt::tools

@@ -1,0 +1,277 @@
+// Tests of the `basalt` CLI (src/tools, docs/cli.md): the real binary run against a cluster of
+// real daemons (ExternalMiniCluster), checking its exit codes and exact output.
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "client/client.h"
+#include "common/strings.h"
+#include "testing/external_mini_cluster.h"
+
+namespace basalt {
+namespace {
+
+struct Result {
+  int rc = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ShellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      q += "'\\''";
+    } else {
+      q.push_back(c);
+    }
+  }
+  return q + "'";
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs the `basalt` binary in a per-test temp dir (removed at the end).
+class CliRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    tmp_ = StrCat(::testing::TempDir(), "/cli_test-", info->name(), "-", getpid());
+    ASSERT_EQ(std::system(StrCat("mkdir -p ", ShellQuote(tmp_)).c_str()), 0);
+  }
+  void TearDown() override { std::system(StrCat("rm -rf ", ShellQuote(tmp_)).c_str()); }
+
+  // Runs `basalt args...` and captures its exit code, stdout and stderr.
+  Result Basalt(const std::vector<std::string>& args) {
+    std::string cmd = ShellQuote(ExternalMiniCluster::ResolveBinDir("") + "/basalt");
+    for (const auto& a : args) StrAppend(&cmd, " ", ShellQuote(a));
+    const std::string out = tmp_ + "/stdout", err = tmp_ + "/stderr";
+    StrAppend(&cmd, " >", ShellQuote(out), " 2>", ShellQuote(err), " </dev/null");
+    const int status = std::system(cmd.c_str());
+    Result r;
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = ReadAll(out);
+    r.err = ReadAll(err);
+    return r;
+  }
+
+  // Runs and expects success; returns stdout.
+  std::string MustRun(const std::vector<std::string>& args) {
+    Result r = Basalt(args);
+    EXPECT_EQ(r.rc, 0) << "basalt " << args[0] << " " << (args.size() > 1 ? args[1] : "")
+                       << "\nstdout: " << r.out << "\nstderr: " << r.err;
+    return r.out;
+  }
+
+  std::string tmp_;
+};
+
+// A CliRunnerTest with a running cluster (1 master, 3 tablet servers).
+class CliTest : public CliRunnerTest {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(CliRunnerTest::SetUp());
+    ExternalMiniClusterOptions o;
+    o.extra_tserver_flags = {"--raft_heartbeat_interval_ms=200"};
+    cluster_ = std::make_unique<ExternalMiniCluster>(o);
+    const absl::Status s = cluster_->Start();
+    ASSERT_TRUE(s.ok()) << s;
+    master_ = cluster_->master_addresses();
+  }
+
+  void TearDown() override {
+    if (cluster_ != nullptr) {
+      const absl::Status died = cluster_->CheckNoDaemonDied();
+      EXPECT_TRUE(died.ok()) << died;
+      if (HasFailure()) cluster_->set_keep_root_dir(true);
+      cluster_.reset();
+    }
+    CliRunnerTest::TearDown();
+  }
+
+  // Inserts key 1..5 into table `name` (key INT32, s STRING NULL, d DECIMAL(5, 2) NULL) with
+  // s NULL for key 3 and d = key + 0.25.
+  void InsertRows(const std::string& name) {
+    std::shared_ptr<client::Client> c;
+    ASSERT_TRUE(client::ClientBuilder().add_master_server_addr(master_).Build(&c).ok());
+    std::shared_ptr<client::Table> t;
+    ASSERT_TRUE(c->OpenTable(name, &t).ok());
+    auto session = c->NewSession();
+    for (int k = 1; k <= 5; ++k) {
+      auto op = t->NewInsert();
+      ASSERT_TRUE(op->mutable_row()->SetInt32("key", k).ok());
+      if (k != 3) {
+        ASSERT_TRUE(op->mutable_row()->SetString("s", StrCat("v", k)).ok());
+      }
+      ASSERT_TRUE(op->mutable_row()->SetUnscaledDecimal("d", k * 100 + 25).ok());
+      const absl::Status s = session->Apply(std::move(op));
+      ASSERT_TRUE(s.ok()) << s;
+    }
+    ASSERT_TRUE(session->Flush().ok());
+  }
+
+  std::unique_ptr<ExternalMiniCluster> cluster_;
+  std::string master_;
+};
+
+std::vector<std::string> SortedLines(const std::string& s) {
+  std::vector<std::string> lines = absl::StrSplit(s, '\n', absl::SkipEmpty());
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// The "Checked by" path (against a harness cluster instead of `local start`).
+TEST_F(CliTest, CreateLoadgenCountCheckedByPath) {
+  EXPECT_EQ(MustRun({"table", "create", master_,
+                     "CREATE TABLE t (key INT32, int_val INT32, non_null_with_default INT32 NOT "
+                     "NULL DEFAULT 12345, PRIMARY KEY (key)) PARTITION BY HASH (key) PARTITIONS 4 "
+                     "REPLICAS 3"}),
+            "Created table t\n");
+  const std::string out = MustRun({"perf", "loadgen", master_, "--table_name=t",
+                                   "--num_rows_per_thread=100000", "--num_threads=1"});
+  EXPECT_NE(out.find("Inserted 100000 rows in "), std::string::npos) << out;
+  EXPECT_NE(out.find(" rows/s)"), std::string::npos) << out;
+  EXPECT_EQ(MustRun({"table", "count", master_, "t"}), "100000\n");
+  // More threads with disjoint keys, and the verifying scan.
+  const std::string out2 =
+      MustRun({"perf", "loadgen", master_, "--table_name=t", "--num_rows_per_thread=500",
+               "--num_threads=3", "--key_start=100000", "--run_scan"});
+  EXPECT_NE(out2.find("Scan counted 101500 rows"), std::string::npos) << out2;
+  EXPECT_EQ(MustRun({"table", "count", master_, "t", "--predicates=key >= 100000"}), "1500\n");
+  // Keys already there: the inserts fail and loadgen says so.
+  Result dup = Basalt({"perf", "loadgen", master_, "--table_name=t", "--num_rows_per_thread=10",
+                       "--num_threads=1"});
+  EXPECT_EQ(dup.rc, 1);
+  EXPECT_NE(dup.err.find("10 insert(s) failed"), std::string::npos) << dup.err;
+}
+
+TEST_F(CliTest, LoadgenCreatesATableWhenNoneIsNamed) {
+  const std::string out = MustRun(
+      {"perf", "loadgen", master_, "--num_rows_per_thread=200", "--num_threads=2", "--run_scan"});
+  EXPECT_NE(out.find("Created table loadgen_auto_"), std::string::npos) << out;
+  EXPECT_NE(out.find("Scan counted 400 rows"), std::string::npos) << out;
+  EXPECT_NE(MustRun({"table", "list", master_}).find("loadgen_auto_"), std::string::npos);
+}
+
+TEST_F(CliTest, CreateDescribeScanDelete) {
+  // A bad spec: exit code 1 and the caret under the bad token; nothing is created.
+  Result bad = Basalt(
+      {"table", "create", master_, "CREATE TABLE m (key INT32, s STRNG, PRIMARY KEY (key))"});
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_EQ(bad.err,
+            "Error: unknown type 'STRNG' at position 30:\n"
+            "  CREATE TABLE m (key INT32, s STRNG, PRIMARY KEY (key))\n"
+            "                               ^\n");
+  EXPECT_EQ(MustRun({"table", "list", master_, "--format=csv"}), "name,id,tablets,replicas\n");
+
+  MustRun({"table", "create", master_,
+           "create table m (key int32, s string, d decimal(5, 2), primary key (key)) partition "
+           "by hash (key) partitions 2, range (key) (partition values < 3, partition values >= "
+           "3) replicas 3"});
+  const std::string desc = MustRun({"table", "describe", master_, "m"});
+  EXPECT_NE(desc.find("TABLE m (\n    key INT32,\n    s STRING NULL,\n    d DECIMAL(5, 2) NULL,\n"
+                      "    PRIMARY KEY (key)\n)\n"),
+            std::string::npos)
+      << desc;
+  EXPECT_NE(desc.find("PARTITION BY HASH (key) PARTITIONS 2, RANGE (key)"), std::string::npos)
+      << desc;
+  EXPECT_NE(desc.find("TABLETS (4):"), std::string::npos) << desc;
+  EXPECT_NE(desc.find("LEADER"), std::string::npos) << desc;
+
+  ASSERT_NO_FATAL_FAILURE(InsertRows("m"));
+  const std::string preds = "--predicates=key >= 2 AND key <= 4 AND s IS NOT NULL";
+  EXPECT_EQ(SortedLines(MustRun({"table", "scan", master_, "m", preds, "--format=csv"})),
+            (std::vector<std::string>{"2,v2,2.25", "4,v4,4.25", "key,s,d"}));
+  const std::string json =
+      MustRun({"table", "scan", master_, "m", "--predicates=key IN (1, 3)", "--format=json"});
+  EXPECT_NE(json.find("{\"key\": 3, \"s\": null, \"d\": 3.25}"), std::string::npos) << json;
+  EXPECT_NE(json.find("{\"key\": 1, \"s\": \"v1\", \"d\": 1.25}"), std::string::npos) << json;
+  EXPECT_EQ(json.front(), '[');
+  const std::string table =
+      MustRun({"table", "scan", master_, "m", "--predicates=s IS NULL", "--columns=key,s"});
+  EXPECT_EQ(table, "key | s\n----+-----\n  3 | NULL\n");
+  // A header and two rows.
+  EXPECT_EQ(
+      SortedLines(MustRun({"table", "scan", master_, "m", "--limit=2", "--format=csv"})).size(),
+      3u);
+  EXPECT_EQ(MustRun({"table", "count", master_, "m"}), "5\n");
+  EXPECT_EQ(MustRun({"table", "count", master_, "m", "--predicates=d > 2.5"}), "3\n");
+
+  Result badpred = Basalt({"table", "scan", master_, "m", "--predicates=key >> 3"});
+  EXPECT_EQ(badpred.rc, 1);
+  EXPECT_NE(badpred.err.find("at position 6"), std::string::npos) << badpred.err;
+  Result nocol = Basalt({"table", "scan", master_, "m", "--predicates=nope = 3"});
+  EXPECT_EQ(nocol.rc, 1);
+  EXPECT_NE(nocol.err.find("no column 'nope'"), std::string::npos) << nocol.err;
+
+  EXPECT_EQ(MustRun({"table", "delete", master_, "m"}), "Deleted table m\n");
+  Result gone = Basalt({"table", "count", master_, "m"});
+  EXPECT_EQ(gone.rc, 1);
+  EXPECT_NE(gone.err.find("Error: "), std::string::npos);
+}
+
+TEST_F(CliTest, ServersMastersAndHelp) {
+  const std::string ts = MustRun({"tserver", "list", master_, "--format=json"});
+  size_t n = 0;
+  for (size_t p = ts.find("\"live\": true"); p != std::string::npos;
+       p = ts.find("\"live\": true", p + 1)) {
+    ++n;
+  }
+  EXPECT_EQ(n, 3u) << ts;
+  const std::string masters = MustRun({"master", "list", master_});
+  EXPECT_NE(masters.find(master_), std::string::npos) << masters;
+  EXPECT_NE(masters.find("LEADER"), std::string::npos) << masters;
+
+  EXPECT_NE(MustRun({"--help"}).find("Commands:\n"), std::string::npos);
+  EXPECT_NE(MustRun({"table", "--help"}).find("Actions:\n"), std::string::npos);
+  EXPECT_NE(MustRun({"table", "create", "--help"})
+                .find("Usage: basalt table create <master_addresses> <spec>"),
+            std::string::npos);
+  EXPECT_EQ(Basalt({"tabel"}).rc, 1);
+  EXPECT_EQ(Basalt({"table", "scan", master_}).rc, 1);
+  EXPECT_EQ(Basalt({"table", "list", master_, "--format=xml"}).rc, 1);
+}
+
+// `local start` prints the master address alone on stdout; the cluster serves the CLI; `local
+// stop` stops every daemon and `local destroy` removes the directory.
+TEST_F(CliRunnerTest, LocalStartStopRoundTrip) {
+  const std::string dir = tmp_ + "/local";
+  Result started = Basalt({"local", "start", "--dir", dir, "--num_tablet_servers=1"});
+  ASSERT_EQ(started.rc, 0) << started.err;
+  ASSERT_TRUE(absl::StartsWith(started.out, "127.0.0.1:")) << started.out;
+  ASSERT_EQ(started.out.back(), '\n');
+  const std::string master = started.out.substr(0, started.out.size() - 1);
+  EXPECT_EQ(master.find('\n'), std::string::npos) << started.out;
+  MustRun({"table", "create", master,
+           "CREATE TABLE t (key INT64, PRIMARY KEY (key)) PARTITION BY HASH (key) PARTITIONS 2 "
+           "REPLICAS 1"});
+  MustRun({"perf", "loadgen", master, "--table_name=t", "--num_rows_per_thread=50"});
+  EXPECT_EQ(MustRun({"table", "count", master, "t"}), "100\n");
+  const std::string status = MustRun({"local", "status", "--dir", dir, "--format=csv"});
+  EXPECT_NE(status.find("master addresses: " + master), std::string::npos) << status;
+  EXPECT_NE(status.find(",true,"), std::string::npos) << status;
+  MustRun({"local", "stop", "--dir", dir});
+  const std::string stopped = MustRun({"local", "status", "--dir", dir, "--format=csv"});
+  EXPECT_EQ(stopped.find(",true,"), std::string::npos) << stopped;
+  MustRun({"local", "destroy", "--dir", dir});
+  EXPECT_NE(std::system(StrCat("test -e ", ShellQuote(dir)).c_str()), 0);
+  EXPECT_EQ(Basalt({"local", "start"}).rc, 1);  // --dir is required.
+}
+
+}  // namespace
+}  // namespace basalt
