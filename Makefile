@@ -1,6 +1,6 @@
 # Basalt: the two commands of the README, plus developer conveniences.
 #   make test     install missing packages, configure, build, run the default test suite
-#   make cluster  (arrives with the cluster issue)
+#   make cluster  install missing packages, build, start a local cluster with a demo table
 # Build directories live inside the clone (ignored by git); ccache keeps its cache outside it.
 
 BUILD_DIR ?= build
@@ -11,7 +11,7 @@ CTEST_FLAGS ?= --output-on-failure --timeout 600
 CTEST_LABELS ?= unit|cluster|install
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build test test-all asan tsan tsa bench format clean
+.PHONY: all deps configure build test cluster test-all asan tsan tsa bench format clean
 
 all: build
 
@@ -28,6 +28,11 @@ build: configure
 
 test: build
 	cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -j $(JOBS) -L '$(CTEST_LABELS)'
+
+# A local cluster (1 master, 3 tablet servers) in .basalt-cluster/ with a demo table
+# (scripts/demo-cluster.sh prints how to use and stop it).
+cluster: build
+	BIN_DIR=$(BUILD_DIR)/bin scripts/demo-cluster.sh
 
 # Every test, whatever its label.
 test-all: build
