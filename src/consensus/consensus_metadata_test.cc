@@ -121,7 +121,9 @@ TEST_F(ConsensusMetadataTest, CrashDuringFlushKeepsOldOrNew) {
     ASSERT_TRUE(env.DropUnsyncedData().ok());
     absl::StatusOr<std::unique_ptr<ConsensusMetadata>> after = ConsensusMetadata::Load(&env, kPath);
     ASSERT_TRUE(after.ok()) << k << ": " << after.status();
-    if (flushed) EXPECT_EQ((*after)->current_term(), old_term + 1) << k;
+    if (flushed) {
+      EXPECT_EQ((*after)->current_term(), old_term + 1) << k;
+    }
     EXPECT_GE((*after)->current_term(), old_term);
   }
 }
