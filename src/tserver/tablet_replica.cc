@@ -61,6 +61,14 @@ TabletOptions MakeTabletOptions(const TabletReplicaContext& ctx, const std::stri
   return o;
 }
 
+// Apply outcomes every replica reaches the same way from the same entry: bad rows, a schema
+// mismatch, an op the tablet refuses by rule. Anything else (an I/O error, a flush that cannot
+// finish) may leave this replica different from its peers.
+bool IsDeterministicApplyError(const absl::Status& s) {
+  return s.ok() || absl::IsInvalidArgument(s) || absl::IsFailedPrecondition(s) ||
+         absl::IsAlreadyExists(s) || absl::IsNotFound(s);
+}
+
 bool IsNotLeaderProposalError(const absl::Status& s) {
   return absl::IsAborted(s) || absl::IsUnavailable(s);
 }
@@ -752,9 +760,22 @@ void TabletReplica::ApplyWrite(const LogEntry& entry, const pb::ReplicateMsgPB& 
   if (s.ok()) last_write_index_ = entry.index;
   LOG_IF(WARNING, !s.ok()) << "tablet " << tablet_id_ << ": entry " << entry.index
                            << " applied nothing: " << s;
+  FailIfDiverged(s, entry.index);
   if (op != nullptr) {
     op->apply_status = s;
     op->applied = true;
+  }
+}
+
+void TabletReplica::FailIfDiverged(const absl::Status& s, uint64_t index) {
+  if (IsDeterministicApplyError(s)) return;
+  // Serving on would mean serving a state the other replicas do not have.
+  LOG(ERROR) << "tablet " << tablet_id_ << ": entry " << index
+             << " could not be applied here; the replica stops serving: " << s;
+  if (SetState(ReplicaState::kFailed,
+               absl::Status(s.code(), StrCat("applying entry ", index, ": ", s.message()))) &&
+      ctx_.on_status_change) {
+    ctx_.on_status_change();
   }
 }
 
@@ -805,6 +826,7 @@ void TabletReplica::ApplyAlter(const LogEntry& entry, const pb::ReplicateMsgPB& 
     s = PersistMeta(m);
   }
   LOG_IF(WARNING, !s.ok()) << "tablet " << tablet_id_ << ": schema change failed: " << s;
+  FailIfDiverged(s, entry.index);
   if (op != nullptr) {
     op->apply_status = s;
     op->schema_version_after = schema()->version();

@@ -221,6 +221,9 @@ class TabletReplica : public StateMachine {
   // Makes every op applied before the alter at `alter_index` durable in the rowsets, so that a
   // restart never replays an op encoded for the old schema against the new one.
   absl::Status FlushBeforeAlter(uint64_t alter_index);
+  // Marks the replica FAILED when applying the entry at `index` failed in a way other replicas
+  // need not share (IsDeterministicApplyError in the .cc), so it never serves a diverged state.
+  void FailIfDiverged(const absl::Status& s, uint64_t index);
   // Returns whether the state changed.
   bool SetState(ReplicaState state, absl::Status error = absl::OkStatus()) ABSL_LOCKS_EXCLUDED(mu_);
   std::unique_ptr<WriteScratch> TakeScratch() ABSL_LOCKS_EXCLUDED(scratch_mu_);
