@@ -184,6 +184,7 @@ absl::Status Tablet::ApplyLocked(HybridTime ts, int64_t op_index,
     }
   }
   if (!replay) BASALT_RETURN_IF_ERROR(mvcc_.StartOp(ts));
+  replay_decisions_.clear();
   results->assign(ops.size(), absl::OkStatus());
   for (size_t i = 0; i < ops.size(); ++i) {
     (*results)[i] = ApplyOp(*c, ts, op_index, ops[i], replay);
@@ -201,9 +202,13 @@ absl::Status Tablet::ApplyOp(const Components& c, HybridTime ts, int64_t op_inde
                              const DecodedRowOperation& op, bool replay) {
   const Schema& schema = *c.schema;
   std::string key = EncodeKey(schema, op.row_data);
+  if (replay) {
+    BASALT_ASSIGN_OR_RETURN(bool reflected, ReplayFindsOpReflected(c, key, ts));
+    if (reflected) return absl::OkStatus();
+  }
   absl::Status s;
   if (RowOperationIsInsertLike(op.type)) {
-    s = InsertRow(c, ts, op_index, op, key, replay);
+    s = InsertRow(c, ts, op_index, op, key);
     if (!absl::IsAlreadyExists(s) || op.type == RowOperationType::kInsert) return s;
     if (op.type == RowOperationType::kInsertIgnore) return absl::OkStatus();
     // UPSERT of an existing row: an UPDATE of the columns it sets.
@@ -220,7 +225,7 @@ absl::Status Tablet::ApplyOp(const Components& c, HybridTime ts, int64_t op_inde
     }
     if (scratch_changes_.size() == 1) return absl::OkStatus();  // An UPSERT of the key only.
   }
-  s = MutateRow(c, ts, op_index, key, scratch_changes_, replay);
+  s = MutateRow(c, ts, op_index, key, scratch_changes_);
   if (absl::IsNotFound(s) &&
       (op.type == RowOperationType::kUpdateIgnore || op.type == RowOperationType::kDeleteIgnore)) {
     return absl::OkStatus();
@@ -230,12 +235,6 @@ absl::Status Tablet::ApplyOp(const Components& c, HybridTime ts, int64_t op_inde
 
 namespace {
 
-// WAL replay skips a mutation of a row whose last change is newer than the op: the rowsets hold
-// the op's effect on that row. A row changed last at the op's own timestamp holds all of the op's
-// mutations of it (one op's mutations of one row land in one store under the write lock), and
-// re-applying them is harmless: every write op assigns values, so an op's sequence of mutations
-// of a row maps its own result to itself.
-
 // The timestamp of the last change to an MRS row.
 HybridTime LatestChange(const MRSRow* row) {
   HybridTime ts = row->insert_timestamp();
@@ -243,19 +242,10 @@ HybridTime LatestChange(const MRSRow* row) {
   return ts;
 }
 
-// The same for a base row of a DiskRowSet. Its base data reflect every op below the rowset's
-// snapshot completely, so those are skipped (the snapshot itself counts as "newer"); later ones
-// are REDOs.
-absl::StatusOr<HybridTime> LatestChange(const DiskRowSet& drs, rowid_t row) {
-  BASALT_ASSIGN_OR_RETURN(HybridTime redo, drs.delta_tracker()->LatestRedoTimestamp(row));
-  HybridTime base = drs.CurrentMetadata().base_snapshot_before;
-  return redo.is_valid() ? std::max(redo, base) : base;
-}
-
 }  // namespace
 
 absl::Status Tablet::InsertRow(const Components& c, HybridTime ts, int64_t op_index,
-                               const DecodedRowOperation& op, std::string_view key, bool replay) {
+                               const DecodedRowOperation& op, std::string_view key) {
   const Schema& schema = *c.schema;
   // The full row: unset columns take their defaults.
   scratch_row_.assign(reinterpret_cast<const char*>(op.row_data), schema.fixed_row_size());
@@ -275,9 +265,8 @@ absl::Status Tablet::InsertRow(const Components& c, HybridTime ts, int64_t op_in
   const auto* null_bitmap = reinterpret_cast<const uint8_t*>(nulls.data());
 
   // A key lives in one rowset: a deleted row's key is reinserted where the row is.
-  BASALT_ASSIGN_OR_RETURN(DiskRowLocation loc, LocateInDiskRowSets(c, key, ts, replay));
+  BASALT_ASSIGN_OR_RETURN(DiskRowLocation loc, LocateInDiskRowSets(c, key));
   if (loc.drs != nullptr) {
-    if (loc.skip) return absl::OkStatus();
     RowChangeListEncoder enc(&scratch_changes_);
     enc.EncodeReinsert(schema, row, null_bitmap);
     absl::Status s = loc.drs->MutateRowAt(ts, loc.row, scratch_changes_, op_index);
@@ -289,35 +278,28 @@ absl::Status Tablet::InsertRow(const Components& c, HybridTime ts, int64_t op_in
   if (c.frozen != nullptr && key <= c.frozen_max_key && c.frozen->mrs->FindRow(key) != nullptr) {
     target = c.frozen.get();
   }
-  if (replay) {
-    const MRSRow* existing = target->mrs->FindRow(key);
-    if (existing != nullptr && LatestChange(existing) > ts) return absl::OkStatus();
-  }
   BASALT_RETURN_IF_ERROR(target->mrs->Insert(ts, row, null_bitmap));
   NoteMemStoreWrite(target, op_index);
   return absl::OkStatus();
 }
 
 absl::Status Tablet::MutateRow(const Components& c, HybridTime ts, int64_t op_index,
-                               std::string_view key, std::string_view changes, bool replay) {
+                               std::string_view key, std::string_view changes) {
   for (MemStore* store : {c.mrs.get(), c.frozen.get()}) {
     if (store == nullptr || (store == c.frozen.get() && key > c.frozen_max_key)) continue;
     const MRSRow* row = store->mrs->FindRow(key);
     if (row == nullptr) continue;
-    if (replay && LatestChange(row) > ts) return absl::OkStatus();
     BASALT_RETURN_IF_ERROR(store->mrs->MutateRow(ts, key, changes));
     NoteMemStoreWrite(store, op_index);
     return absl::OkStatus();
   }
-  BASALT_ASSIGN_OR_RETURN(DiskRowLocation loc, LocateInDiskRowSets(c, key, ts, replay));
+  BASALT_ASSIGN_OR_RETURN(DiskRowLocation loc, LocateInDiskRowSets(c, key));
   if (loc.drs == nullptr) return absl::NotFoundError("key not found");
-  if (loc.skip) return absl::OkStatus();
   return loc.drs->MutateRowAt(ts, loc.row, changes, op_index);
 }
 
 absl::StatusOr<Tablet::DiskRowLocation> Tablet::LocateInDiskRowSets(const Components& c,
-                                                                    std::string_view key,
-                                                                    HybridTime ts, bool replay) {
+                                                                    std::string_view key) {
   c.tree->FindContaining(key, &candidates_);
   if (candidates_.empty()) return DiskRowLocation{};
   const uint64_t hash = BloomKeyHash(key);  // Once for every candidate's bloom filter.
@@ -325,14 +307,46 @@ absl::StatusOr<Tablet::DiskRowLocation> Tablet::LocateInDiskRowSets(const Compon
     DiskRowSet& drs = *c.drs[idx];
     BASALT_ASSIGN_OR_RETURN(std::optional<rowid_t> rowid, drs.FindRow(key, hash));
     if (!rowid.has_value()) continue;
-    DiskRowLocation loc{&drs, *rowid, false};
-    if (replay) {
-      BASALT_ASSIGN_OR_RETURN(HybridTime latest, LatestChange(drs, *rowid));
-      loc.skip = latest > ts;
-    }
-    return loc;
+    return DiskRowLocation{&drs, *rowid};
   }
   return DiskRowLocation{};
+}
+
+// WAL replay re-applies an op's mutations of a row unless the rowsets already reflect the op for
+// that row. What must stay true:
+//  - All of one op's mutations of one row land in one store under the write lock, and a store is
+//    flushed or swapped only between ops, so a row reflects either all of them or none.
+//  - The decision is taken once per (op, key), at the op's first mutation of the key, before
+//    replay changed the row: then a row changed at or after `ts` holds the op's whole effect and
+//    is skipped. Re-deciding later in the op would be wrong both ways: the op's own replayed
+//    mutations carry `ts` (so "changed at ts" no longer means "already reflected"), and
+//    re-applying an op to its own result is not a no-op when one of its row ops failed the first
+//    time and would now succeed (UPDATE of an absent key, then INSERT of it: replaying the UPDATE
+//    over the reinserted row would lose the INSERT's values).
+//  - A DiskRowSet's base data reflect every op below its snapshot (base_snapshot_before is
+//    exclusive); ops at or above it are REDOs.
+absl::StatusOr<bool> Tablet::ReplayFindsOpReflected(const Components& c, const std::string& key,
+                                                    HybridTime ts) {
+  auto it = replay_decisions_.find(key);
+  if (it != replay_decisions_.end()) return it->second;
+  bool reflected = false;
+  const MRSRow* row = nullptr;
+  for (MemStore* store : {c.mrs.get(), c.frozen.get()}) {
+    if (store != nullptr && row == nullptr) row = store->mrs->FindRow(key);
+  }
+  if (row != nullptr) {
+    reflected = LatestChange(row) >= ts;
+  } else {
+    BASALT_ASSIGN_OR_RETURN(DiskRowLocation loc, LocateInDiskRowSets(c, key));
+    if (loc.drs != nullptr) {
+      BASALT_ASSIGN_OR_RETURN(HybridTime redo,
+                              loc.drs->delta_tracker()->LatestRedoTimestamp(loc.row));
+      reflected =
+          (redo.is_valid() && redo >= ts) || loc.drs->CurrentMetadata().base_snapshot_before > ts;
+    }
+  }
+  replay_decisions_.emplace(key, reflected);
+  return reflected;
 }
 
 void Tablet::NoteMemStoreWrite(MemStore* store, int64_t op_index) {

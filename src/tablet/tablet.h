@@ -30,6 +30,7 @@
 #include <gflags/gflags_declare.h>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -179,20 +180,21 @@ class Tablet {
                        const DecodedRowOperation& op, bool replay)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::Status InsertRow(const Components& c, HybridTime ts, int64_t op_index,
-                         const DecodedRowOperation& op, std::string_view key, bool replay)
+                         const DecodedRowOperation& op, std::string_view key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  // The DiskRowSet holding `key` as a base row (live or deleted), if any, and whether WAL replay
-  // must skip an op at `ts` on it.
+  // The DiskRowSet holding `key` as a base row (live or deleted), if any.
   struct DiskRowLocation {
     DiskRowSet* drs = nullptr;
     uint32_t row = 0;  // The key's base row (rowid_t) in *drs.
-    bool skip = false;
   };
-  absl::StatusOr<DiskRowLocation> LocateInDiskRowSets(const Components& c, std::string_view key,
-                                                      HybridTime ts, bool replay)
+  absl::StatusOr<DiskRowLocation> LocateInDiskRowSets(const Components& c, std::string_view key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::Status MutateRow(const Components& c, HybridTime ts, int64_t op_index, std::string_view key,
-                         std::string_view changes, bool replay)
+                         std::string_view changes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // WAL replay: whether the rowsets already reflect the op at `ts` for `key` (it is skipped),
+  // decided at the op's first mutation of the key and kept for the rest of the op.
+  absl::StatusOr<bool> ReplayFindsOpReflected(const Components& c, const std::string& key,
+                                              HybridTime ts)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Inserts a row built from `key` and a REINSERT change list into the current MRS (orphaned
   // mutations of compaction).
@@ -241,6 +243,8 @@ class Tablet {
   std::string scratch_row_ ABSL_GUARDED_BY(write_mu_);
   std::string scratch_changes_ ABSL_GUARDED_BY(write_mu_);
   std::vector<int> candidates_ ABSL_GUARDED_BY(write_mu_);
+  // Replay decisions of the op being applied (ReplayFindsOpReflected), by encoded key.
+  absl::flat_hash_map<std::string, bool> replay_decisions_ ABSL_GUARDED_BY(write_mu_);
 
   mutable absl::Mutex components_mu_;
   std::shared_ptr<const Components> components_ ABSL_GUARDED_BY(components_mu_);

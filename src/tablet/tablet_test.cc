@@ -391,6 +391,43 @@ void RunReplayTest(uint64_t seed, int steps, int32_t key_space) {
   EXPECT_GT(crashes, 0);
 }
 
+// Replay decides once per (op, key) whether the rowsets already reflect the op. Key 14: an op
+// whose UPDATE of the deleted key failed and whose later INSERT reinserted it, its REINSERT then
+// flushed; replaying the UPDATE over the flushed row used to overwrite the INSERT's values (found
+// with BASALT_TEST_SEED=11137771740805316720). Key 15: an op's INSERT and UPDATE, not durable;
+// both are replayed although the replayed INSERT already changed the row at the op's timestamp.
+TEST(TabletReplayTest, ReplayDecidesOncePerOpAndKey) {
+  TabletHarness h;
+  TABLET_ASSERT_OK(h.Create());
+  std::vector<std::pair<HybridTime, std::pair<std::string, std::string>>> wal;
+  auto apply = [&](const std::vector<TestOp>& ops) {
+    wal.push_back({h.hybrid_clock()->Now(), h.Encode(ops)});
+    return h.ApplyAt(wal.back().second, wal.back().first, static_cast<int64_t>(wal.size()), false);
+  };
+  TestOp update14{Type::kUpdate, 14, 302};
+  update14.d = 22;
+  ASSERT_TRUE(apply({{Type::kInsert, 14, 1}, {Type::kInsert, 15, 1}})[0].ok());
+  TABLET_ASSERT_OK(h.tablet()->FlushMemRowSet());
+  ASSERT_TRUE(apply({{Type::kDelete, 14}, {Type::kDelete, 15}})[0].ok());
+  TABLET_ASSERT_OK(h.tablet()->FlushDeltas());
+  ASSERT_TRUE(apply({{Type::kInsert, 99, 9}})[0].ok());  // Holds the durable index at 2.
+  std::vector<absl::Status> got =
+      apply({update14, {Type::kInsert, 14, 37, false, std::string("qqqqqqqqqq")}});
+  EXPECT_EQ(got[0].code(), Code::kNotFound);
+  TABLET_ASSERT_OK(got[1]);
+  TABLET_ASSERT_OK(h.tablet()->FlushDeltas());  // The REINSERT of 14 is durable.
+  ASSERT_TRUE(apply({{Type::kInsert, 15, 5}, {Type::kUpdate, 15, 6}})[1].ok());
+  const std::vector<TestRow> want = {
+      {14, 37, "qqqqqqqqqq", 7}, {15, 6, std::nullopt, 7}, {99, 9, std::nullopt, 7}};
+  ASSERT_EQ(h.Scan(), want);
+  TABLET_ASSERT_OK(h.Reopen());
+  ASSERT_EQ(h.tablet()->DurableOpIndex(), 2);
+  for (size_t i = 2; i < wal.size(); ++i) {
+    h.ApplyAt(wal[i].second, wal[i].first, static_cast<int64_t>(i) + 1, /*replay=*/true);
+  }
+  EXPECT_EQ(h.Scan(), want);
+}
+
 TEST(TabletReplayTest, ReplayAboveDurableIndexRestoresEveryOp) {
   uint64_t base = SeedFromEnvOrTime();
   for (uint64_t i = 0; i < 3; ++i) RunReplayTest(base + i, ModelSteps(800), i == 1 ? 1000 : 48);
