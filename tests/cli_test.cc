@@ -17,93 +17,14 @@
 #include "client/client.h"
 #include "common/strings.h"
 #include "testing/external_mini_cluster.h"
+#include "tests/cli_test_util.h"
 
 namespace basalt {
 namespace {
 
-struct Result {
-  int rc = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ShellQuote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      q += "'\\''";
-    } else {
-      q.push_back(c);
-    }
-  }
-  return q + "'";
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Runs the `basalt` binary in a per-test temp dir (removed at the end).
-class CliRunnerTest : public ::testing::Test {
+// A cluster test that can also write rows through the client.
+class CliTest : public CliClusterTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    tmp_ = StrCat(::testing::TempDir(), "/cli_test-", info->name(), "-", getpid());
-    ASSERT_EQ(std::system(StrCat("mkdir -p ", ShellQuote(tmp_)).c_str()), 0);
-  }
-  void TearDown() override { std::system(StrCat("rm -rf ", ShellQuote(tmp_)).c_str()); }
-
-  // Runs `basalt args...` and captures its exit code, stdout and stderr.
-  Result Basalt(const std::vector<std::string>& args) {
-    std::string cmd = ShellQuote(ExternalMiniCluster::ResolveBinDir("") + "/basalt");
-    for (const auto& a : args) StrAppend(&cmd, " ", ShellQuote(a));
-    const std::string out = tmp_ + "/stdout", err = tmp_ + "/stderr";
-    StrAppend(&cmd, " >", ShellQuote(out), " 2>", ShellQuote(err), " </dev/null");
-    const int status = std::system(cmd.c_str());
-    Result r;
-    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = ReadAll(out);
-    r.err = ReadAll(err);
-    return r;
-  }
-
-  // Runs and expects success; returns stdout.
-  std::string MustRun(const std::vector<std::string>& args) {
-    Result r = Basalt(args);
-    EXPECT_EQ(r.rc, 0) << "basalt " << args[0] << " " << (args.size() > 1 ? args[1] : "")
-                       << "\nstdout: " << r.out << "\nstderr: " << r.err;
-    return r.out;
-  }
-
-  std::string tmp_;
-};
-
-// A CliRunnerTest with a running cluster (1 master, 3 tablet servers).
-class CliTest : public CliRunnerTest {
- protected:
-  void SetUp() override {
-    ASSERT_NO_FATAL_FAILURE(CliRunnerTest::SetUp());
-    ExternalMiniClusterOptions o;
-    o.extra_tserver_flags = {"--raft_heartbeat_interval_ms=200"};
-    cluster_ = std::make_unique<ExternalMiniCluster>(o);
-    const absl::Status s = cluster_->Start();
-    ASSERT_TRUE(s.ok()) << s;
-    master_ = cluster_->master_addresses();
-  }
-
-  void TearDown() override {
-    if (cluster_ != nullptr) {
-      const absl::Status died = cluster_->CheckNoDaemonDied();
-      EXPECT_TRUE(died.ok()) << died;
-      if (HasFailure()) cluster_->set_keep_root_dir(true);
-      cluster_.reset();
-    }
-    CliRunnerTest::TearDown();
-  }
-
   // Inserts key 1..5 into table `name` (key INT32, s STRING NULL, d DECIMAL(5, 2) NULL) with
   // s NULL for key 3 and d = key + 0.25.
   void InsertRows(const std::string& name) {
@@ -124,9 +45,6 @@ class CliTest : public CliRunnerTest {
     }
     ASSERT_TRUE(session->Flush().ok());
   }
-
-  std::unique_ptr<ExternalMiniCluster> cluster_;
-  std::string master_;
 };
 
 std::vector<std::string> SortedLines(const std::string& s) {
@@ -154,8 +72,8 @@ TEST_F(CliTest, CreateLoadgenCountCheckedByPath) {
   EXPECT_NE(out2.find("Scan counted 101500 rows"), std::string::npos) << out2;
   EXPECT_EQ(MustRun({"table", "count", master_, "t", "--predicates=key >= 100000"}), "1500\n");
   // Keys already there: the inserts fail and loadgen says so.
-  Result dup = Basalt({"perf", "loadgen", master_, "--table_name=t", "--num_rows_per_thread=10",
-                       "--num_threads=1"});
+  CliResult dup = Basalt({"perf", "loadgen", master_, "--table_name=t", "--num_rows_per_thread=10",
+                          "--num_threads=1"});
   EXPECT_EQ(dup.rc, 1);
   EXPECT_NE(dup.err.find("10 insert(s) failed"), std::string::npos) << dup.err;
 }
@@ -170,7 +88,7 @@ TEST_F(CliTest, LoadgenCreatesATableWhenNoneIsNamed) {
 
 TEST_F(CliTest, CreateDescribeScanDelete) {
   // A bad spec: exit code 1 and the caret under the bad token; nothing is created.
-  Result bad = Basalt(
+  CliResult bad = Basalt(
       {"table", "create", master_, "CREATE TABLE m (key INT32, s STRNG, PRIMARY KEY (key))"});
   EXPECT_EQ(bad.rc, 1);
   EXPECT_EQ(bad.err,
@@ -212,15 +130,15 @@ TEST_F(CliTest, CreateDescribeScanDelete) {
   EXPECT_EQ(MustRun({"table", "count", master_, "m"}), "5\n");
   EXPECT_EQ(MustRun({"table", "count", master_, "m", "--predicates=d > 2.5"}), "3\n");
 
-  Result badpred = Basalt({"table", "scan", master_, "m", "--predicates=key >> 3"});
+  CliResult badpred = Basalt({"table", "scan", master_, "m", "--predicates=key >> 3"});
   EXPECT_EQ(badpred.rc, 1);
   EXPECT_NE(badpred.err.find("at position 6"), std::string::npos) << badpred.err;
-  Result nocol = Basalt({"table", "scan", master_, "m", "--predicates=nope = 3"});
+  CliResult nocol = Basalt({"table", "scan", master_, "m", "--predicates=nope = 3"});
   EXPECT_EQ(nocol.rc, 1);
   EXPECT_NE(nocol.err.find("no column 'nope'"), std::string::npos) << nocol.err;
 
   EXPECT_EQ(MustRun({"table", "delete", master_, "m"}), "Deleted table m\n");
-  Result gone = Basalt({"table", "count", master_, "m"});
+  CliResult gone = Basalt({"table", "count", master_, "m"});
   EXPECT_EQ(gone.rc, 1);
   EXPECT_NE(gone.err.find("Error: "), std::string::npos);
 }
@@ -251,7 +169,7 @@ TEST_F(CliTest, ServersMastersAndHelp) {
 // stop` stops every daemon and `local destroy` removes the directory.
 TEST_F(CliRunnerTest, LocalStartStopRoundTrip) {
   const std::string dir = tmp_ + "/local";
-  Result started = Basalt({"local", "start", "--dir", dir, "--num_tablet_servers=1"});
+  CliResult started = Basalt({"local", "start", "--dir", dir, "--num_tablet_servers=1"});
   ASSERT_EQ(started.rc, 0) << started.err;
   ASSERT_TRUE(absl::StartsWith(started.out, "127.0.0.1:")) << started.out;
   ASSERT_EQ(started.out.back(), '\n');

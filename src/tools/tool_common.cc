@@ -171,7 +171,8 @@ std::string ColumnToSpec(const ColumnSchema& col, bool is_key) {
 }
 
 std::vector<Command> AllCommands() {
-  return {LocalCommand(), MasterCommand(), PerfCommand(), TableCommand(), TserverCommand()};
+  return {ClusterCommand(), FsCommand(),    LocalCommand(),  MasterCommand(),
+          PerfCommand(),    TableCommand(), TabletCommand(), TserverCommand()};
 }
 
 }  // namespace basalt::tools

@@ -43,6 +43,11 @@ Command PerfCommand();
 Command TserverCommand();
 Command MasterCommand();
 Command LocalCommand();
+Command TabletCommand();
+Command ClusterCommand();
+Command FsCommand();
+// `table load` (tool_table_load.cc), one of TableCommand's actions.
+Action TableLoadAction();
 std::vector<Command> AllCommands();
 
 }  // namespace basalt::tools

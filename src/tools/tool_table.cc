@@ -16,7 +16,9 @@
 #include "tools/table_spec.h"
 #include "tools/tool_common.h"
 
-DEFINE_string(columns, "", "Comma-separated columns a scan returns; empty: every column.");
+DEFINE_string(columns, "",
+              "Comma-separated columns: for scan, the columns returned (empty: every column); "
+              "for load, the columns of the file when it has no header line.");
 DEFINE_string(predicates, "",
               "Conditions the scanned rows meet, e.g. \"key >= 5 AND host IN ('a', 'b') AND v IS "
               "NULL\" (see docs/cli.md).");
@@ -312,6 +314,7 @@ Command TableCommand() {
                        {MasterAddressesArg(), TableNameArg()},
                        {"columns", "predicates", "limit", "format"},
                        ScanTable});
+  c.actions.push_back(TableLoadAction());
   return c;
 }
 

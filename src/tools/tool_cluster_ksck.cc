@@ -1,0 +1,209 @@
+// `basalt cluster ksck`: checks the health of every tablet of a cluster (docs/cli.md).
+
+#include <gflags/gflags.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/status_macros.h"
+#include "common/strings.h"
+#include "proto/common.pb.h"
+#include "proto/tserver.grpc.pb.h"
+#include "tools/master_rpc.h"
+#include "tools/tool_common.h"
+
+DEFINE_bool(checksum, false,
+            "Whether ksck also compares the checksums of every tablet's replicas at one snapshot.");
+DEFINE_int32(ksck_checksum_timeout_ms, 3000,
+             "How long ksck waits for a follower to reach the checksum snapshot, ms.");
+
+namespace basalt::tools {
+
+namespace {
+
+// What one tablet server said: its tablets, or why it could not be asked.
+struct ServerReport {
+  std::string address;
+  absl::Status status;
+  std::map<std::string, pb::TabletStatusPB> tablets;
+};
+
+std::string Address(const pb::HostPortPB& hp) { return StrCat(hp.host(), ":", hp.port()); }
+
+template <typename Req, typename Resp>
+absl::Status CallTserver(const std::string& address,
+                         grpc::Status (pb::TabletServerService::Stub::*method)(grpc::ClientContext*,
+                                                                               const Req&, Resp*),
+                         const Req& req, Resp* resp) {
+  auto stub = pb::TabletServerService::NewStub(NewChannel(address));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  return FromGrpcStatus((stub.get()->*method)(&ctx, req, resp));
+}
+
+ServerReport AskServer(const std::string& address) {
+  ServerReport r;
+  r.address = address;
+  pb::ListTabletsResponsePB resp;
+  r.status = CallTserver(address, &pb::TabletServerService::Stub::ListTablets,
+                         pb::ListTabletsRequestPB(), &resp);
+  for (const auto& t : resp.tablets()) r.tablets[t.tablet_id()] = t;
+  return r;
+}
+
+// Checksum of `tablet_id` on `address` at `snap` (0: the server picks), retrying UNAVAILABLE
+// (a follower behind the snapshot) until --ksck_checksum_timeout_ms.
+absl::StatusOr<pb::ChecksumResponsePB> Checksum(const std::string& address,
+                                                const std::string& tablet_id, uint64_t snap) {
+  pb::ChecksumRequestPB req;
+  req.set_tablet_id(tablet_id);
+  req.set_snap_timestamp(snap);
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(FLAGS_ksck_checksum_timeout_ms);
+  while (true) {
+    pb::ChecksumResponsePB resp;
+    absl::Status s = CallTserver(address, &pb::TabletServerService::Stub::Checksum, req, &resp);
+    if (s.ok()) return resp;
+    if (!absl::IsUnavailable(s) || absl::Now() > deadline) return s;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+}
+
+// Compares every replica's checksum with the leader's; appends problems.
+void CheckChecksums(const pb::TabletLocationsPB& loc, const std::string& leader_uuid,
+                    const std::map<std::string, ServerReport>& servers,
+                    std::vector<std::string>* problems) {
+  const std::string leader_addr = servers.at(leader_uuid).address;
+  auto ref = Checksum(leader_addr, loc.tablet_id(), 0);
+  if (!ref.ok()) {
+    problems->push_back(StrCat("checksum on leader ", leader_uuid, ": ", ref.status().ToString()));
+    return;
+  }
+  for (const auto& r : loc.replicas()) {
+    const ServerReport& sr = servers.at(r.ts_uuid());
+    if (r.ts_uuid() == leader_uuid || !sr.status.ok()) continue;
+    auto c = Checksum(sr.address, loc.tablet_id(), ref->snap_timestamp());
+    if (!c.ok()) {
+      problems->push_back(StrCat("checksum on ", r.ts_uuid(), ": ", c.status().ToString()));
+    } else if (c->checksum() != ref->checksum() || c->num_rows() != ref->num_rows()) {
+      problems->push_back(StrCat("replica ", r.ts_uuid(), " checksum ", c->checksum(), " (",
+                                 c->num_rows(), " rows) differs from the leader's ",
+                                 ref->checksum(), " (", ref->num_rows(), " rows)"));
+    }
+  }
+}
+
+// The problems of one tablet (empty: healthy).
+std::vector<std::string> CheckTablet(const pb::TabletLocationsPB& loc,
+                                     const std::map<std::string, ServerReport>& servers) {
+  std::vector<std::string> problems;
+  std::set<std::string> master_peers;
+  for (const auto& r : loc.replicas()) master_peers.insert(r.ts_uuid());
+  std::string leader;
+  uint64_t leader_term = 0;
+  int leaders = 0;
+  for (const auto& r : loc.replicas()) {
+    const ServerReport& sr = servers.at(r.ts_uuid());
+    const std::string who = StrCat("replica on ", r.ts_uuid(), " (", sr.address, ")");
+    if (!sr.status.ok()) {
+      problems.push_back(StrCat(who, ": tablet server unreachable: ", sr.status.ToString()));
+      continue;
+    }
+    auto it = sr.tablets.find(loc.tablet_id());
+    if (it == sr.tablets.end()) {
+      problems.push_back(StrCat(who, ": replica missing"));
+      continue;
+    }
+    const pb::TabletStatusPB& t = it->second;
+    if (t.state() != pb::TABLET_RUNNING) {
+      problems.push_back(StrCat(who, ": state ", pb::TabletStatePB_Name(t.state())));
+    }
+    if (t.role() == pb::LEADER) {
+      if (leaders == 0 || t.term() > leader_term) leaders = 0;
+      if (leaders == 0 || t.term() == leader_term) {
+        ++leaders;
+        leader = r.ts_uuid();
+        leader_term = t.term();
+      }
+    }
+    std::set<std::string> peers;
+    for (const auto& p : t.config().peers()) peers.insert(p.uuid());
+    if (peers != master_peers) {
+      problems.push_back(StrCat(who, ": Raft config has ", peers.size(),
+                                " peer(s) that differ from the master's ", master_peers.size()));
+    }
+  }
+  if (leaders != 1) problems.push_back(StrCat(leaders, " leaders (want exactly 1)"));
+  if (FLAGS_checksum && leaders == 1) CheckChecksums(loc, leader, servers, &problems);
+  return problems;
+}
+
+absl::Status Ksck(const ActionContext& ctx) {
+  pb::ListTablesResponsePB tables;
+  BASALT_RETURN_IF_ERROR(CallMaster(ctx.args[0], &pb::MasterService::Stub::ListTables,
+                                    pb::ListTablesRequestPB(), &tables));
+  std::vector<pb::GetTableLocationsResponsePB> locations;
+  std::map<std::string, ServerReport> servers;
+  for (const auto& t : tables.tables()) {
+    pb::GetTableLocationsRequestPB req;
+    req.mutable_table()->set_table_name(t.name());
+    req.set_max_returned_locations(100000);
+    locations.emplace_back();
+    BASALT_RETURN_IF_ERROR(CallMaster(ctx.args[0], &pb::MasterService::Stub::GetTableLocations, req,
+                                      &locations.back()));
+    for (const auto& loc : locations.back().tablet_locations()) {
+      for (const auto& r : loc.replicas()) {
+        if (!servers.count(r.ts_uuid())) {
+          servers[r.ts_uuid()] = AskServer(Address(r.rpc_address()));
+        }
+      }
+    }
+  }
+  int bad_tablets = 0, num_tablets = 0;
+  for (const auto& [uuid, sr] : servers) {
+    if (!sr.status.ok()) {
+      *ctx.out << "Tablet server " << uuid << " (" << sr.address
+               << ") is unreachable: " << sr.status.ToString() << "\n";
+    }
+  }
+  for (int i = 0; i < tables.tables_size(); ++i) {
+    *ctx.out << "Table " << tables.tables(i).name() << ":\n";
+    for (const auto& loc : locations[i].tablet_locations()) {
+      ++num_tablets;
+      const std::vector<std::string> problems = CheckTablet(loc, servers);
+      *ctx.out << "  tablet " << loc.tablet_id() << ": "
+               << (problems.empty() ? "OK" : StrCat(problems.size(), " problem(s)")) << "\n";
+      for (const auto& p : problems) *ctx.out << "    " << p << "\n";
+      if (!problems.empty()) ++bad_tablets;
+    }
+  }
+  if (bad_tablets > 0) {
+    return absl::InternalError(
+        StrCat("ksck found problems in ", bad_tablets, " of ", num_tablets, " tablet(s)"));
+  }
+  *ctx.out << "OK: " << tables.tables_size() << " table(s), " << num_tablets << " tablet(s), "
+           << servers.size() << " tablet server(s) healthy"
+           << (FLAGS_checksum ? ", replica checksums match" : "") << "\n";
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Command ClusterCommand() {
+  return {"cluster",
+          "Operate on a whole cluster",
+          {{"ksck",
+            "Check that every tablet's replicas are reachable, running and agree",
+            "For every tablet the master lists: each replica's tablet server answers, the replica "
+            "is there and RUNNING, exactly one replica leads, every replica's Raft config names "
+            "the master's replicas; with --checksum, every replica's checksum at one snapshot "
+            "matches the leader's. Exit code 1 when anything is wrong.",
+            {MasterAddressesArg()},
+            {"checksum", "ksck_checksum_timeout_ms"},
+            Ksck}}};
+}
+
+}  // namespace basalt::tools
