@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 
+#include <gflags/gflags.h>
 #include <glog/logging.h>
 
 #include "absl/status/status.h"
@@ -29,6 +30,14 @@ inline double BestSeconds(int repeats, const std::function<void()>& fn) {
         best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   return best;
+}
+
+// The main() of a benchmark program that prints its own JSON: flags, logging, then `run`.
+inline int BenchMain(int argc, char** argv, void (*run)()) {
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  google::InitGoogleLogging(argv[0]);
+  run();
+  return 0;
 }
 
 }  // namespace basalt

@@ -213,9 +213,4 @@ void Run() {
 }  // namespace
 }  // namespace basalt
 
-int main(int argc, char** argv) {
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  google::InitGoogleLogging(argv[0]);
-  basalt::Run();
-  return 0;
-}
+int main(int argc, char** argv) { return basalt::BenchMain(argc, argv, basalt::Run); }

@@ -2,6 +2,10 @@
 
 // Sending one batch of encoded write operations to one tablet, with retries (the batcher's RPC
 // half; session.cc does the grouping). Private to src/client.
+//
+// Thread-safe: the session's thread pool sends batches of different tablets at once; a WriteBatch
+// belongs to one call at a time (the session keeps one batch per tablet in flight, so operations
+// on a row reach the tablet in order).
 
 #include <cstdint>
 #include <memory>

@@ -198,14 +198,11 @@ std::string Master::TabletServersPage() const {
 
 absl::Status Master::StartWebserver() {
   if (options_.webserver_port < 0) return absl::OkStatus();
-  WebserverOptions w;
-  w.port = options_.webserver_port;
-  w.bind_host = options_.webserver_bind_host;
-  if (w.bind_host.empty()) {
-    BASALT_ASSIGN_OR_RETURN(HostPort bind, ParseHostPort(options_.rpc_bind_address, 7051));
-    w.bind_host = bind.host;
-  }
-  w.server_name = StrCat("basalt-master ", instance_->uuid());
+  BASALT_ASSIGN_OR_RETURN(
+      WebserverOptions w,
+      DaemonWebserverOptions(options_.webserver_port, options_.webserver_bind_host,
+                             options_.rpc_bind_address,
+                             StrCat("basalt-master ", instance_->uuid())));
   webserver_ = std::make_unique<Webserver>(w);
   webserver_->RegisterPage("/tables", "Tables", [this] { return TablesPage(); });
   webserver_->RegisterPage("/tablet-servers", "Tablet servers",

@@ -11,7 +11,9 @@
 #include "absl/container/flat_hash_map.h"
 
 #include "common/metrics.h"
+#include "common/status_macros.h"
 #include "common/strings.h"
+#include "rpc/net_util.h"
 
 namespace basalt {
 
@@ -273,6 +275,20 @@ absl::StatusOr<HttpResponse> HttpGet(const std::string& host, int port, const st
   out.body = r->body;
   out.content_type = r->get_header_value("Content-Type");
   return out;
+}
+
+absl::StatusOr<WebserverOptions> DaemonWebserverOptions(int port, const std::string& bind_host,
+                                                        const std::string& rpc_bind_address,
+                                                        std::string server_name) {
+  WebserverOptions w;
+  w.port = port;
+  w.bind_host = bind_host;
+  if (w.bind_host.empty()) {
+    BASALT_ASSIGN_OR_RETURN(HostPort rpc, ParseHostPort(rpc_bind_address, 0));
+    w.bind_host = rpc.host;
+  }
+  w.server_name = std::move(server_name);
+  return w;
 }
 
 }  // namespace basalt

@@ -47,6 +47,12 @@ struct WebserverOptions {
   std::string server_name = "basalt";
 };
 
+// A daemon's webserver options: `port`, on `bind_host` or, when that is empty, on the host of
+// the daemon's RPC bind address ("host:port"). INVALID_ARGUMENT for a malformed RPC address.
+absl::StatusOr<WebserverOptions> DaemonWebserverOptions(int port, const std::string& bind_host,
+                                                        const std::string& rpc_bind_address,
+                                                        std::string server_name);
+
 class Webserver {
  public:
   // Renders a page's HTML body (the webserver adds the surrounding document and title).

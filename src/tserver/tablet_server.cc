@@ -248,14 +248,11 @@ std::string TabletServer::TabletsPage() const {
 
 absl::Status TabletServer::StartWebserver() {
   if (options_.webserver_port < 0) return absl::OkStatus();
-  WebserverOptions w;
-  w.port = options_.webserver_port;
-  w.bind_host = options_.webserver_bind_host;
-  if (w.bind_host.empty()) {
-    BASALT_ASSIGN_OR_RETURN(HostPort bind, ParseHostPort(options_.rpc_bind_address, 7050));
-    w.bind_host = bind.host;
-  }
-  w.server_name = StrCat("basalt-tserver ", instance_->uuid());
+  BASALT_ASSIGN_OR_RETURN(
+      WebserverOptions w,
+      DaemonWebserverOptions(options_.webserver_port, options_.webserver_bind_host,
+                             options_.rpc_bind_address,
+                             StrCat("basalt-tserver ", instance_->uuid())));
   webserver_ = std::make_unique<Webserver>(w);
   webserver_->RegisterPage("/tablets", "Tablets", [this] { return TabletsPage(); });
   BASALT_RETURN_IF_ERROR(webserver_->Start());

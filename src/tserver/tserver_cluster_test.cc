@@ -351,14 +351,20 @@ class FakeMaster final : public pb::MasterService::Service {
   pb::TSHeartbeatResponsePB next_response_ ABSL_GUARDED_BY(mu_);
 };
 
+// Serves `service` on an ephemeral loopback port (*port; 0 if it could not bind), without
+// SO_REUSEPORT so that no other process's test can share the port.
+std::unique_ptr<grpc::Server> ServeOnLoopback(grpc::Service* service, int* port) {
+  grpc::ServerBuilder builder;
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), port);
+  builder.RegisterService(service);
+  return builder.BuildAndStart();
+}
+
 TEST(HeartbeatTest, FullThenIncrementalReportsAndLearnedAddresses) {
   FakeMaster master;
-  grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&master);
-  std::unique_ptr<grpc::Server> grpc_server = builder.BuildAndStart();
+  std::unique_ptr<grpc::Server> grpc_server = ServeOnLoopback(&master, &port);
   ASSERT_NE(port, 0);
   pb::TSHeartbeatResponsePB learn;
   pb::RaftPeerPB* peer = learn.add_tablet_servers();
@@ -430,12 +436,8 @@ TEST(HeartbeatTest, FullThenIncrementalReportsAndLearnedAddresses) {
 
 TEST(HeartbeatTest, ReplicaChangesAreReportedBeforeTheInterval) {
   FakeMaster master;
-  grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&master);
-  std::unique_ptr<grpc::Server> grpc_server = builder.BuildAndStart();
+  std::unique_ptr<grpc::Server> grpc_server = ServeOnLoopback(&master, &port);
   ASSERT_NE(port, 0);
   TestDir dir("heartbeat_trigger_test");
   TabletServerOptions o = TestServerOptions(dir.path());
