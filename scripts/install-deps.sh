@@ -12,6 +12,7 @@ PACKAGES=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   libsnappy-dev liblz4-dev libzstd-dev zlib1g-dev libxxhash-dev
   libcpp-httplib-dev libssl-dev libbrotli-dev
+  python3 python3-yaml
 )
 
 missing=()

@@ -124,8 +124,7 @@ TEST_F(CliOpsTest, KsckHealthyThenKilledTabletServer) {
   for (const auto& t : tablets.tablets()) {
     ASSERT_TRUE(cluster_->WaitForTabletLeader(t.tablet_id(), absl::Seconds(30)).ok());
   }
-  // (--checksum is not exercised: on an idle tablet a follower never applies an op at or after
-  // the leader's snapshot, so it answers UNAVAILABLE; see docs/cli.md.)
+  // (--checksum: tests/cli_ksck_checksum_test.cc.)
   const std::string ok = MustRun({"cluster", "ksck", master_});
   EXPECT_NE(ok.find("OK: 1 table(s), 2 tablet(s), 3 tablet server(s) healthy"), std::string::npos)
       << ok;

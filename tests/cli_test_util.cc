@@ -39,9 +39,13 @@ void CliRunnerTest::SetUp() {
 void CliRunnerTest::TearDown() { std::system(StrCat("rm -rf ", ShellQuote(tmp_)).c_str()); }
 
 CliResult CliRunnerTest::Basalt(const std::vector<std::string>& args) {
+  return RunBasalt(args, tmp_);
+}
+
+CliResult RunBasalt(const std::vector<std::string>& args, const std::string& scratch_dir) {
   std::string cmd = ShellQuote(ExternalMiniCluster::ResolveBinDir("") + "/basalt");
   for (const auto& a : args) StrAppend(&cmd, " ", ShellQuote(a));
-  const std::string out = tmp_ + "/stdout", err = tmp_ + "/stderr";
+  const std::string out = scratch_dir + "/stdout", err = scratch_dir + "/stderr";
   StrAppend(&cmd, " >", ShellQuote(out), " 2>", ShellQuote(err), " </dev/null");
   const int status = std::system(cmd.c_str());
   CliResult r;

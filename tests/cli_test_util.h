@@ -25,6 +25,9 @@ std::string ShellQuote(const std::string& s);
 // The whole file, or "" if it cannot be read.
 std::string ReadAll(const std::string& path);
 
+// Runs `basalt args...` (stdin /dev/null), its output captured through files in `scratch_dir`.
+CliResult RunBasalt(const std::vector<std::string>& args, const std::string& scratch_dir);
+
 // Runs the `basalt` binary in a per-test temp dir (removed at the end).
 class CliRunnerTest : public ::testing::Test {
  protected:

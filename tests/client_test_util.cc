@@ -122,15 +122,19 @@ absl::Status ScanRows(Table* table, const std::function<absl::Status(Scanner*)>&
 
 void ClientClusterTestBase::SetUp() {
   start_ = absl::Now();
-  ExternalMiniClusterOptions o;
-  o.extra_tserver_flags = {"--raft_heartbeat_interval_ms=200"};
-  cluster_ = std::make_unique<ExternalMiniCluster>(o);
+  cluster_ = std::make_unique<ExternalMiniCluster>(ClusterOptions());
   ASSERT_OK(cluster_->Start());
   ASSERT_OK(ClientBuilder()
                 .add_master_server_addr(cluster_->master_addresses())
                 .default_rpc_timeout(std::chrono::seconds(60))
                 .default_admin_operation_timeout(std::chrono::seconds(60))
                 .Build(&client_));
+}
+
+ExternalMiniClusterOptions ClientClusterTestBase::ClusterOptions() const {
+  ExternalMiniClusterOptions o;
+  o.extra_tserver_flags = {"--raft_heartbeat_interval_ms=200"};
+  return o;
 }
 
 void ClientClusterTestBase::TearDown() {

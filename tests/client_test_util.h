@@ -62,6 +62,8 @@ class ClientClusterTestBase : public ::testing::Test {
  protected:
   void SetUp() override;
   void TearDown() override;
+  // The cluster SetUp starts; fixtures override it for other shapes.
+  virtual ExternalMiniClusterOptions ClusterOptions() const;
 
   // Creates and opens table `name`: hash(key) x `hash_buckets` (none for 0), range(key) split at
   // `splits`, 3 replicas. Fails the test on error (use ASSERT_NO_FATAL_FAILURE).

@@ -31,6 +31,12 @@ bool HasSuffix(std::string_view s, std::string_view suffix) {
 
 uint64_t EpochOf(BlockId id) { return id.value() >> BlockManager::kCounterBits; }
 
+// <blocks_dir>/<xx>/<id>: the path of finalized block `id`.
+std::string BlockFilePath(const std::string& blocks_dir, BlockId id) {
+  return JoinPath(JoinPath(blocks_dir, SubdirName(static_cast<int>(id.value() & 0xff))),
+                  id.ToString());
+}
+
 // Creates `path` (a directory) if missing and returns whether it did.
 absl::StatusOr<bool> CreateDirIfMissing(Env* env, const std::string& path) {
   if (env->FileExists(path)) return false;
@@ -238,9 +244,7 @@ std::string BlockManager::SubdirPath(BlockId id) const {
   return JoinPath(blocks_dir_, SubdirName(static_cast<int>(id.value() & 0xff)));
 }
 
-std::string BlockManager::BlockPath(BlockId id) const {
-  return JoinPath(SubdirPath(id), id.ToString());
-}
+std::string BlockManager::BlockPath(BlockId id) const { return BlockFilePath(blocks_dir_, id); }
 
 std::string BlockManager::TempPath(BlockId id) const { return StrCat(BlockPath(id), kTempSuffix); }
 
@@ -294,14 +298,25 @@ void BlockManager::RemoveBestEffort(const WritableBlock& block) {
   }
 }
 
-absl::StatusOr<std::unique_ptr<ReadableBlock>> BlockManager::OpenBlock(BlockId id) const {
+absl::StatusOr<std::unique_ptr<ReadableBlock>> BlockManager::OpenBlockFile(Env* env,
+                                                                           const std::string& path,
+                                                                           BlockId id) {
   const std::string context = StrCat("opening block ", id.ToString());
   if (!id.valid()) return absl::InvalidArgumentError(StrCat(context, ": invalid block id"));
-  auto file = env_->NewRandomAccessFile(BlockPath(id));
+  auto file = env->NewRandomAccessFile(path);
   BASALT_RETURN_IF_ERROR_PREPEND(file.status(), context);
   absl::StatusOr<uint64_t> size = (*file)->Size();
   BASALT_RETURN_IF_ERROR_PREPEND(size.status(), context);
   return std::unique_ptr<ReadableBlock>(new ReadableBlock(id, std::move(*file), *size));
+}
+
+absl::StatusOr<std::unique_ptr<ReadableBlock>> BlockManager::OpenBlock(BlockId id) const {
+  return OpenBlockFile(env_, BlockPath(id), id);
+}
+
+absl::StatusOr<std::unique_ptr<ReadableBlock>> BlockManager::OpenBlockReadOnly(
+    Env* env, const std::string& data_dir, BlockId id) {
+  return OpenBlockFile(env, BlockFilePath(JoinPath(data_dir, kBlocksDirName), id), id);
 }
 
 absl::Status BlockManager::DeleteBlock(BlockId id) {

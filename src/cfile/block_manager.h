@@ -175,6 +175,14 @@ class BlockManager {
   // Opens finalized block `id` for reading. NOT_FOUND if there is no such block.
   absl::StatusOr<std::unique_ptr<ReadableBlock>> OpenBlock(BlockId id) const;
 
+  // Opens finalized block `id` of the block store under `data_dir` for reading without opening
+  // the store: takes no lock and creates, deletes or writes nothing, so it may run next to a live
+  // BlockManager of the directory (finalized blocks are immutable). For offline inspection
+  // (`basalt fs dump cfile`). `env` is borrowed and must outlive the block. INVALID_ARGUMENT for
+  // id 0; NOT_FOUND if there is no such block; other I/O errors from the Env.
+  static absl::StatusOr<std::unique_ptr<ReadableBlock>> OpenBlockReadOnly(
+      Env* env, const std::string& data_dir, BlockId id);
+
   // Deletes finalized block `id`. Readers that have it open keep reading it. The deletion is not
   // synced: after a crash the block may reappear, as an orphan for ListBlocks-based GC to delete
   // again. NOT_FOUND if there is no such block.
@@ -198,6 +206,10 @@ class BlockManager {
 
   BlockManager(Env* env, std::string blocks_dir, std::unique_ptr<FileLock> lock, uint64_t epoch);
 
+  // Opens the finalized block file `path` of block `id`.
+  static absl::StatusOr<std::unique_ptr<ReadableBlock>> OpenBlockFile(Env* env,
+                                                                      const std::string& path,
+                                                                      BlockId id);
   std::string SubdirPath(BlockId id) const;
   std::string TempPath(BlockId id) const;
   // Deletes `block`'s temporary and final files if present, ignoring errors.

@@ -166,6 +166,52 @@ TEST(BlockManagerTest, SecondOpenOfTheSameDirectoryIsUnavailable) {
   EXPECT_TRUE(BlockManager::Open(&env, kDataDir).ok());
 }
 
+// OpenBlockReadOnly reads a finalized block next to an open manager (which holds the lock) and
+// after it closed, and never creates, writes or deletes a file (unlike Open, which writes EPOCH
+// and removes temporary files).
+TEST(BlockManagerTest, OpenBlockReadOnlyNeitherLocksNorWrites) {
+  MemoryEnv env;
+  auto bm = OpenOrDie(&env);
+  const BlockId id = WriteBlock(bm.get(), "read me");
+  auto read_epoch = [&] {
+    std::string epoch;
+    CHECK(ReadFileToString(&env, JoinPath(bm->blocks_dir(), "EPOCH"), &epoch).ok());
+    return epoch;
+  };
+  auto check_read = [&] {
+    auto block = BlockManager::OpenBlockReadOnly(&env, kDataDir, id);
+    ASSERT_TRUE(block.ok()) << block.status();
+    EXPECT_EQ((*block)->id(), id);
+    std::string data;
+    ASSERT_TRUE((*block)->ReadAt(0, (*block)->size(), &data).ok());
+    EXPECT_EQ(data, "read me");
+    EXPECT_EQ((*block)->ReadAt(5, 10, &data).code(), absl::StatusCode::kDataLoss);
+  };
+  // While the manager holds the lock.
+  std::vector<std::string> files = AllFiles(&env, kDataDir);
+  const std::string epoch = read_epoch();
+  check_read();
+  EXPECT_EQ(AllFiles(&env, kDataDir), files);
+  EXPECT_EQ(read_epoch(), epoch);
+  EXPECT_EQ(BlockManager::Open(&env, kDataDir).status().code(), absl::StatusCode::kUnavailable);
+  // With a block being written: its temporary file (which Open() would delete) stays.
+  auto pending = *bm->CreateBlock();
+  ASSERT_TRUE(pending->Append("tmp").ok());
+  files = AllFiles(&env, kDataDir);
+  check_read();
+  EXPECT_EQ(AllFiles(&env, kDataDir), files);
+  EXPECT_EQ(read_epoch(), epoch);
+
+  const BlockId missing(id.value() + 100);
+  EXPECT_EQ(BlockManager::OpenBlockReadOnly(&env, kDataDir, missing).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(BlockManager::OpenBlockReadOnly(&env, kDataDir, BlockId()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(BlockManager::OpenBlockReadOnly(&env, "/nowhere", id).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_FALSE(env.FileExists("/nowhere"));
+}
+
 TEST(BlockManagerTest, OpenRemovesTempFilesAndKeepsUnknownFiles) {
   MemoryEnv env;
   auto bm = OpenOrDie(&env);

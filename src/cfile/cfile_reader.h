@@ -76,6 +76,17 @@ class CFileReader {
   size_t num_pages() const { return pages_.size(); }
   uint64_t file_size() const { return block_->size(); }
 
+  // Read-only views of what Open validated, for inspection tools (`basalt fs dump cfile`); the
+  // layout is in docs/cfile.md. Valid for the reader's life.
+  // The positional index: per page its first ordinal, byte offset and size (CRC included), rows,
+  // NULL rows and zone map (cell bytes; cfile_internal::CellValue(type(), bytes).cell()).
+  const std::vector<cfile_internal::PageIndexEntry>& page_index() const { return pages_; }
+  // The value index of a key file (is_sorted()): each page's first value; empty otherwise.
+  const std::vector<cfile_internal::CellValue>& value_index() const { return first_values_; }
+  // The file's zone map: smallest and largest non-NULL value, when known.
+  const std::optional<cfile_internal::CellValue>& min_value() const { return min_; }
+  const std::optional<cfile_internal::CellValue>& max_value() const { return max_; }
+
   // Whether a row of this file may match `pred`, by the file-level zone map and null count.
   bool MayMatch(const ColumnPredicate& pred) const;
 

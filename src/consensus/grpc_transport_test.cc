@@ -123,6 +123,34 @@ TEST(GrpcTransportTest, DeliversMessagesOfManyGroupsToTheirHandlers) {
   EXPECT_EQ(got2[0].from, "a");
 }
 
+// Heartbeats held back for coalescing and sent together keep each group's safe time pair.
+TEST(GrpcTransportTest, CoalescedHeartbeatsCarryTheirSafeTimes) {
+  GrpcTransport a(Options("a", 50));
+  GrpcTransport b(Options("b", 50));
+  ASSERT_TRUE(a.Start().ok());
+  ASSERT_TRUE(b.Start().ok());
+  ASSERT_TRUE(a.AddPeer("b", StrCat("127.0.0.1:", b.port())).ok());
+  constexpr int kGroups = 5;
+  std::vector<std::unique_ptr<Inbox>> inboxes;
+  for (int g = 0; g < kGroups; ++g) {
+    inboxes.push_back(std::make_unique<Inbox>());
+    ASSERT_TRUE(b.Register(StrCat("g", g), "b", inboxes.back()->handler()).ok());
+  }
+  for (int g = 0; g < kGroups; ++g) {
+    RaftMessage hb = Message(MessageType::kHeartbeat, "a", "b", 2);
+    hb.commit = 9;
+    hb.safe_time = 1000 + g;
+    hb.safe_time_index = 10 + g;
+    a.Send(StrCat("g", g), hb);
+  }
+  for (int g = 0; g < kGroups; ++g) {
+    std::vector<RaftMessage> got = inboxes[g]->WaitFor(1);
+    ASSERT_EQ(got.size(), 1u) << g;
+    EXPECT_EQ(got[0].safe_time, 1000u + g);
+    EXPECT_EQ(got[0].safe_time_index, 10u + g);
+  }
+}
+
 // A TCP listener that never accepts: connections complete in the kernel's backlog and then hang,
 // like a server that is stopped (SIGSTOP) or partitioned away.
 class BlackHole {

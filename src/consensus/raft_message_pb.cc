@@ -82,7 +82,9 @@ absl::Status DecodeEntries(pb::RaftMessagePB* pb, RaftMessage* m) {
 }  // namespace
 
 size_t EstimateEncodedSize(const GroupMessage& m) {
-  size_t size = m.group_id.size() + 48;  // Tag, length and fixed fields (varints up to 10 bytes).
+  // Tag, length and fixed fields (varints up to 10 bytes, each with a 1-byte tag).
+  size_t size = m.group_id.size() + 48;
+  if (m.message.safe_time != 0 || m.message.safe_time_index != 0) size += 22;
   for (const LogEntry& e : m.message.entries) size += e.data.size() + 24;
   return size;
 }
@@ -99,6 +101,8 @@ void RaftMessageToPB(GroupMessage gm, pb::RaftMessagePB* out) {
   out->set_reject_hint_index(m.reject_hint_index);
   out->set_reject_hint_term(m.reject_hint_term);
   out->set_transfer(m.transfer);
+  out->set_safe_time(m.safe_time);
+  out->set_safe_time_index(m.safe_time_index);
   out->mutable_entries()->Reserve(static_cast<int>(m.entries.size()));
   for (size_t i = 0; i < m.entries.size(); ++i) {
     LogEntry& e = m.entries[i];
@@ -132,6 +136,13 @@ absl::StatusOr<GroupMessage> RaftMessageFromPB(pb::RaftMessagePB* mutable_pb, co
   m.reject_hint_index = pb.reject_hint_index();
   m.reject_hint_term = pb.reject_hint_term();
   m.transfer = pb.transfer();
+  m.safe_time = pb.safe_time();
+  m.safe_time_index = pb.safe_time_index();
+  if ((m.safe_time != 0 || m.safe_time_index != 0) && m.type != MessageType::kAppend &&
+      m.type != MessageType::kHeartbeat) {
+    return absl::InvalidArgumentError(
+        StrCat("a ", MessageTypeName(m.type), " message carries a safe time"));
+  }
   BASALT_RETURN_IF_ERROR(DecodeEntries(mutable_pb, &m));
   return gm;
 }

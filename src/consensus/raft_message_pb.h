@@ -40,9 +40,9 @@ void RaftMessageToPB(GroupMessage m, pb::RaftMessagePB* out);
 
 // Decodes one message of a batch from `from` to `to` and validates it, moving the entries' data
 // out of `*pb`. INVALID_ARGUMENT (naming the field) for an empty or oversized group id, an
-// unknown message or entry type, entries on a message other than APPEND, entries that would
-// overflow the index space, entry terms that decrease, precede log_term or exceed the message's
-// term, or oversized entry data.
+// unknown message or entry type, entries on a message other than APPEND, a safe time on a
+// message other than APPEND or HEARTBEAT, entries that would overflow the index space, entry
+// terms that decrease, precede log_term or exceed the message's term, or oversized entry data.
 absl::StatusOr<GroupMessage> RaftMessageFromPB(pb::RaftMessagePB* pb, const PeerId& from,
                                                const PeerId& to);
 

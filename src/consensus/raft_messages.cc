@@ -36,6 +36,9 @@ std::string MessageToString(const RaftMessage& m) {
   }
   if (m.reject) StrAppend(&out, " REJECT hint=", m.reject_hint_term, "/", m.reject_hint_index);
   if (m.transfer) StrAppend(&out, " transfer");
+  if (m.safe_time != 0 || m.safe_time_index != 0) {
+    StrAppend(&out, " safe_time=", m.safe_time, "@", m.safe_time_index);
+  }
   return out;
 }
 

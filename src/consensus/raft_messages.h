@@ -52,6 +52,12 @@ struct RaftMessage {
   // On kVote/kPreVote: the election was started by a leadership transfer (kTimeoutNow), so voters
   // must not ignore it for having heard from a leader recently.
   bool transfer = false;
+  // On kAppend/kHeartbeat from a leader only: an opaque pair the node shell (raft_node.h) attaches
+  // for its owner and the core never reads. Basalt's tablets carry a safe time here: every entry
+  // with a timestamp <= safe_time has an index <= safe_time_index (docs/cluster.md "Scans").
+  // 0/0: none.
+  uint64_t safe_time = 0;
+  uint64_t safe_time_index = 0;
 };
 
 // Returns a one-line description for traces and test failures.

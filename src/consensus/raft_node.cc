@@ -226,23 +226,47 @@ bool RaftNode::HasInputLocked() const {
   return stopping_ || !inbox_.empty() || !tasks_.empty() || pending_ticks_ > 0;
 }
 
+void RaftNode::TakeInputsLocked(std::vector<RaftMessage>* messages, std::deque<Task>* tasks,
+                                int* ticks) {
+  messages->swap(inbox_);
+  tasks->swap(tasks_);
+  *ticks = std::exchange(pending_ticks_, 0);
+}
+
 void RaftNode::WorkerLoop() {
   while (true) {
     std::vector<RaftMessage> messages;
     std::deque<Task> tasks;
     int ticks;
+    bool sample;
     {
       absl::MutexLock l(&mu_);
       mu_.Await(absl::Condition(this, &RaftNode::HasInputLocked));
       if (stopping_) return;
-      messages.swap(inbox_);
-      tasks.swap(tasks_);
-      ticks = std::exchange(pending_ticks_, 0);
+      // A leader with a safe time source samples once per tick, before it takes the queued
+      // requests (see SafeTimeSource), so it must let go of mu_ for the call.
+      sample = pending_ticks_ > 0 && options_.safe_time_source &&
+               core_->role() == RaftCore::Role::kLeader;
+      if (!sample) TakeInputsLocked(&messages, &tasks, &ticks);
+    }
+    const uint64_t sample_term = core_->term();
+    std::optional<uint64_t> safe_time;
+    if (sample) {
+      safe_time = options_.safe_time_source();
+      absl::MutexLock l(&mu_);
+      if (stopping_) return;
+      TakeInputsLocked(&messages, &tasks, &ticks);
     }
     // Messages before ticks: after a stall, heartbeats already queued must count before the
     // ticks that accumulated meanwhile could start an election.
-    for (const RaftMessage& m : messages) core_->Step(m);
+    for (const RaftMessage& m : messages) {
+      core_->Step(m);
+      MaybeDeliverSafeTime(m);
+    }
     for (Task& task : tasks) task(absl::OkStatus());
+    // Every proposal queued before the sample is in the log now; the heartbeats of the ticks
+    // below carry the new pair.
+    RecordSafeTime(safe_time, sample_term);
     for (int i = 0; i < ticks; ++i) core_->Tick();
     ticks_since_gc_ += ticks;
     absl::Status s;
@@ -262,11 +286,49 @@ void RaftNode::WorkerLoop() {
   }
 }
 
+// ---- Safe time ------------------------------------------------------------------------------
+
+// Correctness: the source promised that every proposal it covers was queued (Enqueue) before it
+// returned, i.e. before this round swapped the queue, so this round's tasks proposed every one
+// of them that the core accepted. They are therefore at or below the last index now. A term
+// change in between voids the sample (proposals pinned to the old term were refused).
+void RaftNode::RecordSafeTime(std::optional<uint64_t> time, uint64_t sample_term) {
+  if (!time.has_value() || *time == 0) return;
+  if (core_->role() != RaftCore::Role::kLeader || core_->term() != sample_term) return;
+  leader_safe_time_ = SafeTimePair{sample_term, *time, core_->log().LastIndex()};
+}
+
+void RaftNode::StampSafeTime(std::vector<RaftMessage>* messages) const {
+  if (leader_safe_time_.term == 0) return;
+  for (RaftMessage& m : *messages) {
+    if ((m.type == MessageType::kAppend || m.type == MessageType::kHeartbeat) &&
+        m.term == leader_safe_time_.term) {
+      m.safe_time = leader_safe_time_.time;
+      m.safe_time_index = leader_safe_time_.index;
+    }
+  }
+}
+
+void RaftNode::MaybeDeliverSafeTime(const RaftMessage& m) {
+  if (m.safe_time == 0 || !options_.safe_time_sink) return;
+  if (m.type != MessageType::kAppend && m.type != MessageType::kHeartbeat) return;
+  // Only from the leader this replica follows now, in its term (the core dropped stale ones).
+  if (core_->role() != RaftCore::Role::kFollower || core_->term() != m.term ||
+      core_->leader() != m.from) {
+    return;
+  }
+  const SafeTimePair pair{m.term, m.safe_time, m.safe_time_index};
+  if (pair == delivered_safe_time_) return;
+  delivered_safe_time_ = pair;
+  options_.safe_time_sink(pair.term, pair.time, pair.index);
+}
+
 // ---- The Ready loop -------------------------------------------------------------------------
 
 absl::Status RaftNode::HandleReady() {
   Ready ready = core_->GetReady();
   BASALT_RETURN_IF_ERROR(Persist(ready));
+  StampSafeTime(&ready.messages);
   if (!ready.messages.empty()) transport_->SendBatch(options_.group_id, std::move(ready.messages));
   StartSnapshotCopies(ready.snapshots_needed);
   BASALT_RETURN_IF_ERROR(ApplyCommitted(ready.committed_entries));

@@ -30,6 +30,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,6 +50,23 @@
 
 namespace basalt {
 
+// Hooks that carry an opaque (time, index) pair from a leader to its followers on AppendEntries
+// and heartbeats (RaftMessage::safe_time, safe_time_index). Raft never interprets the pair; the
+// owner gives it a meaning (tablets: a safe time, docs/cluster.md "Scans"; docs/raft.md "Safe
+// time"). Both run on the node's worker thread: they must be quick and must not call the node's
+// blocking methods.
+//
+// Leader: at most once per tick, the worker calls the source BEFORE it takes the requests queued
+// so far. The source returns a time T (or nullopt: nothing to send) and promises that every
+// proposal that must be covered by T was submitted through Propose() before it returned (and every
+// later one is not covered). The worker then takes the queued proposals, so each covered one is
+// in the log after this round, and pairs T with I = the leader's last log index at that point:
+// every covered entry has an index <= I. Messages of the leader's term carry the latest such pair.
+using SafeTimeSource = std::function<std::optional<uint64_t>()>;
+// Follower: called with (term, time, index) as sent by the leader of `term`, once per pair that
+// differs from the previous one, and only while this replica follows that leader in that term.
+using SafeTimeSink = std::function<void(uint64_t term, uint64_t time, uint64_t index)>;
+
 struct RaftNodeOptions {
   std::string group_id;  // The tablet id (or the master catalog's id); the transport key.
   PeerId peer_id;        // This server's uuid.
@@ -64,6 +82,9 @@ struct RaftNodeOptions {
   int log_gc_interval_ticks = 10;
   // Seed of the election jitter; 0 derives one from the time and the peer id.
   uint64_t seed = 0;
+  // Optional (empty: off) safe time hooks; see SafeTimeSource above.
+  SafeTimeSource safe_time_source;
+  SafeTimeSink safe_time_sink;
 };
 
 class RaftNode {
@@ -147,6 +168,15 @@ class RaftNode {
 
   void TickerLoop() ABSL_LOCKS_EXCLUDED(mu_);
   void WorkerLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Moves the worker's inputs out of the queues.
+  void TakeInputsLocked(std::vector<RaftMessage>* messages, std::deque<Task>* tasks, int* ticks)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Leader: pairs a sampled time with the last index, once the queued proposals are in the log.
+  void RecordSafeTime(std::optional<uint64_t> time, uint64_t sample_term);
+  // Leader: attaches the recorded pair to this term's appends and heartbeats.
+  void StampSafeTime(std::vector<RaftMessage>* messages) const;
+  // Follower: hands a pair carried by `m` (already stepped into the core) to the sink.
+  void MaybeDeliverSafeTime(const RaftMessage& m);
   bool HasInputLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Carries out one Ready. An error means nothing of it was sent or applied.
   absl::Status HandleReady();
@@ -173,6 +203,15 @@ class RaftNode {
   std::unique_ptr<RaftCore> core_;
   std::map<uint64_t, Pending> pending_;  // By log index.
   int ticks_since_gc_ = 0;
+  // The safe time pair a leader sends (term 0: none yet), and the last pair a follower delivered.
+  struct SafeTimePair {
+    uint64_t term = 0;
+    uint64_t time = 0;
+    uint64_t index = 0;
+    bool operator==(const SafeTimePair&) const = default;
+  };
+  SafeTimePair leader_safe_time_;
+  SafeTimePair delivered_safe_time_;
 
   mutable absl::Mutex mu_;
   // Inputs for the worker.

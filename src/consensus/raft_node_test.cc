@@ -118,6 +118,7 @@ class RaftNodeTest : public ::testing::Test {
     o.log.force_fsync = env_ != &mem_env_;
     o.log_gc_interval_ticks = 2;
     o.seed = rng_.Next64() | 1;
+    if (customize_) customize_(id, &o);
     return o;
   }
 
@@ -238,7 +239,51 @@ class RaftNodeTest : public ::testing::Test {
   uint64_t segment_size_bytes_ = 1 << 20;
   bool durable_state_machines_ = false;
   std::map<PeerId, std::unique_ptr<KvStateMachine>> sms_;
+  // Adjusts the options of node `id` before it opens (e.g. safe time hooks).
+  std::function<void(const PeerId& id, RaftNodeOptions* options)> customize_;
   std::map<PeerId, std::unique_ptr<RaftNode>> nodes_;
+};
+
+// Safe time hooks for every node: a shared counter stands for the clock. Proposals made through
+// Propose() take the counter's lock (as a tablet's propose lock), so a sample T covers exactly the
+// proposals numbered <= T. Records what each follower received and each proposal's index.
+struct SafeTimeRecorder {
+  struct Received {
+    uint64_t term, time, index;
+  };
+  absl::Mutex mu;
+  uint64_t clock ABSL_GUARDED_BY(mu) = 0;
+  std::map<PeerId, int> samples ABSL_GUARDED_BY(mu);
+  std::map<PeerId, std::vector<Received>> received ABSL_GUARDED_BY(mu);
+  std::map<uint64_t, uint64_t> index_of ABSL_GUARDED_BY(mu);  // Proposal number -> log index.
+  int outstanding ABSL_GUARDED_BY(mu) = 0;
+
+  void Install(const PeerId& id, RaftNodeOptions* o) {
+    o->safe_time_source = [this, id]() -> std::optional<uint64_t> {
+      absl::MutexLock l(&mu);
+      ++samples[id];
+      return ++clock;
+    };
+    o->safe_time_sink = [this, id](uint64_t term, uint64_t time, uint64_t index) {
+      absl::MutexLock l(&mu);
+      received[id].push_back({term, time, index});
+    };
+  }
+  // Proposes entry number ++clock on `leader`, recording its index once applied.
+  void Propose(RaftNode* leader) {
+    absl::MutexLock l(&mu);
+    const uint64_t n = ++clock;
+    ++outstanding;
+    leader->Propose(Kv(static_cast<int>(n)), [this, n](absl::StatusOr<uint64_t> index) {
+      absl::MutexLock l(&mu);
+      --outstanding;
+      if (index.ok()) index_of[n] = *index;
+    });
+  }
+  std::vector<Received> Of(const PeerId& id) {
+    absl::MutexLock l(&mu);
+    return received[id];
+  }
 };
 
 TEST_F(RaftNodeTest, ElectsLeaderAndReplicatesInOrder) {
@@ -425,6 +470,126 @@ TEST_F(RaftNodeTest, RemovePeerPersistsCommittedConfig) {
   EXPECT_EQ(nodes_.at(kept)->config(), two);
   ASSERT_TRUE(WriteAll(20, 30));
   ExpectConverged(30, 30);
+}
+
+TEST_F(RaftNodeTest, IdleFollowersReceiveTheLeadersSafeTimeInHeartbeats) {
+  SafeTimeRecorder rec;
+  customize_ = [&](const PeerId& id, RaftNodeOptions* o) { rec.Install(id, o); };
+  StartAll();
+  RaftNode* leader = WaitForLeader();
+  ASSERT_NE(leader, nullptr);
+  ASSERT_TRUE(WriteAll(0, 20));
+  const uint64_t last = leader->log().LastIndex();
+  const uint64_t term = leader->term();
+  uint64_t clock_after_writes;
+  {
+    absl::MutexLock l(&rec.mu);
+    clock_after_writes = rec.clock;
+  }
+  // Idle now: every follower keeps receiving fresh times with the leader's last index.
+  for (const PeerId& id : ids_) {
+    if (id == leader->peer_id()) continue;
+    ASSERT_TRUE(WaitFor([&] {
+      int fresh = 0;
+      for (const auto& r : rec.Of(id))
+        fresh += r.term == term && r.time > clock_after_writes && r.index == last;
+      return fresh >= 3;
+    })) << id;
+    uint64_t prev_time = 0;
+    for (const auto& r : rec.Of(id)) {
+      if (r.term != term) continue;  // Before this leader (a spurious election at start).
+      EXPECT_GT(r.time, prev_time) << id << ": pairs arrive in order, each once";
+      EXPECT_LE(r.index, last) << id;
+      prev_time = r.time;
+    }
+  }
+  // The leader never receives, and samples at most once per tick.
+  EXPECT_TRUE(rec.Of(leader->peer_id()).empty());
+  int before;
+  {
+    absl::MutexLock l(&rec.mu);
+    before = rec.samples[leader->peer_id()];
+  }
+  const absl::Time start = absl::Now();
+  absl::SleepFor(absl::Milliseconds(300));  // Measures a rate: nothing to wait for.
+  const int ticks = static_cast<int>((absl::Now() - start) / absl::Milliseconds(10));
+  absl::MutexLock l(&rec.mu);
+  EXPECT_LE(rec.samples[leader->peer_id()] - before, ticks + 2);
+  EXPECT_GT(rec.samples[leader->peer_id()] - before, 0);
+}
+
+// A pair on a message of an older term (a deposed leader's) never reaches the sink.
+TEST_F(RaftNodeTest, SafeTimeOfAStaleTermIsNotDelivered) {
+  SafeTimeRecorder rec;
+  customize_ = [&](const PeerId& id, RaftNodeOptions* o) { rec.Install(id, o); };
+  StartAll();
+  RaftNode* leader = WaitForLeader();
+  ASSERT_NE(leader, nullptr);
+  ASSERT_TRUE(WriteAll(0, 5));
+  constexpr uint64_t kStale = uint64_t{1} << 60;
+  PeerId follower, other;
+  for (const PeerId& id : ids_) {
+    if (id == leader->peer_id()) continue;
+    (follower.empty() ? follower : other) = id;
+  }
+  ASSERT_GT(leader->term(), 0u);
+  RaftMessage hb;
+  hb.type = MessageType::kHeartbeat;
+  hb.from = other;
+  hb.to = follower;
+  hb.term = leader->term() - 1;
+  hb.safe_time = kStale;
+  hb.safe_time_index = 1;
+  transport_.Send("tablet-1", hb);
+  // Fresh pairs from the real leader keep arriving meanwhile; the stale one never does.
+  const size_t before = rec.Of(follower).size();
+  ASSERT_TRUE(WaitFor([&] { return rec.Of(follower).size() >= before + 3; }));
+  for (const auto& r : rec.Of(follower)) EXPECT_NE(r.time, kStale);
+}
+
+// The pair's promise under concurrent proposals: every proposal numbered <= T (made before the
+// sample, under the source's lock) has an index <= I.
+TEST_F(RaftNodeTest, SafeTimeIndexCoversEveryProposalBeforeTheSample) {
+  SafeTimeRecorder rec;
+  customize_ = [&](const PeerId& id, RaftNodeOptions* o) { rec.Install(id, o); };
+  StartAll();
+  RaftNode* leader = WaitForLeader();
+  ASSERT_NE(leader, nullptr);
+  const uint64_t term = leader->term();
+  std::thread proposer([&] {
+    for (int i = 0; i < 3000; ++i) {
+      rec.Propose(leader);
+      if (i % 100 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    }
+  });
+  proposer.join();
+  ASSERT_TRUE(WaitFor([&] {
+    absl::MutexLock l(&rec.mu);
+    return rec.outstanding == 0;
+  }));
+  ASSERT_EQ(leader->term(), term) << "leadership moved; the test needs one stable leader";
+  ExpectConverged(3000, 0);
+  absl::MutexLock l(&rec.mu);
+  ASSERT_EQ(rec.index_of.size(), 3000u);
+  int checked = 0;
+  for (const auto& [id, pairs] : rec.received) {
+    for (const auto& r : pairs) {
+      if (r.term != term) continue;
+      // The last proposal numbered <= T.
+      auto it = rec.index_of.upper_bound(r.time);
+      if (it == rec.index_of.begin()) continue;
+      --it;
+      uint64_t max_index = 0;
+      for (auto j = rec.index_of.begin(); j != std::next(it); ++j) {
+        max_index = std::max(max_index, j->second);
+      }
+      EXPECT_LE(max_index, r.index)
+          << id << ": proposal " << it->first << " at index " << it->second
+          << " is not covered by (" << r.time << ", " << r.index << ")";
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0);
 }
 
 TEST_F(RaftNodeTest, StartTwiceAndRequestsAfterShutdown) {

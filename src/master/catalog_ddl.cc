@@ -60,11 +60,11 @@ absl::StatusOr<Schema> NewTableSchema(const pb::SchemaPB& pb) {
       ++num_key;
     }
     auto col = Schema::ColumnFromPB(c);
-    if (!col.ok()) return PrependToStatus(col.status(), "schema: ");
+    if (!col.ok()) return PrependToStatus(col.status(), "schema");
     columns.push_back(*std::move(col));
   }
   auto schema = Schema::Create(std::move(columns), num_key);
-  if (!schema.ok()) return PrependToStatus(schema.status(), "schema: ");
+  if (!schema.ok()) return PrependToStatus(schema.status(), "schema");
   return schema;
 }
 
@@ -90,7 +90,7 @@ absl::StatusOr<DecodedRanges> DecodeRanges(const Schema& schema, const pb::RowOp
   Arena arena;
   RowOperationsDecoder decoder(&schema, &arena);
   std::vector<DecodedRowOperation> decoded;
-  BASALT_RETURN_IF_ERROR_PREPEND(decoder.Decode(ops, &decoded), StrCat(field, ": "));
+  BASALT_RETURN_IF_ERROR_PREPEND(decoder.Decode(ops, &decoded), field);
   DecodedRanges out;
   for (size_t i = 0; i < decoded.size(); ++i) {
     const RowOperationType t = decoded[i].type;
@@ -143,9 +143,42 @@ int64_t NowWallMicros(Clock* clock) { return clock->NowMicros(); }
 
 }  // namespace
 
+absl::Status CatalogManager::BeginCatalogWriteLocked() {
+  BASALT_RETURN_IF_ERROR(CheckReady());
+  SysCatalog* catalog = sys_catalog_.load();
+  if (catalog->writes_in_flight() > 0) {
+    // Memory may lack an earlier write that can still commit: validating against it could
+    // admit a conflicting one (two tables of one name, two alters from one schema version).
+    return MasterError(
+        absl::UnavailableError("an earlier catalog write is still in flight; retry shortly"),
+        pb::ErrorDetailPB::CATALOG_NOT_READY);
+  }
+  write_term_ = catalog->LeaderReadyTerm();
+  if (write_term_ == 0) {
+    absl::Status why = CheckReady();  // Lost it in between: the error says why.
+    return why.ok() ? MasterError(absl::UnavailableError("the catalog leadership just changed"),
+                                  pb::ErrorDetailPB::CATALOG_NOT_READY)
+                    : why;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CatalogManager::WriteCatalog(const pb::SysCatalogWriteBatchPB& batch) {
-  if (sys_catalog_ == nullptr) return absl::FailedPreconditionError("no sys catalog");
-  BASALT_RETURN_IF_ERROR(sys_catalog_->Write(batch, options_.write_timeout));
+  SysCatalog* catalog = sys_catalog_.load();
+  if (catalog == nullptr) return absl::FailedPreconditionError("no sys catalog");
+  absl::Status s = catalog->Write(batch, options_.write_timeout, write_term_);
+  // Whatever failed (refused, overwritten, in doubt), if leadership moved the client should try
+  // the new leader: answer NOT_THE_LEADER_MASTER / CATALOG_NOT_READY, which it retries.
+  if (!s.ok() && catalog->LeaderReadyTerm() != write_term_) {
+    LOG(WARNING) << "catalog write of term " << write_term_ << " failed as leadership moved: " << s;
+    absl::Status why = CheckReady();
+    if (!why.ok()) return why;
+    return MasterError(absl::UnavailableError(StrCat("the catalog leadership changed during the "
+                                                     "write (",
+                                                     s.message(), ")")),
+                       pb::ErrorDetailPB::CATALOG_NOT_READY);
+  }
+  BASALT_RETURN_IF_ERROR(s);
   Kick();
   return absl::OkStatus();
 }
@@ -220,14 +253,15 @@ absl::Status CatalogManager::CreateTable(const pb::CreateTableRequestPB& req,
   BASALT_RETURN_IF_ERROR(ValidateTableName(req.name(), "name"));
   BASALT_ASSIGN_OR_RETURN(Schema schema, NewTableSchema(req.schema()));
   auto ps = PartitionSchema::FromPB(req.partition_schema(), schema);
-  if (!ps.ok()) return PrependToStatus(ps.status(), "partition_schema: ");
+  if (!ps.ok()) return PrependToStatus(ps.status(), "partition_schema");
   BASALT_ASSIGN_OR_RETURN(const int num_replicas, ResolveNumReplicas(req.num_replicas()));
   BASALT_ASSIGN_OR_RETURN(DecodedRanges ranges, DecodeRanges(schema, req.split_rows_range_bounds(),
                                                              true, "split_rows_range_bounds"));
   auto partitions = ps->CreatePartitions(ranges.split_rows, ranges.bounds);
-  if (!partitions.ok()) return PrependToStatus(partitions.status(), "split_rows_range_bounds: ");
+  if (!partitions.ok()) return PrependToStatus(partitions.status(), "split_rows_range_bounds");
 
   absl::MutexLock ddl(&ddl_mu_);
+  BASALT_RETURN_IF_ERROR(BeginCatalogWriteLocked());
   BASALT_RETURN_IF_ERROR(CheckNameFree(req.name()));
   pb::SysCatalogWriteBatchPB batch;
   pb::SysTableEntryPB* table = batch.add_upsert_tables();
@@ -250,6 +284,7 @@ absl::Status CatalogManager::CreateTable(const pb::CreateTableRequestPB& req,
 absl::Status CatalogManager::DeleteTable(const pb::DeleteTableRequestPB& req,
                                          pb::DeleteTableResponsePB* resp) {
   absl::MutexLock ddl(&ddl_mu_);
+  BASALT_RETURN_IF_ERROR(BeginCatalogWriteLocked());
   BASALT_ASSIGN_OR_RETURN(auto table, FindTable(req.table()));
   pb::SysCatalogWriteBatchPB batch;
   pb::SysTableEntryPB* t = batch.add_upsert_tables();
@@ -281,7 +316,7 @@ struct AlterWork {
 absl::Status ApplyAlterStep(const TableInfo& table, const pb::AlterTableRequestPB::StepPB& step,
                             std::string_view field, AlterWork* w) {
   using StepPB = pb::AlterTableRequestPB::StepPB;
-  const std::string prefix = StrCat(field, ": ");
+  const std::string prefix(field);
   switch (step.step_case()) {
     case StepPB::kAddColumn: {
       if (step.add_column().column().is_key()) {
@@ -356,6 +391,7 @@ absl::Status CatalogManager::AlterTable(const pb::AlterTableRequestPB& req,
     BASALT_RETURN_IF_ERROR(ValidateTableName(req.new_table_name(), "new_table_name"));
   }
   absl::MutexLock ddl(&ddl_mu_);
+  BASALT_RETURN_IF_ERROR(BeginCatalogWriteLocked());
   BASALT_ASSIGN_OR_RETURN(auto table, FindTable(req.table()));
   AlterWork w{table->schema};
   for (const auto& tablet : GetTablets(table->id())) {

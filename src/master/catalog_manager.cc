@@ -58,7 +58,7 @@ absl::StatusOr<std::shared_ptr<const TabletInfo>> TabletInfoFromPB(pb::SysTablet
     if (p.uuid().empty()) return absl::InvalidArgumentError(StrCat(what, " has an unnamed peer"));
   }
   auto partition = Partition::FromPB(entry.partition());
-  if (!partition.ok()) return PrependToStatus(partition.status(), StrCat(what, ": "));
+  if (!partition.ok()) return PrependToStatus(partition.status(), what);
   auto info = std::make_shared<TabletInfo>();
   info->pb = std::move(entry);
   info->partition = *std::move(partition);
@@ -84,15 +84,40 @@ void CatalogManager::SetReady(bool ready) {
   ready_ = ready;
 }
 
-absl::Status CatalogManager::CheckReady() const {
-  if (sys_catalog_ == nullptr || !sys_catalog_->IsLeader()) {
-    return MasterError(absl::UnavailableError("this master is not the catalog leader"),
-                       pb::ErrorDetailPB::NOT_THE_LEADER_MASTER);
-  }
+absl::Status CatalogManager::CheckLoaded() const {
   absl::MutexLock l(&mu_);
   if (!ready_) {
     return MasterError(absl::UnavailableError("the master is still loading its catalog"),
                        pb::ErrorDetailPB::CATALOG_NOT_READY);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CatalogManager::CheckReady() const {
+  SysCatalog* catalog = sys_catalog_.load();
+  if (catalog == nullptr) {
+    // Not CATALOG_NOT_READY, which clients retry here: another master may well lead.
+    return MasterError(absl::UnavailableError("the master is still opening its catalog"),
+                       pb::ErrorDetailPB::NOT_THE_LEADER_MASTER);
+  }
+  if (!catalog->IsLeader()) {
+    pb::ErrorDetailPB detail;
+    detail.set_code(pb::ErrorDetailPB::NOT_THE_LEADER_MASTER);
+    const std::string leader = catalog->leader_uuid();
+    std::optional<HostPort> address;
+    if (!leader.empty() && leader_address_lookup_) address = leader_address_lookup_(leader);
+    if (address.has_value()) address->ToPB(detail.mutable_leader_address());
+    return WithErrorDetail(
+        absl::UnavailableError(
+            StrCat("this master is not the catalog leader",
+                   address.has_value() ? StrCat("; the leader is ", address->ToString()) : "")),
+        detail);
+  }
+  BASALT_RETURN_IF_ERROR(CheckLoaded());
+  if (catalog->LeaderReadyTerm() == 0) {
+    return MasterError(
+        absl::UnavailableError("the master was just elected and is catching up its catalog"),
+        pb::ErrorDetailPB::CATALOG_NOT_READY);
   }
   return absl::OkStatus();
 }
@@ -436,8 +461,9 @@ void CatalogManager::ClearReportLocked(const std::string& ts_uuid, const std::st
   if (it->second.empty()) reports_.erase(it);
 }
 
-void CatalogManager::ApplyReportLocked(const std::string& ts_uuid,
+bool CatalogManager::ApplyReportLocked(const std::string& ts_uuid,
                                        const pb::TSHeartbeatRequestPB& req) {
+  bool unknown = false;
   std::set<std::string>& mine = ts_tablets_[ts_uuid];
   if (!req.is_incremental()) {
     for (const std::string& tablet_id : mine) ClearReportLocked(ts_uuid, tablet_id);
@@ -450,6 +476,7 @@ void CatalogManager::ApplyReportLocked(const std::string& ts_uuid,
   for (const auto& t : req.updated_tablets()) {
     if (tablets_.find(t.tablet_id()) == tablets_.end()) {
       VLOG(1) << "tablet server " << ts_uuid << " reports unknown tablet " << t.tablet_id();
+      unknown = true;
       continue;
     }
     ReplicaReport& r = reports_[t.tablet_id()][ts_uuid];
@@ -460,6 +487,7 @@ void CatalogManager::ApplyReportLocked(const std::string& ts_uuid,
     r.schema_version = t.schema_version();
     mine.insert(t.tablet_id());
   }
+  return unknown;
 }
 
 absl::Status CatalogManager::ProcessHeartbeat(const pb::TSHeartbeatRequestPB& req,
@@ -470,11 +498,17 @@ absl::Status CatalogManager::ProcessHeartbeat(const pb::TSHeartbeatRequestPB& re
       req.num_live_tablets(), !req.is_incremental());
   const bool changed = !hb.was_known || !req.is_incremental() || req.updated_tablets_size() > 0 ||
                        req.removed_tablet_ids_size() > 0;
+  bool unknown;
   {
     absl::MutexLock l(&mu_);
-    ApplyReportLocked(req.ts_uuid(), req);
+    unknown = ApplyReportLocked(req.ts_uuid(), req);
   }
-  resp->set_needs_full_tablet_report(hb.needs_full_report);
+  // A follower that has not applied a tablet's creation yet drops its report, which the server
+  // then counts as delivered: ask for everything again, so that this master has every replica's
+  // report should it lead.
+  const SysCatalog* catalog = sys_catalog_.load();
+  const bool lagging = unknown && catalog != nullptr && !catalog->IsLeader();
+  resp->set_needs_full_tablet_report(hb.needs_full_report || lagging);
   for (const TsDescriptor& d : ts_manager_->GetLive()) {
     if (d.uuid == req.ts_uuid()) continue;
     auto* peer = resp->add_tablet_servers();

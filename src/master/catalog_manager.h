@@ -26,9 +26,12 @@
 //
 // Lock order: ddl_mu_ before mu_. Thread-safe.
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -46,6 +49,7 @@
 #include "master/sys_catalog.h"
 #include "master/ts_admin_client.h"
 #include "master/ts_manager.h"
+#include "rpc/net_util.h"
 
 namespace basalt {
 
@@ -88,12 +92,24 @@ class CatalogManager : public SysCatalogListener {
   CatalogManager(const CatalogManager&) = delete;
   CatalogManager& operator=(const CatalogManager&) = delete;
 
-  // The catalog written through. Borrowed; must outlive the manager. Set before SetReady.
-  void set_sys_catalog(SysCatalog* sys_catalog) { sys_catalog_ = sys_catalog; }
+  // The catalog written through. Borrowed; must outlive the manager. Set once, before SetReady;
+  // requests may already arrive (they are refused until then).
+  void set_sys_catalog(SysCatalog* sys_catalog) { sys_catalog_.store(sys_catalog); }
+  // Ready = the catalog is loaded (and the master is not shutting down).
   void SetReady(bool ready) ABSL_LOCKS_EXCLUDED(mu_);
-  // OK when requests may be served; else UNAVAILABLE with NOT_THE_LEADER_MASTER or
+  // OK when catalog requests may be served: ready, leading the catalog group, and an entry of the
+  // current term applied (SysCatalog::LeaderReadyTerm). Else UNAVAILABLE with
+  // NOT_THE_LEADER_MASTER (and the leader's address when `leader_address` knows it) or
   // CATALOG_NOT_READY attached (rpc_status.h).
   absl::Status CheckReady() const ABSL_LOCKS_EXCLUDED(mu_);
+  // OK when the catalog is loaded (heartbeats are processed by every master); else UNAVAILABLE +
+  // CATALOG_NOT_READY.
+  absl::Status CheckLoaded() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Resolves a master uuid to its RPC address for NOT_THE_LEADER_MASTER hints. Set once before
+  // requests arrive; may be unset (no hint).
+  void set_leader_address_lookup(std::function<std::optional<HostPort>(const std::string&)> fn) {
+    leader_address_lookup_ = std::move(fn);
+  }
 
   // Starts / stops the reconciliation thread. Shutdown is idempotent.
   absl::Status Start() ABSL_LOCKS_EXCLUDED(loop_mu_);
@@ -174,12 +190,17 @@ class CatalogManager : public SysCatalogListener {
   bool AlterDoneLocked(const TableInfo& table) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FillLocationsLocked(const TabletInfo& tablet, pb::TabletLocationsPB* out) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ApplyReportLocked(const std::string& ts_uuid, const pb::TSHeartbeatRequestPB& req)
+  // Returns whether the report named tablets this master does not know (yet).
+  bool ApplyReportLocked(const std::string& ts_uuid, const pb::TSHeartbeatRequestPB& req)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ClearReportLocked(const std::string& ts_uuid, const std::string& tablet_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // ---- DDL (catalog_ddl.cc) ----
+  // Called right after taking ddl_mu_, before validating against memory: records the term in
+  // which memory is complete (LeaderReadyTerm), so that WriteCatalog lands in that same term.
+  // UNAVAILABLE + NOT_THE_LEADER_MASTER / CATALOG_NOT_READY otherwise.
+  absl::Status BeginCatalogWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(ddl_mu_);
   absl::Status WriteCatalog(const pb::SysCatalogWriteBatchPB& batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(ddl_mu_);
   // Assigns replicas for `num_tablets` tablets of `num_replicas` each, balancing on the
@@ -210,13 +231,16 @@ class CatalogManager : public SysCatalogListener {
   TsAdminClient* const admin_;
   const CatalogManagerOptions options_;
   Clock* const clock_;
-  SysCatalog* sys_catalog_ = nullptr;  // Set once before use.
+  std::atomic<SysCatalog*> sys_catalog_{nullptr};  // Set once (set_sys_catalog).
+  std::function<std::optional<HostPort>(const std::string&)> leader_address_lookup_;
 
   // Serializes catalog writers (DDL and the loop's state changes), so that validation against
   // the in-memory catalog and the write that follows are atomic. Held across catalog writes
   // (which is what it is for); never needed by readers.
   absl::Mutex ddl_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   PlacementPolicy placement_ ABSL_GUARDED_BY(ddl_mu_);
+  // The term BeginCatalogWriteLocked found this master ready in.
+  uint64_t write_term_ ABSL_GUARDED_BY(ddl_mu_) = 0;
 
   mutable absl::Mutex mu_;
   bool ready_ ABSL_GUARDED_BY(mu_) = false;

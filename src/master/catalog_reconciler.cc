@@ -274,6 +274,7 @@ void CatalogManager::RecordResults(const std::vector<Task>& tasks) {
 
 void CatalogManager::PersistStateChanges() {
   absl::MutexLock ddl(&ddl_mu_);
+  if (!BeginCatalogWriteLocked().ok()) return;  // Not (or no longer) the ready leader.
   pb::SysCatalogWriteBatchPB batch;
   {
     absl::MutexLock l(&mu_);

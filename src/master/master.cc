@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <utility>
@@ -48,7 +49,16 @@ Master::~Master() { Shutdown(); }
 
 const std::string& Master::uuid() const { return instance_->uuid(); }
 
-bool Master::is_leader() const { return sys_catalog_ != nullptr && sys_catalog_->IsLeader(); }
+bool Master::is_leader() const { return catalog_open_.load() && sys_catalog_->IsLeader(); }
+
+RaftCore::Role Master::role() const {
+  return catalog_open_.load() ? sys_catalog_->role() : RaftCore::Role::kFollower;
+}
+
+std::vector<MasterPeer> Master::peers() const {
+  absl::MutexLock l(&mu_);
+  return peers_;
+}
 
 absl::StatusOr<std::unique_ptr<Master>> Master::Start(MasterOptions options) {
   std::unique_ptr<Master> m(new Master(std::move(options)));
@@ -57,14 +67,6 @@ absl::StatusOr<std::unique_ptr<Master>> Master::Start(MasterOptions options) {
 }
 
 absl::Status Master::Init() {
-  if (!options_.master_addresses.empty()) {
-    BASALT_ASSIGN_OR_RETURN(auto masters, ParseHostPortList(options_.master_addresses, 7051));
-    if (masters.size() > 1) {
-      return absl::InvalidArgumentError(
-          StrCat("--master_addresses lists ", masters.size(),
-                 " masters, but only a single master is supported for now (docs/master.md)"));
-    }
-  }
   if (options_.fs_data_dir.empty()) {
     return absl::InvalidArgumentError("--fs_data_dir is required");
   }
@@ -84,35 +86,121 @@ absl::Status Master::Init() {
   cm.clock = options_.clock;
   cm.placement_seed = options_.placement_seed;
   catalog_manager_ = std::make_unique<CatalogManager>(ts_manager_.get(), admin, cm);
+  catalog_manager_->set_leader_address_lookup([this](const std::string& uuid) {
+    std::optional<HostPort> address;
+    for (const MasterPeer& p : peers()) {
+      if (p.uuid == uuid) address = p.address;
+    }
+    return address;
+  });
 
   GrpcTransportOptions to;
   to.server_id = instance_->uuid();
   to.bind_address = "";  // Served by this master's own gRPC server.
   transport_ = std::make_unique<GrpcTransport>(to);
 
+  if (!options_.master_addresses.empty()) {
+    BASALT_ASSIGN_OR_RETURN(configured_masters_,
+                            ParseHostPortList(options_.master_addresses, 7051));
+  }
+  // Serving first: the other masters of a forming group ask for this one's uuid. Catalog
+  // requests are refused until the catalog is open.
+  BASALT_RETURN_IF_ERROR(StartRpcServer());
+  BASALT_RETURN_IF_ERROR(transport_->Start());
+  // /healthz answers "starting" from here until the catalog is loaded and its group runs.
+  BASALT_RETURN_IF_ERROR(StartWebserver());
+  BASALT_ASSIGN_OR_RETURN(std::vector<std::string> voters, SetUpPeers());
+
   SysCatalogOptions so;
   so.data_dir = options_.fs_data_dir;
   so.wal_dir = wal_dir;
   so.uuid = instance_->uuid();
+  so.voters = voters;
   so.tick_interval_ms = options_.catalog_tick_interval_ms;
   BASALT_ASSIGN_OR_RETURN(sys_catalog_,
                           SysCatalog::Open(env_, so, transport_.get(), catalog_manager_.get()));
   catalog_manager_->set_sys_catalog(sys_catalog_.get());
+  catalog_open_.store(true);
 
-  BASALT_RETURN_IF_ERROR(StartRpcServer());
-  BASALT_RETURN_IF_ERROR(transport_->Start());
   BASALT_RETURN_IF_ERROR(sys_catalog_->Start());
-  BASALT_RETURN_IF_ERROR(sys_catalog_->WaitUntilLeader(options_.leader_wait_timeout));
+  if (voters.size() == 1) {
+    BASALT_RETURN_IF_ERROR(sys_catalog_->WaitUntilLeader(options_.leader_wait_timeout));
+  }
   catalog_manager_->SetReady(true);
   if (options_.start_reconciler) BASALT_RETURN_IF_ERROR(catalog_manager_->Start());
   RegisterMetrics();
-  BASALT_RETURN_IF_ERROR(StartWebserver());
-  LOG(INFO) << "master " << instance_->uuid() << " serving on " << rpc_address_.ToString();
+  if (webserver_ != nullptr) webserver_->SetHealth(absl::OkStatus());
+  LOG(INFO) << "master " << instance_->uuid() << " serving on " << rpc_address_.ToString() << " ("
+            << voters.size() << " master" << (voters.size() == 1 ? "" : "s") << ")";
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> Master::SetUpPeers() {
+  const std::vector<HostPort>& configured = configured_masters_;
+  const std::string path = JoinPath(options_.fs_data_dir, "master_peers");
+  BASALT_ASSIGN_OR_RETURN(std::optional<std::vector<MasterPeer>> stored,
+                          LoadMasterPeers(env_, path));
+  std::vector<MasterPeer> peers;
+  if (configured.size() <= 1) {
+    if (stored.has_value()) {
+      return absl::InvalidArgumentError(StrCat("this master was formed as one of ", stored->size(),
+                                               " masters, but --master_addresses names ",
+                                               configured.size(), "; give every master's address"));
+    }
+    peers.push_back({instance_->uuid(), rpc_address_});
+  } else {
+    BASALT_ASSIGN_OR_RETURN(int self_idx, FindSelfInMasters(configured, rpc_address_));
+    if (stored.has_value()) {
+      BASALT_RETURN_IF_ERROR(CheckMasterPeersMatch(*stored, configured));
+      const MasterPeer self{instance_->uuid(), rpc_address_};
+      if (std::find(stored->begin(), stored->end(), self) == stored->end()) {
+        return absl::DataLossError(StrCat(path, " does not list this master (", self.uuid, " at ",
+                                          self.address.ToString(),
+                                          "): was the data directory copied from another master?"));
+      }
+      peers = std::move(*stored);
+    } else if (env_->FileExists(JoinPath(options_.fs_data_dir, "cmeta"))) {
+      return absl::InvalidArgumentError(
+          "this master's catalog was formed by a single master; turning it into several masters "
+          "is not supported (docs/master.md)");
+    } else {
+      LOG(INFO) << "forming the catalog group of " << configured.size() << " masters";
+      BASALT_ASSIGN_OR_RETURN(peers,
+                              ResolveMasterPeers(configured, self_idx, instance_->uuid(),
+                                                 absl::Now() + options_.leader_wait_timeout));
+      BASALT_RETURN_IF_ERROR(StoreMasterPeers(env_, path, peers));
+    }
+  }
+  std::vector<std::string> voters;
+  for (const MasterPeer& p : peers) {
+    voters.push_back(p.uuid);
+    if (p.uuid != instance_->uuid()) {
+      BASALT_RETURN_IF_ERROR(transport_->AddPeer(p.uuid, p.address.ToString()));
+    }
+  }
+  absl::MutexLock l(&mu_);
+  peers_ = std::move(peers);
+  return voters;
+}
+
+absl::Status Master::SetRpcAddress(const HostPort& bind) {
+  if (!options_.rpc_advertised_address.empty()) {
+    BASALT_ASSIGN_OR_RETURN(rpc_address_,
+                            ParseHostPort(options_.rpc_advertised_address, rpc_port_));
+  } else {
+    rpc_address_.host = IsWildcard(bind.host) ? HostName() : bind.host;
+    rpc_address_.port = static_cast<uint16_t>(rpc_port_);
+  }
   return absl::OkStatus();
 }
 
 absl::Status Master::StartRpcServer() {
   BASALT_ASSIGN_OR_RETURN(HostPort bind, ParseHostPort(options_.rpc_bind_address, 7051));
+  if (bind.port != 0) {
+    // Before serving: GetMasterRegistration handlers read rpc_address_ from the first call on.
+    rpc_port_ = bind.port;
+    BASALT_RETURN_IF_ERROR(SetRpcAddress(bind));
+  }
   master_service_ = NewMasterService(this);
   grpc::ServerBuilder builder;
   ConfigureServerBuilder(&builder);
@@ -127,17 +215,14 @@ absl::Status Master::StartRpcServer() {
     server_.reset();
     return absl::UnavailableError(StrCat("cannot serve on ", bind.ToString()));
   }
-  if (!options_.rpc_advertised_address.empty()) {
-    BASALT_ASSIGN_OR_RETURN(rpc_address_,
-                            ParseHostPort(options_.rpc_advertised_address, rpc_port_));
-  } else {
-    rpc_address_.host = IsWildcard(bind.host) ? HostName() : bind.host;
-    rpc_address_.port = static_cast<uint16_t>(rpc_port_);
+  if (bind.port == 0) {
+    // Nobody can know the port yet, so no handler reads rpc_address_ while it is set.
+    BASALT_RETURN_IF_ERROR(SetRpcAddress(bind));
   }
   return absl::OkStatus();
 }
 
-int Master::webserver_port() const { return webserver_ != nullptr ? webserver_->port() : 0; }
+int Master::webserver_port() const { return webserver_port_.load(); }
 
 namespace {
 
@@ -208,7 +293,7 @@ absl::Status Master::StartWebserver() {
   webserver_->RegisterPage("/tablet-servers", "Tablet servers",
                            [this] { return TabletServersPage(); });
   BASALT_RETURN_IF_ERROR(webserver_->Start());
-  webserver_->SetHealth(absl::OkStatus());
+  webserver_port_.store(webserver_->port());
   return absl::OkStatus();
 }
 

@@ -5,24 +5,35 @@
 // system catalog (RocksDB + its Raft group), and one gRPC server carrying MasterService and the
 // catalog group's ConsensusService (GrpcTransport registered on it).
 //
-// Only a single master is supported for now: the catalog's Raft group has this master as its
-// only voter. MasterOptions::master_addresses may name at most one master (INVALID_ARGUMENT
-// otherwise).
+// One master (master_addresses empty or a single entry): the catalog's Raft group has this master
+// as its only voter. Several masters (master_addresses lists all of them, this one included,
+// found by its advertised address): the group's voters are every master (master_peers.h); one
+// leads and serves catalog requests, the others answer NOT_THE_LEADER_MASTER with the leader's
+// address, apply the same catalog entries, and process tablet server heartbeats too so that a
+// new leader knows the cluster at once.
 //
-// Lifecycle: Start() (returns once the master leads its catalog and serves) -> Shutdown() (or the
-// destructor). Restarting from the same directory finds the same uuid and catalog.
+// Lifecycle: Start() -> Shutdown() (or the destructor). With one master Start() returns once the
+// master leads its catalog and serves; with several, once it serves (the masters elect a leader
+// among themselves; the first start of a group waits until every master answered). Restarting
+// from the same directory finds the same uuid, catalog and peers.
 //
 // Thread-safe.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/env.h"
 #include "common/metrics.h"
+#include "consensus/raft_core.h"
+#include "master/master_peers.h"
 #include "rpc/net_util.h"
 
 namespace grpc {
@@ -48,7 +59,7 @@ struct MasterOptions {
   std::string rpc_bind_address = "127.0.0.1:0";
   // Empty: the bound address (the host name when bound to a wildcard address).
   std::string rpc_advertised_address;
-  // Comma-separated; empty or exactly one entry (multi-master is not supported yet).
+  // Comma-separated addresses of every master, this one included; empty means this one alone.
   std::string master_addresses;
   // Borrowed (must outlive the master); nullptr: gRPC to the tablet servers.
   TsAdminClient* ts_admin_client = nullptr;
@@ -66,9 +77,11 @@ struct MasterOptions {
 class Master {
  public:
   // Opens the directory, loads the catalog, serves, and waits to lead the catalog. Errors:
-  // INVALID_ARGUMENT for bad options (several masters, no data dir, bad addresses); the
-  // directory's, catalog's (DATA_LOSS) and Raft errors; UNAVAILABLE if the port cannot be bound;
-  // DEADLINE_EXCEEDED if this master does not become leader in time.
+  // INVALID_ARGUMENT for bad options (no data dir, bad addresses, this master not among
+  // master_addresses, master_addresses different from the stored peers); the directory's,
+  // catalog's (DATA_LOSS) and Raft errors; UNAVAILABLE if the port cannot be bound;
+  // DEADLINE_EXCEEDED if a single master does not become leader, or the other masters do not
+  // answer when a group first forms, within leader_wait_timeout.
   static absl::StatusOr<std::unique_ptr<Master>> Start(MasterOptions options);
   ~Master();
 
@@ -85,6 +98,16 @@ class Master {
   // The advertised address (what ListMasters returns).
   const HostPort& rpc_address() const { return rpc_address_; }
   bool is_leader() const;
+  // Every master of the catalog group with its address (just this one for a single master); empty
+  // until Start() formed the group.
+  std::vector<MasterPeer> peers() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The masters named by master_addresses (empty for a single master). Constant after Start()
+  // parsed them, before serving.
+  const std::vector<HostPort>& configured_masters() const { return configured_masters_; }
+  // This master's Raft role in the catalog group; kFollower until the catalog is open.
+  RaftCore::Role role() const;
+  // Whether the catalog is open (the role means something).
+  bool catalog_open() const { return catalog_open_.load(); }
 
   CatalogManager* catalog_manager() const { return catalog_manager_.get(); }
   TsManager* ts_manager() const { return ts_manager_.get(); }
@@ -93,7 +116,11 @@ class Master {
  private:
   explicit Master(MasterOptions options);
   absl::Status Init();
+  // Decides the catalog group's voters (master_peers.h) and tells the transport their addresses.
+  absl::StatusOr<std::vector<std::string>> SetUpPeers();
   absl::Status StartRpcServer();
+  // Sets rpc_address_ from the options, `bind` and rpc_port_.
+  absl::Status SetRpcAddress(const HostPort& bind);
   void RegisterMetrics();
   absl::Status StartWebserver();
   std::string TablesPage() const;
@@ -107,6 +134,11 @@ class Master {
   std::unique_ptr<CatalogManager> catalog_manager_;
   std::unique_ptr<GrpcTransport> transport_;
   std::unique_ptr<SysCatalog> sys_catalog_;
+  // Set (release) once sys_catalog_ is open: RPC handlers run before that.
+  std::atomic<bool> catalog_open_{false};
+  mutable absl::Mutex mu_;
+  std::vector<MasterPeer> peers_ ABSL_GUARDED_BY(mu_);
+  std::vector<HostPort> configured_masters_;  // Set before the RPC server starts.
   std::unique_ptr<grpc::Service> master_service_;
   std::unique_ptr<grpc::Server> server_;
   int rpc_port_ = 0;
@@ -114,6 +146,7 @@ class Master {
   bool shut_down_ = false;
   std::vector<CallbackGaugeHandle> metric_handles_;
   std::unique_ptr<Webserver> webserver_;
+  std::atomic<int> webserver_port_{0};  // Read by RPC handlers, which run before it is started.
 };
 
 }  // namespace basalt

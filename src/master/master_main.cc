@@ -21,8 +21,10 @@ DEFINE_string(server_dump_info_path, "",
               "Once serving, the master writes {\"uuid\", \"rpc_port\", \"http_port\", \"pid\"} "
               "as JSON to this file (atomically).");
 DEFINE_string(master_addresses, "",
-              "Comma-separated addresses of all masters. Only a single master is supported for "
-              "now: more than one address is an error.");
+              "Comma-separated addresses of every master, this one included (each finds itself "
+              "by its advertised address); empty for a single master. All masters must be given "
+              "the same set, and the set cannot change once the masters have formed their "
+              "catalog group.");
 
 DEFINE_int32(webserver_port, 8051,
              "Port of the master's web server (/metrics, /healthz, status pages); 0 picks a "

@@ -2,8 +2,14 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+#include <vector>
+
+#include "common/strings.h"
+#include "consensus/raft_role_pb.h"
 #include "master/catalog_manager.h"
 #include "master/master.h"
+#include "master/master_peers.h"
 #include "proto/master.grpc.pb.h"
 #include "proto/master.pb.h"
 #include "rpc/rpc_status.h"
@@ -58,22 +64,77 @@ class MasterServiceImpl final : public pb::MasterService::Service {
   }
   grpc::Status ListMasters(grpc::ServerContext*, const pb::ListMastersRequestPB*,
                            pb::ListMastersResponsePB* resp) override {
-    auto* m = resp->add_masters();
-    m->set_uuid(master_->uuid());
-    master_->rpc_address().ToPB(m->mutable_rpc_address());
-    m->set_role(master_->is_leader() ? pb::LEADER : pb::FOLLOWER);
+    std::vector<MasterPeer> peers = master_->peers();
+    if (peers.empty()) peers.push_back({master_->uuid(), master_->rpc_address()});
+    // The others are asked one after another, each for at most 2 s and all within 4 s: a down
+    // master is listed with its error instead of delaying the answer much.
+    const absl::Time deadline = absl::Now() + absl::Seconds(4);
+    for (const MasterPeer& p : peers) {
+      pb::ListMastersResponsePB::MasterPB* m = resp->add_masters();
+      m->set_uuid(p.uuid);
+      p.address.ToPB(m->mutable_rpc_address());
+      if (p.uuid == master_->uuid()) {
+        m->set_role(OwnRole());
+        FillHttpAddress(m->mutable_http_address());
+        continue;
+      }
+      auto reg = ::basalt::GetMasterRegistration(
+          p.address,
+          std::max(absl::ZeroDuration(), std::min(absl::Seconds(2), deadline - absl::Now())));
+      if (reg.ok() && reg->uuid() != m->uuid()) {
+        m->set_role(pb::UNKNOWN_ROLE);
+        m->set_error(StrCat("address answers as master ", reg->uuid(), ", expected ", m->uuid(),
+                            " (data directory replaced?)"));
+      } else if (reg.ok()) {
+        m->set_role(reg->role());
+        if (reg->has_http_address()) *m->mutable_http_address() = reg->http_address();
+      } else {
+        m->set_role(pb::UNKNOWN_ROLE);
+        m->set_error(std::string(reg.status().message()));
+      }
+    }
+    return grpc::Status::OK;
+  }
+  grpc::Status GetMasterRegistration(grpc::ServerContext*,
+                                     const pb::GetMasterRegistrationRequestPB*,
+                                     pb::GetMasterRegistrationResponsePB* resp) override {
+    resp->set_uuid(master_->uuid());
+    master_->rpc_address().ToPB(resp->mutable_rpc_address());
+    resp->set_role(OwnRole());
+    if (master_->webserver_port() > 0) FillHttpAddress(resp->mutable_http_address());
+    for (const HostPort& a : master_->configured_masters()) a.ToPB(resp->add_master_addresses());
+    for (const MasterPeer& p : master_->peers()) {
+      if (master_->configured_masters().size() <= 1) break;  // A single master forms no group.
+      pb::RaftPeerPB* peer = resp->add_peers();
+      peer->set_uuid(p.uuid);
+      p.address.ToPB(peer->mutable_address());
+    }
     return grpc::Status::OK;
   }
   grpc::Status TSHeartbeat(grpc::ServerContext*, const pb::TSHeartbeatRequestPB* req,
                            pb::TSHeartbeatResponsePB* resp) override {
-    return Serve([&] {
+    // Every master with a loaded catalog keeps the soft state, so a new leader has it at once.
+    absl::Status s = catalog_->CheckLoaded();
+    if (s.ok()) {
       resp->set_master_uuid(master_->uuid());
-      resp->set_leader_master(true);
-      return catalog_->ProcessHeartbeat(*req, resp);
-    });
+      resp->set_leader_master(master_->is_leader());
+      s = catalog_->ProcessHeartbeat(*req, resp);
+    }
+    return ToGrpcStatus(s);
   }
 
  private:
+  pb::RaftRolePB OwnRole() const {
+    return master_->catalog_open() ? RaftRoleToPB(master_->role()) : pb::UNKNOWN_ROLE;
+  }
+
+  // The web server's address: the RPC host with the web port.
+  void FillHttpAddress(pb::HostPortPB* out) const {
+    if (master_->webserver_port() <= 0) return;
+    HostPort{master_->rpc_address().host, static_cast<uint16_t>(master_->webserver_port())}.ToPB(
+        out);
+  }
+
   template <typename Fn>
   grpc::Status Serve(Fn fn) {
     absl::Status s = catalog_->CheckReady();

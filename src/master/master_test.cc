@@ -210,12 +210,25 @@ TEST_F(MasterTest, GarbledCatalogFailsStartCleanly) {
   EXPECT_NE(m.status().message().find(created.table_id()), std::string_view::npos) << m.status();
 }
 
-TEST(MasterStartTest, RefusesSeveralMasters) {
+TEST(MasterStartTest, RefusesBadMasterAddresses) {
   master_test::TempDir tmp("master_start_test");
   MasterOptions o;
   o.fs_data_dir = tmp.path();
+  o.catalog_tick_interval_ms = 10;
+  FakeTsAdminClient admin;
+  o.ts_admin_client = &admin;
+  // This master is not among the masters listed.
   o.master_addresses = "127.0.0.1:7051,127.0.0.1:7052";
   auto m = Master::Start(o);
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(m.status().message().find("is not in --master_addresses"), std::string_view::npos)
+      << m.status();
+  // A catalog formed by a single master does not silently become one of several.
+  o.master_addresses = "";
+  ASSERT_TRUE(Master::Start(o).ok());
+  o.rpc_advertised_address = "127.0.0.1:7051";
+  o.master_addresses = "127.0.0.1:7051,127.0.0.1:7052";
+  m = Master::Start(o);
   EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(m.status().message().find("single master"), std::string_view::npos) << m.status();
   o.master_addresses = "";

@@ -1,6 +1,8 @@
 #include "master/sys_catalog.h"
 
+#include <algorithm>
 #include <chrono>
+#include <limits>
 #include <thread>
 #include <utility>
 
@@ -11,6 +13,7 @@
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
+#include "absl/synchronization/notification.h"
 #include "common/coding.h"
 #include "common/crc32c.h"
 #include "common/status_macros.h"
@@ -147,7 +150,7 @@ absl::Status SysCatalog::Load() {
   if (!have_index && (all.upsert_tables_size() > 0 || all.upsert_tablets_size() > 0)) {
     return absl::DataLossError("catalog has entries but no applied index");
   }
-  BASALT_RETURN_IF_ERROR_PREPEND(listener_->LoadEntries(all), "loading the catalog: ");
+  BASALT_RETURN_IF_ERROR_PREPEND(listener_->LoadEntries(all), "loading the catalog");
   LOG(INFO) << "catalog loaded: " << all.upsert_tables_size() << " tables, "
             << all.upsert_tablets_size() << " tablets, applied index " << durable_index_.load();
   return absl::OkStatus();
@@ -159,10 +162,20 @@ absl::Status SysCatalog::OpenNode(Transport* transport) {
   o.peer_id = options_.uuid;
   o.wal_dir = JoinPath(JoinPath(options_.wal_dir, "wals"), kSysCatalogGroupId);
   o.metadata_path = JoinPath(options_.data_dir, "cmeta");
-  o.initial_config.voters = {options_.uuid};
+  o.initial_config.voters = options_.voters;
+  if (o.initial_config.voters.empty()) o.initial_config.voters = {options_.uuid};
   o.tick_interval_ms = options_.tick_interval_ms > 0 ? options_.tick_interval_ms
                                                      : FLAGS_master_catalog_tick_interval_ms;
   o.log.force_fsync = options_.sync;
+  // A group of masters keeps its whole catalog log: the catalog has no snapshot copy, so a master
+  // that was down must find every entry it missed in the leader's log. (Catalog entries are
+  // small; DDL rates are low.)
+  if (o.initial_config.voters.size() > 1) {
+    o.log_gc_interval_ticks = std::numeric_limits<int>::max();
+    // Elections after 1 s of silence, not 3 ticks: a leader that briefly misses a majority (a
+    // peer restarting, a reconnect backoff) should not step down and churn the catalog.
+    o.raft.election_ticks = std::max(3, 1000 / o.tick_interval_ms);
+  }
   BASALT_RETURN_IF_ERROR(env_->CreateDirs(o.wal_dir));
   BASALT_ASSIGN_OR_RETURN(node_, RaftNode::Open(env_, o, transport, this));
   return absl::OkStatus();
@@ -178,9 +191,19 @@ bool SysCatalog::IsLeader() const { return node_->role() == RaftCore::Role::kLea
 
 RaftCore::Role SysCatalog::role() const { return node_->role(); }
 
+std::string SysCatalog::leader_uuid() const { return node_->leader_id(); }
+
+uint64_t SysCatalog::LeaderReadyTerm() const {
+  if (node_->role() != RaftCore::Role::kLeader) return 0;
+  const uint64_t term = node_->term();
+  // Entries of a term are applied only after every earlier entry: once one of this term is
+  // applied here, memory holds everything committed before this master's leadership.
+  return applied_term_.load() == term ? term : 0;
+}
+
 absl::Status SysCatalog::WaitUntilLeader(absl::Duration timeout) const {
   const absl::Time deadline = absl::Now() + timeout;
-  while (!IsLeader()) {
+  while (LeaderReadyTerm() == 0) {
     BASALT_RETURN_IF_ERROR(node_->health());
     if (absl::Now() >= deadline) {
       return absl::DeadlineExceededError(StrCat("the master did not become catalog leader within ",
@@ -197,15 +220,61 @@ absl::Status SysCatalog::storage_error() const {
   return storage_error_;
 }
 
-absl::Status SysCatalog::Write(const pb::SysCatalogWriteBatchPB& batch, absl::Duration timeout) {
+absl::Status SysCatalog::Write(const pb::SysCatalogWriteBatchPB& batch, absl::Duration timeout,
+                               uint64_t expected_term) {
   BASALT_RETURN_IF_ERROR(storage_error());
-  absl::StatusOr<uint64_t> index = node_->ProposeAndWait(batch.SerializeAsString(), timeout);
+  // Shared with the callback, which may run after the wait below returned.
+  struct Result {
+    absl::Notification done;
+    absl::StatusOr<uint64_t> index;
+  };
+  auto result = std::make_shared<Result>();
+  writes_in_flight_.fetch_add(1);
+  node_->Propose(
+      batch.SerializeAsString(),
+      [this, result](absl::StatusOr<uint64_t> index) {
+        result->index = std::move(index);
+        writes_in_flight_.fetch_sub(1);
+        result->done.Notify();
+      },
+      expected_term);
+  absl::StatusOr<uint64_t> index =
+      WaitForWrite(result->done, result->index, timeout, expected_term);
   if (!index.ok()) {
     return absl::Status(index.status().code(),
                         StrCat("catalog write failed: ", index.status().message()));
   }
   // Apply ran before the proposal completed: a storage error there means it did not persist.
   return storage_error();
+}
+
+absl::StatusOr<uint64_t> SysCatalog::WaitForWrite(absl::Notification& done,
+                                                  const absl::StatusOr<uint64_t>& index,
+                                                  absl::Duration timeout,
+                                                  uint64_t expected_term) const {
+  absl::Time deadline = absl::Now() + timeout;
+  bool deposed = false;
+  // In slices, watching the leadership. A deposed leader keeps waiting a little: its entry still
+  // resolves here (applied: the write happened; overwritten: ABORTED, it did not) as long as it
+  // hears from the new leader. Only a write still unresolved then is in doubt.
+  while (!done.WaitForNotificationWithTimeout(
+      std::max(absl::ZeroDuration(), std::min(absl::Milliseconds(100), deadline - absl::Now())))) {
+    if (absl::Now() >= deadline) {
+      if (deposed) {
+        return absl::UnavailableError(
+            "this master lost the catalog leadership while the write was in flight; it may "
+            "still commit");
+      }
+      return absl::DeadlineExceededError(
+          StrCat("not applied within ", absl::FormatDuration(timeout)));
+    }
+    if (!deposed && expected_term != 0 &&
+        (node_->role() != RaftCore::Role::kLeader || node_->term() != expected_term)) {
+      deposed = true;
+      deadline = std::min(deadline, absl::Now() + absl::Seconds(5));
+    }
+  }
+  return index;
 }
 
 absl::Status SysCatalog::Persist(const pb::SysCatalogWriteBatchPB* batch, uint64_t index) {
@@ -246,6 +315,8 @@ void SysCatalog::Apply(const LogEntry& entry) {
   }
   durable_index_.store(entry.index);
   if (have_batch) listener_->ApplyBatch(batch);
+  // After the listener: a term is "ready" (LeaderReadyTerm) only once memory has the entry.
+  applied_term_.store(entry.term);
 }
 
 uint64_t SysCatalog::DurableIndex() const { return durable_index_.load(); }

@@ -2,8 +2,8 @@
 
 // SysCatalog: the master's durable catalog (docs/master.md). Tables and tablets live in RocksDB
 // under <fs_data_dir>/catalog and are written ONLY by applying entries of the catalog's Raft group
-// (group id kSysCatalogGroupId, for now a single voter: this master), so that three masters are
-// a configuration change later.
+// (group id kSysCatalogGroupId): a single voter (this master) or every master of a multi-master
+// deployment (docs/master.md "Several masters").
 //
 // Write path: Write(batch) proposes the serialized SysCatalogWriteBatchPB to the RaftNode and
 // waits until it is applied here. Apply (the StateMachine side, on the node's worker thread)
@@ -24,11 +24,13 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/env.h"
 #include "consensus/raft_node.h"
@@ -67,7 +69,10 @@ class SysCatalogListener {
 struct SysCatalogOptions {
   std::string data_dir;  // RocksDB under <data_dir>/catalog, consensus metadata <data_dir>/cmeta.
   std::string wal_dir;   // The WAL under <wal_dir>/wals/<kSysCatalogGroupId>.
-  std::string uuid;      // This master's uuid: its Raft peer id and the single voter.
+  std::string uuid;      // This master's uuid: its Raft peer id.
+  // The voters of a brand-new catalog group (every master's uuid, this one included); empty means
+  // this master alone. Ignored once the group's metadata exists.
+  std::vector<std::string> voters;
   // Raft tick; <= 0 means --master_catalog_tick_interval_ms.
   int tick_interval_ms = 0;
   bool sync = true;  // Sync RocksDB writes and the WAL (tests of crash behaviour keep it on).
@@ -92,16 +97,32 @@ class SysCatalog : public StateMachine {
   // Stops the node. Idempotent.
   void Shutdown();
 
-  // Waits until this master leads the catalog group; DEADLINE_EXCEEDED after `timeout`.
+  // Waits until this master leads the catalog group and is ready (LeaderReadyTerm);
+  // DEADLINE_EXCEEDED after `timeout`.
   absl::Status WaitUntilLeader(absl::Duration timeout) const;
   bool IsLeader() const;
   // The node's role for ListMasters.
   RaftCore::Role role() const;
+  // The uuid of the group's leader as this master knows it; empty if unknown.
+  std::string leader_uuid() const;
+  // The term in which this master leads AND has applied an entry of that term (so its catalog in
+  // memory holds every committed entry: the Raft leader's no-op proves it); 0 otherwise. Only
+  // then may it validate DDL against memory and serve reads of the catalog.
+  uint64_t LeaderReadyTerm() const;
 
   // Replicates `batch` and waits until it is applied (durable in RocksDB and in memory).
-  // UNAVAILABLE when not the leader or shut down, DEADLINE_EXCEEDED after `timeout` (the batch
-  // may still apply later), the sticky storage error after a failed RocksDB write.
-  absl::Status Write(const pb::SysCatalogWriteBatchPB& batch, absl::Duration timeout);
+  // With `expected_term` != 0 the batch is proposed only if this master still leads in that term
+  // (the term whose state the caller validated against). OK once applied here, even if the
+  // leadership moved meanwhile. UNAVAILABLE when not the leader (of that term) or shut down, or
+  // when the leadership moved and the entry is still unresolved 5 s later (in doubt); ABORTED if
+  // a new leader overwrote it (it did not happen); DEADLINE_EXCEEDED after `timeout` (the batch
+  // may still apply later); the sticky storage error after a failed RocksDB write.
+  absl::Status Write(const pb::SysCatalogWriteBatchPB& batch, absl::Duration timeout,
+                     uint64_t expected_term = 0);
+  // Writes proposed whose outcome is not known yet (a Write that timed out or whose leadership
+  // moved leaves its entry in flight until it is applied or overwritten). Validating a new write
+  // against memory is only sound when this is 0.
+  int writes_in_flight() const { return writes_in_flight_.load(); }
 
   // ---- StateMachine ----
   void Apply(const LogEntry& entry) override;
@@ -120,6 +141,10 @@ class SysCatalog : public StateMachine {
   // Writes `batch` (may be null: index only) with `index` in one synced RocksDB write.
   absl::Status Persist(const pb::SysCatalogWriteBatchPB* batch, uint64_t index);
   absl::Status storage_error() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits for a proposal's callback (`done`, then `index`); see Write for the errors.
+  absl::StatusOr<uint64_t> WaitForWrite(absl::Notification& done,
+                                        const absl::StatusOr<uint64_t>& index,
+                                        absl::Duration timeout, uint64_t expected_term) const;
 
   // Constant after construction.
   Env* const env_;
@@ -130,6 +155,9 @@ class SysCatalog : public StateMachine {
   std::unique_ptr<RaftNode> node_;   // Thread-safe.
   // The stored applied index: written by Apply (the worker), read by DurableIndex (any thread).
   std::atomic<uint64_t> durable_index_{0};
+  // The term of the last entry applied since Open (0 before the first).
+  std::atomic<uint64_t> applied_term_{0};
+  std::atomic<int> writes_in_flight_{0};
 
   mutable absl::Mutex mu_;
   // A RocksDB write failed: nothing more is applied until a restart re-applies from the log.

@@ -99,13 +99,26 @@ void Webserver::SetHealth(absl::Status status) {
   health_ = std::move(status);
 }
 
+void Webserver::SetHealthCheck(std::function<absl::Status()> check) {
+  auto shared =
+      check ? std::make_shared<const std::function<absl::Status()>>(std::move(check)) : nullptr;
+  absl::MutexLock l(&mu_);
+  health_check_ = std::move(shared);
+}
+
+absl::Status Webserver::Health() const {
+  std::shared_ptr<const std::function<absl::Status()>> check;
+  {
+    absl::MutexLock l(&mu_);
+    if (!health_.ok() || health_check_ == nullptr) return health_;
+    check = health_check_;
+  }
+  return (*check)();
+}
+
 void Webserver::RegisterBuiltins() {
   server_->Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
-    absl::Status health;
-    {
-      absl::MutexLock l(&mu_);
-      health = health_;
-    }
+    const absl::Status health = Health();
     if (health.ok()) {
       res.set_content("OK\n", kTextType);
     } else {

@@ -3,7 +3,8 @@
 // Webserver: the embedded HTTP server each daemon runs on --webserver_port (docs/web.md), built
 // on cpp-httplib (whose header only webserver.cc includes). It serves
 //   /metrics  the metric registry in the Prometheus text format,
-//   /healthz  200 "OK" while the health status is OK, else 503 with the status message,
+//   /healthz  200 "OK" while the health status (SetHealth) and the health check
+//             (SetHealthCheck) are OK, else 503 with the failing status's message,
 //   /         an HTML index linking every registered page,
 // plus HTML pages the daemon registers (RegisterPage) before Start().
 //
@@ -74,11 +75,21 @@ class Webserver {
   // The bound port (valid after Start()).
   int port() const { return port_; }
 
-  // What /healthz reports. Starts as UNAVAILABLE("starting").
+  // What /healthz reports. Starts as UNAVAILABLE("starting"); Shutdown() sets
+  // UNAVAILABLE("shutting down").
   void SetHealth(absl::Status status);
+
+  // A readiness check /healthz consults while the SetHealth status is OK; when it returns an
+  // error, /healthz answers 503 with its message (e.g. "starting: 2 tablets bootstrapping").
+  // Runs on a web server thread for every /healthz request, without the webserver's lock: it must
+  // be thread-safe, quick, and valid until Shutdown() returns. An empty function removes it.
+  // May be called at any time.
+  void SetHealthCheck(std::function<absl::Status()> check);
 
  private:
   void RegisterBuiltins();
+  // The SetHealth status if it is not OK, else the health check's result (OK without one).
+  absl::Status Health() const;
   std::string IndexPage() const;
 
   struct Page {
@@ -95,6 +106,8 @@ class Webserver {
   bool shut_down_ = false;
   mutable absl::Mutex mu_;
   absl::Status health_ ABSL_GUARDED_BY(mu_);
+  // Shared so a request can call it after releasing mu_.
+  std::shared_ptr<const std::function<absl::Status()>> health_check_ ABSL_GUARDED_BY(mu_);
 };
 
 // Escapes &, <, >, " and ' for HTML text and attribute values.

@@ -53,6 +53,52 @@ TEST_F(WebserverTest, HealthzFollowsHealthStatus) {
   EXPECT_EQ(r->body, "OK\n");
 }
 
+// The daemons' pattern (docs/web.md): SetHealth(OK) once serving plus a readiness check (tablets
+// bootstrapped, catalog loaded); a non-OK SetHealth ("shutting down") wins over the check.
+TEST_F(WebserverTest, HealthzConsultsHealthCheck) {
+  StartServer();
+  std::atomic<int> calls{0};
+  std::atomic<bool> ready{false};
+  server_->SetHealthCheck([&] {
+    calls.fetch_add(1);
+    return ready.load() ? absl::OkStatus()
+                        : absl::UnavailableError("starting: 2 tablets bootstrapping");
+  });
+  auto r = Get("/healthz");  // Still "starting" by SetHealth: the check is not consulted.
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(r->body, "starting\n");
+  EXPECT_EQ(calls.load(), 0);
+
+  server_->SetHealth(absl::OkStatus());
+  r = Get("/healthz");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(r->body, "starting: 2 tablets bootstrapping\n");
+  EXPECT_EQ(calls.load(), 1);
+
+  ready = true;
+  r = Get("/healthz");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "OK\n");
+
+  server_->SetHealth(absl::UnavailableError("shutting down"));
+  r = Get("/healthz");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(r->body, "shutting down\n");
+  EXPECT_EQ(calls.load(), 2);
+
+  server_->SetHealth(absl::OkStatus());
+  server_->SetHealthCheck(nullptr);  // Removed: OK again without consulting anything.
+  r = Get("/healthz");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(calls.load(), 2);
+  server_->Shutdown();  // Before `calls` and `ready` go away.
+}
+
 TEST_F(WebserverTest, MetricsIndexPagesAnd404) {
   StartServer();
   registry_.GetCounter("basalt_test_total", "Test.")->Increment(42);

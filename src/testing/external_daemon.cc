@@ -14,6 +14,7 @@
 
 #include "absl/time/clock.h"
 #include "common/env.h"
+#include "common/fd_util.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "glog/logging.h"
@@ -54,14 +55,7 @@ void WriteAll(int fd, std::string_view data) {
 
 // Reads the exec-error pipe until EOF: returns the child's errno, or 0 if exec succeeded (the
 // close-on-exec pipe closed without data).
-int ReadExecErrno(int fd) {
-  int err = 0;
-  ssize_t n;
-  do {
-    n = read(fd, &err, sizeof(err));
-  } while (n < 0 && errno == EINTR);
-  return n == static_cast<ssize_t>(sizeof(err)) ? err : 0;
-}
+int ReadExecErrno(int fd) { return ReadIntFromPipe(fd); }
 
 }  // namespace
 
@@ -116,6 +110,11 @@ std::vector<std::string> ExternalDaemon::CommandLine() const {
 }
 
 absl::Status ExternalDaemon::Start() {
+  BASALT_RETURN_IF_ERROR(BeginStart());
+  return FinishStart();
+}
+
+absl::Status ExternalDaemon::BeginStart() {
   if (IsRunning()) {
     return absl::FailedPreconditionError(StrCat(options_.name, " is already running"));
   }
@@ -126,7 +125,10 @@ absl::Status ExternalDaemon::Start() {
   Env* env = Env::Default();
   BASALT_RETURN_IF_ERROR(env->CreateDirs(data_dir_));
   if (env->FileExists(info_path_)) BASALT_RETURN_IF_ERROR(env->DeleteFile(info_path_));
-  BASALT_RETURN_IF_ERROR(Spawn());
+  return Spawn();
+}
+
+absl::Status ExternalDaemon::FinishStart() {
   absl::Status s = WaitForInfoFile();
   if (!s.ok()) {
     Kill();

@@ -72,6 +72,12 @@ class ExternalDaemon {
   // start_timeout; DATA_LOSS for a malformed info file. Every error names the daemon and ends with
   // the tail of its log, and leaves no process behind.
   absl::Status Start();
+  // Start() in two halves, so a harness can start daemons that wait for each other (the masters
+  // of a forming catalog group): BeginStart spawns the process, FinishStart waits for its info
+  // file. The thread that calls BeginStart (it forks) must outlive the daemon: the child's
+  // parent-death signal fires when that thread exits. The same holds for Start and Restart.
+  absl::Status BeginStart();
+  absl::Status FinishStart();
   // SIGKILL and reap. No-op when not running.
   void Kill();
   // SIGSTOP; returns once the process is stopped. FAILED_PRECONDITION if not running.

@@ -78,6 +78,7 @@ std::vector<std::string> ExternalMiniCluster::MasterFlags() const {
   std::vector<std::string> flags = {
       StrCat("--tserver_unresponsive_timeout_ms=", options_.tserver_unresponsive_timeout_ms),
       "--webserver_port=0"};
+  if (options_.num_masters > 1) flags.push_back(StrCat("--master_addresses=", master_addresses_));
   flags.insert(flags.end(), options_.extra_master_flags.begin(), options_.extra_master_flags.end());
   return flags;
 }
@@ -107,11 +108,7 @@ std::unique_ptr<ExternalDaemon> ExternalMiniCluster::NewDaemon(
 }
 
 absl::Status ExternalMiniCluster::Prepare() {
-  if (options_.num_masters != 1) {
-    return absl::InvalidArgumentError(
-        StrCat("num_masters is ", options_.num_masters,
-               "; only 1 is supported until multi-master configuration is defined"));
-  }
+  if (options_.num_masters < 1) return absl::InvalidArgumentError("num_masters must be >= 1");
   if (options_.num_tablet_servers < 0) {
     return absl::InvalidArgumentError("num_tablet_servers must be >= 0");
   }
@@ -148,14 +145,32 @@ absl::Status ExternalMiniCluster::Prepare() {
 }
 
 absl::Status ExternalMiniCluster::StartDaemons() {
-  for (auto* group : {&masters_, &tservers_}) {
-    for (auto& d : *group) {
-      if (d->IsRunning()) continue;
-      absl::Status s = d->Start();
-      if (!s.ok()) {
-        KillAll();
-        return s;
-      }
+  // Masters at once: the masters of a forming catalog group each wait for all the others.
+  std::vector<ExternalDaemon*> starting;
+  absl::Status s;
+  for (auto& d : masters_) {
+    if (d->IsRunning()) continue;
+    s = d->BeginStart();
+    if (!s.ok()) {
+      KillAll();  // The others would wait for it in vain.
+      return s;
+    }
+    starting.push_back(d.get());
+  }
+  for (ExternalDaemon* d : starting) {
+    absl::Status f = d->FinishStart();
+    if (s.ok()) s = f;
+  }
+  if (!s.ok()) {
+    KillAll();
+    return s;
+  }
+  for (auto& d : tservers_) {
+    if (d->IsRunning()) continue;
+    absl::Status s = d->Start();
+    if (!s.ok()) {
+      KillAll();
+      return s;
     }
   }
   if (options_.wait_for_tablet_servers) {
@@ -243,11 +258,38 @@ std::string ExternalMiniCluster::AllLogTails(int max_lines) const {
 }
 
 absl::Status ExternalMiniCluster::ListTabletServers(pb::ListTabletServersResponsePB* resp) {
-  auto stub = pb::MasterService::NewStub(master_channel());
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx, options_.rpc_timeout);
-  resp->Clear();
-  return FromGrpcStatus(stub->ListTabletServers(&ctx, pb::ListTabletServersRequestPB(), resp));
+  absl::Status last = absl::UnavailableError("no master is running");
+  for (int i = 0; i < num_masters(); ++i) {
+    if (!masters_[i]->IsRunning() || masters_[i]->IsPaused()) continue;
+    auto stub = pb::MasterService::NewStub(master_channel(i));
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, options_.rpc_timeout);
+    resp->Clear();
+    last = FromGrpcStatus(stub->ListTabletServers(&ctx, pb::ListTabletServersRequestPB(), resp));
+    if (last.ok()) return last;  // The leader (followers answer NOT_THE_LEADER_MASTER).
+  }
+  return last;
+}
+
+absl::StatusOr<int> ExternalMiniCluster::LeaderMasterIndex() {
+  for (int i = 0; i < num_masters(); ++i) {
+    if (!masters_[i]->IsRunning() || masters_[i]->IsPaused()) continue;
+    auto stub = pb::MasterService::NewStub(master_channel(i));
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, options_.rpc_timeout);
+    pb::ListTablesResponsePB resp;
+    if (FromGrpcStatus(stub->ListTables(&ctx, pb::ListTablesRequestPB(), &resp)).ok()) return i;
+  }
+  return absl::UnavailableError("no running master serves the catalog");
+}
+
+absl::StatusOr<int> ExternalMiniCluster::WaitForLeaderMaster(absl::Duration timeout) {
+  int idx = -1;
+  BASALT_RETURN_IF_ERROR(WaitFor(timeout, "a ready leader master", [&]() -> absl::Status {
+    BASALT_ASSIGN_OR_RETURN(idx, LeaderMasterIndex());
+    return absl::OkStatus();
+  }));
+  return idx;
 }
 
 absl::Status ExternalMiniCluster::WaitForTabletServerCount(int n, absl::Duration timeout) {

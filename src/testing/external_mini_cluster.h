@@ -51,7 +51,8 @@ class TabletStatusPB;
 }  // namespace pb
 
 struct ExternalMiniClusterOptions {
-  // Only 1 is supported until multi-master configuration is defined (docs/cluster.md).
+  // With more than one, every master gets --master_addresses naming all of them (they form one
+  // catalog group) and the masters are started at once.
   int num_masters = 1;
   int num_tablet_servers = 3;
   // Empty: a fresh directory "basalt-cluster-XXXXXX" under $TEST_TMPDIR (or /tmp), removed by the
@@ -125,10 +126,15 @@ class ExternalMiniCluster {
   // listing each daemon that died by itself, with its exit status and log tail.
   absl::Status CheckNoDaemonDied();
 
-  // MasterService.ListTabletServers on master 0.
+  // MasterService.ListTabletServers on the leader master (the first running, unpaused master
+  // that answers it).
   absl::Status ListTabletServers(pb::ListTabletServersResponsePB* resp);
-  // Waits until master 0 lists exactly `n` live tablet servers. DEADLINE_EXCEEDED with the last
-  // listing and the master's log tail.
+  // The index of the running master that serves catalog requests now; UNAVAILABLE if none does.
+  absl::StatusOr<int> LeaderMasterIndex();
+  // Polls LeaderMasterIndex until one serves.
+  absl::StatusOr<int> WaitForLeaderMaster(absl::Duration timeout);
+  // Waits until the leader master lists exactly `n` live tablet servers. DEADLINE_EXCEEDED with
+  // the last listing and master 0's log tail.
   absl::Status WaitForTabletServerCount(int n, absl::Duration timeout);
 
   // TabletServerService.ListTablets on tablet server `ts_idx`.

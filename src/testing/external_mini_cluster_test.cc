@@ -155,7 +155,7 @@ TEST(ExternalMiniClusterTest, FailedStartLeavesNothingRunning) {
   EXPECT_FALSE(cluster.master(0)->IsRunning());
 
   ExternalMiniClusterOptions bad = StandInOptions();
-  bad.num_masters = 3;
+  bad.num_masters = 0;
   EXPECT_EQ(ExternalMiniCluster(bad).Start().code(), absl::StatusCode::kInvalidArgument);
   ExternalMiniClusterOptions missing = StandInOptions();
   missing.bin_dir = "/nonexistent";

@@ -12,6 +12,8 @@ namespace basalt::tools {
 namespace {
 
 constexpr char kTool[] = "basalt";
+// Flags not tied to one action (defined in tool_common.cc), listed by `basalt --help`.
+constexpr const char* kGlobalFlags[] = {"timeout_ms"};
 
 // "  name<pad>  summary" lines with the names aligned.
 template <typename T>
@@ -52,9 +54,11 @@ const T* FindByName(const std::vector<T>& items, const std::string& name) {
 }  // namespace
 
 std::string ToolHelp(const std::vector<Command>& commands) {
+  std::string global;
+  for (const char* flag : kGlobalFlags) StrAppend(&global, FlagHelp(flag));
   return StrCat("Usage: ", kTool, " <command> <action> [<args>] [flags]\n\n",
                 "Basalt command-line tool: runs local clusters, manages tables and servers.\n\n",
-                "Commands:\n", NameList(commands), "\nRun '", kTool,
+                "Commands:\n", NameList(commands), "\nGlobal flags:\n", global, "\nRun '", kTool,
                 " <command> --help' for a command's actions, and '", kTool,
                 " <command> <action> --help' for an action's arguments and flags.\n");
 }

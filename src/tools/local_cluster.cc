@@ -21,6 +21,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/env.h"
+#include "common/fd_util.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "google/protobuf/struct.pb.h"
@@ -44,6 +45,8 @@ constexpr int kDefaultMasterPort = 7051;
 constexpr int kFirstTabletServerPort = 7050;
 // The well-known web ports are the RPC ports + 1000 (master 8051, tablet servers 8050, 8052...).
 constexpr int kWebPortOffset = 1000;
+// Masters after the first: 7151, 7251, ... (clear of the tablet servers' 7050, 7052, 7053, ...).
+constexpr int kMasterPortStep = 100;
 constexpr absl::Duration kStartTimeout = absl::Seconds(60);
 constexpr absl::Duration kStopTimeout = absl::Seconds(15);
 constexpr absl::Duration kKillTimeout = absl::Seconds(5);
@@ -283,14 +286,7 @@ void WriteAll(int fd, std::string_view data) {
   }
 }
 
-int ReadInt(int fd) {
-  int value = 0;
-  ssize_t n;
-  do {
-    n = read(fd, &value, sizeof(value));
-  } while (n < 0 && errno == EINTR);
-  return n == static_cast<ssize_t>(sizeof(value)) ? value : 0;
-}
+int ReadInt(int fd) { return ReadIntFromPipe(fd); }
 
 // In the forked children: only async-signal-safe calls until exec. The first child starts a new
 // session and forks the daemon, reports its pid through `pid_fd` and exits, so the daemon is
@@ -502,18 +498,27 @@ absl::StatusOr<ClusterRecord> NewLayout(const LocalClusterOptions& o, const std:
   ClusterRecord r;
   std::set<int> taken;
   const bool well_known = o.master_rpc_port == 0;
-  const int master_port = well_known ? kDefaultMasterPort : o.master_rpc_port;
-  BASALT_ASSIGN_OR_RETURN(
-      DaemonRecord m,
-      NewDaemon(dir, JoinPath(bin_dir, "basalt-master"), "master-0", "master", master_port,
-                well_known ? master_port + kWebPortOffset : 0, &taken));
-  if (!well_known && m.rpc_port != master_port) {
-    return absl::FailedPreconditionError(
-        StrCat("master port ", master_port, " on 127.0.0.1 is in use; choose another"));
+  std::vector<DaemonRecord> masters;
+  for (int i = 0; i < o.num_masters; ++i) {
+    // The well-known layout: 7051, 7151, 7251, ...; else the given port, then free ones.
+    const int port =
+        well_known ? kDefaultMasterPort + kMasterPortStep * i : (i == 0 ? o.master_rpc_port : 0);
+    BASALT_ASSIGN_OR_RETURN(
+        DaemonRecord m, NewDaemon(dir, JoinPath(bin_dir, "basalt-master"), StrCat("master-", i),
+                                  "master", port, well_known ? port + kWebPortOffset : 0, &taken));
+    if (!well_known && i == 0 && m.rpc_port != o.master_rpc_port) {
+      return absl::FailedPreconditionError(
+          StrCat("master port ", o.master_rpc_port, " on 127.0.0.1 is in use; choose another"));
+    }
+    StrAppend(&r.master_addresses, i == 0 ? "" : ",", Address(m.rpc_port));
+    masters.push_back(std::move(m));
   }
-  r.master_addresses = Address(m.rpc_port);
-  m.args.insert(m.args.end(), o.extra_master_flags.begin(), o.extra_master_flags.end());
-  r.daemons.push_back(std::move(m));
+  for (DaemonRecord& m : masters) {
+    // Several masters form one catalog group: each is told all of them (itself included).
+    if (o.num_masters > 1) m.args.push_back(StrCat("--master_addresses=", r.master_addresses));
+    m.args.insert(m.args.end(), o.extra_master_flags.begin(), o.extra_master_flags.end());
+    r.daemons.push_back(std::move(m));
+  }
   for (int i = 0; i < o.num_tablet_servers; ++i) {
     // The well-known layout: 7050, 7052, 7053, ... (7051 is the master's).
     const int port = well_known ? (i == 0 ? kFirstTabletServerPort : kDefaultMasterPort + i) : 0;
@@ -528,9 +533,9 @@ absl::StatusOr<ClusterRecord> NewLayout(const LocalClusterOptions& o, const std:
 }
 
 absl::Status ValidateOptions(const LocalClusterOptions& o) {
-  if (o.num_masters != 1) {
-    return absl::InvalidArgumentError(StrCat("num_masters is ", o.num_masters,
-                                             ": basalt-master supports exactly 1 master for now"));
+  if (o.num_masters < 1 || o.num_masters > 9) {
+    return absl::InvalidArgumentError(
+        StrCat("num_masters is ", o.num_masters, "; it must be in 1..9 (3 tolerates one failure)"));
   }
   if (o.num_tablet_servers < 1 || o.num_tablet_servers > 100) {
     return absl::InvalidArgumentError(
@@ -602,16 +607,20 @@ std::string InfoUuid(const std::string& dir, const DaemonRecord& d) {
   return StringField(info, "uuid", "").value_or("");
 }
 
-// Asks the master whether every tablet server of `r` is live.
+// Asks the leader master whether every tablet server of `r` is live (followers refuse; a
+// forming group has no leader for a moment).
 absl::Status CheckTabletServersLive(const std::string& dir, const ClusterRecord& r,
-                                    const std::shared_ptr<grpc::Channel>& channel) {
-  auto stub = pb::MasterService::NewStub(channel);
-  grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + kRpcTimeout));
+                                    const std::vector<std::shared_ptr<grpc::Channel>>& channels) {
   pb::ListTabletServersResponsePB resp;
-  BASALT_RETURN_IF_ERROR_PREPEND(
-      FromGrpcStatus(stub->ListTabletServers(&ctx, pb::ListTabletServersRequestPB(), &resp)),
-      "MasterService.ListTabletServers");
+  absl::Status s;
+  for (const auto& channel : channels) {
+    auto stub = pb::MasterService::NewStub(channel);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + kRpcTimeout));
+    s = FromGrpcStatus(stub->ListTabletServers(&ctx, pb::ListTabletServersRequestPB(), &resp));
+    if (s.ok()) break;
+  }
+  BASALT_RETURN_IF_ERROR_PREPEND(s, "MasterService.ListTabletServers");
   std::set<std::string> live;
   for (const auto& ts : resp.servers()) {
     if (ts.live()) live.insert(ts.uuid());
@@ -623,7 +632,7 @@ absl::Status CheckTabletServersLive(const std::string& dir, const ClusterRecord&
     if (live.count(InfoUuid(dir, d)) == 0) StrAppend(&missing, " ", d.name);
   }
   if (missing.empty()) return absl::OkStatus();
-  return absl::UnavailableError(StrCat("the master does not list as live:", missing));
+  return absl::UnavailableError(StrCat("the leader master does not list as live:", missing));
 }
 
 // The name of the daemon an error is about (the first daemon named in it), or empty.
@@ -669,13 +678,16 @@ absl::Status LaunchAndWait(const std::string& dir, ClusterRecord* r, std::ostrea
     if (absl::IsFailedPrecondition(s)) return absl::InternalError(s.message());
     if (!s.ok()) return s;
   }
-  if (progress) *progress << "Waiting for the master to list every tablet server as live\n";
-  auto channel = NewChannel(r->master_addresses);
-  absl::Status s = PollUntil(deadline, [&] { return CheckTabletServersLive(dir, *r, channel); });
+  if (progress) *progress << "Waiting for the masters to list every tablet server as live\n";
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (const DaemonRecord& d : r->daemons) {
+    if (d.kind == "master") channels.push_back(NewChannel(Address(d.rpc_port)));
+  }
+  absl::Status s = PollUntil(deadline, [&] { return CheckTabletServersLive(dir, *r, channels); });
   if (absl::IsFailedPrecondition(s)) return absl::InternalError(s.message());
   if (!s.ok()) {
     return absl::DeadlineExceededError(
-        StrCat("master-0 did not list every tablet server as live within ",
+        StrCat("the masters did not list every tablet server as live within ",
                absl::FormatDuration(kStartTimeout), ": ", s.message()));
   }
   return absl::OkStatus();

@@ -34,16 +34,17 @@ namespace basalt::tools {
 struct LocalClusterOptions {
   // The cluster's directory; created if missing. Required.
   std::string dir;
-  // basalt-master supports exactly one master for now; other values are INVALID_ARGUMENT.
+  // 1..9. Several masters form one catalog group (docs/master.md); 3 tolerate one failure.
   int num_masters = 1;
   // At least 1.
   int num_tablet_servers = 3;
   // Where basalt-master and basalt-tserver are. Empty: the directory of the running executable
   // (/proc/self/exe), which is where `basalt` is installed next to them.
   std::string bin_dir;
-  // 0: 7051 if free, else a free port chosen by the kernel; the tablet servers then get 7050,
-  // 7052, 7053, ... where free. Nonzero: the master's port, and the tablet servers get free
-  // ports chosen by the kernel (what tests use, so parallel clusters never collide).
+  // 0: 7051 if free, else a free port chosen by the kernel (further masters 7151, 7251, ...);
+  // the tablet servers then get 7050, 7052, 7053, ... where free. Nonzero: the first master's
+  // port, and the other daemons get free ports chosen by the kernel (what tests use, so parallel
+  // clusters never collide).
   int master_rpc_port = 0;
   // Appended after the standard flags of every master / tablet server, as "--name=value"
   // (gflags lets a later flag override an earlier one).

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "common/env.h"
 #include "common/random.h"
 #include "common/strings.h"
@@ -209,9 +210,34 @@ TEST_F(LocalClusterTest, MissingProgramsAreNamed) {
   EXPECT_TRUE(ProcessesMentioning(dir_).empty());
 }
 
+// Three masters form one catalog group; the start waits for the group's leader to list the tablet
+// servers, and a stop and restart bring the same group back.
+TEST_F(LocalClusterTest, ThreeMasters) {
+  LocalClusterOptions options = Options(/*num_tablet_servers=*/1);
+  options.num_masters = 3;
+  auto started = StartLocalCluster(options, nullptr);
+  ASSERT_TRUE(started.ok()) << started.status();
+  ASSERT_EQ(started->daemons.size(), 4u);
+  EXPECT_EQ(CountRunning(*started), 4);
+  std::vector<std::string> masters = absl::StrSplit(started->master_addresses, ',');
+  ASSERT_EQ(masters.size(), 3u);
+  EXPECT_EQ(masters[0], StrCat("127.0.0.1:", options.master_rpc_port));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(started->daemons[i].name, StrCat("master-", i));
+    EXPECT_EQ(started->daemons[i].rpc_address, masters[i]);
+    EXPECT_TRUE(fs::exists(JoinPath(dir_, StrCat("master-", i, "/data/master_peers"))));
+  }
+  ASSERT_TRUE(StopLocalCluster(dir_, nullptr).ok());
+  auto restarted = StartLocalCluster(options, nullptr);
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  EXPECT_EQ(restarted->master_addresses, started->master_addresses);
+  EXPECT_EQ(CountRunning(*restarted), 4);
+  ASSERT_TRUE(DestroyLocalCluster(dir_, nullptr).ok());
+}
+
 TEST_F(LocalClusterTest, BadOptionsAreInvalidArguments) {
   LocalClusterOptions options = Options();
-  options.num_masters = 3;
+  options.num_masters = 10;
   EXPECT_EQ(StartLocalCluster(options, nullptr).status().code(),
             absl::StatusCode::kInvalidArgument);
   options = Options(0);

@@ -10,14 +10,17 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_split.h"
+#include "common/strings.h"
 #include "proto/master.grpc.pb.h"
 #include "rpc/net_util.h"
 #include "rpc/rpc_status.h"
+#include "tools/tool_common.h"
 
 namespace basalt::tools {
 
 // Tries each master of `master_addresses` in turn (followers refuse most calls) until one
-// answers OK; returns the last error otherwise.
+// answers OK; returns the last error otherwise (naming the master when it could not be reached).
+// Each call has the --timeout_ms deadline.
 template <typename Req, typename Resp>
 absl::Status CallMaster(const std::string& master_addresses,
                         grpc::Status (pb::MasterService::Stub::*method)(grpc::ClientContext*,
@@ -28,10 +31,13 @@ absl::Status CallMaster(const std::string& master_addresses,
     if (a.empty()) continue;
     auto stub = pb::MasterService::NewStub(NewChannel(std::string(a)));
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    ctx.set_deadline(OperationDeadline());
     resp->Clear();
     last = FromGrpcStatus((stub.get()->*method)(&ctx, req, resp));
     if (last.ok()) return last;
+    if (absl::IsUnavailable(last) || absl::IsDeadlineExceeded(last)) {
+      last = absl::Status(last.code(), StrCat("master ", std::string(a), ": ", last.message()));
+    }
   }
   return last;
 }

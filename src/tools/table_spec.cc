@@ -131,32 +131,6 @@ absl::Status ParseColumnOptions(TokenStream* ts, ColumnSpecDef* col, bool* prima
   }
 }
 
-// Range partitions: PARTITION VALUES [>= | >] lower [AND (< | <=) upper] | PARTITION VALUES <[=]
-// upper | PARTITION VALUE = v.
-absl::StatusOr<RangePartitionDef> ParseRangePartition(TokenStream* ts) {
-  BASALT_RETURN_IF_ERROR(ts->ExpectKeyword("PARTITION"));
-  RangePartitionDef r;
-  if (ts->ConsumeKeyword("VALUE")) {
-    BASALT_RETURN_IF_ERROR(ts->ExpectSymbol("="));
-    BASALT_ASSIGN_OR_RETURN(r.lower, ParseTuple(ts));
-    r.upper = r.lower;
-    r.upper_inclusive = true;
-    return r;
-  }
-  BASALT_RETURN_IF_ERROR(ts->ExpectKeyword("VALUES"));
-  if (ts->PeekSymbol(">=") || ts->PeekSymbol(">")) {
-    r.lower_inclusive = ts->Next().text == ">=";
-    BASALT_ASSIGN_OR_RETURN(r.lower, ParseTuple(ts));
-    if (!ts->ConsumeKeyword("AND")) return r;
-  }
-  if (!ts->PeekSymbol("<") && !ts->PeekSymbol("<=")) {
-    return ts->ErrorAtNext(r.lower ? "expected '<' or '<='" : "expected '>=', '>', '<' or '<='");
-  }
-  r.upper_inclusive = ts->Next().text == "<=";
-  BASALT_ASSIGN_OR_RETURN(r.upper, ParseTuple(ts));
-  return r;
-}
-
 absl::Status ParseRange(TokenStream* ts, TableSpec* spec) {
   if (spec->range_columns) return ts->ErrorAtNext("a table has at most one RANGE partitioning");
   BASALT_ASSIGN_OR_RETURN(spec->range_columns, ParseNameList(ts, "a range column name"));
@@ -220,11 +194,8 @@ absl::Status ParseColumns(TokenStream* ts, TableSpec* spec, size_t* key_pos) {
       continue;
     }
     ColumnSpecDef col;
-    col.pos = ts->Peek().pos;
-    BASALT_ASSIGN_OR_RETURN(col.name, ts->ExpectIdentifier("a column name or PRIMARY KEY"));
-    BASALT_RETURN_IF_ERROR(ParseColumnType(ts, &col));
     bool pk = false;
-    BASALT_RETURN_IF_ERROR(ParseColumnOptions(ts, &col, &pk));
+    BASALT_RETURN_IF_ERROR(ParseColumnDef(ts, &col, &pk));
     if (pk) {
       if (!spec->key_columns.empty()) return ts->ErrorAt(col.pos, "the primary key is given twice");
       spec->key_columns.push_back(col.name);
@@ -291,14 +262,7 @@ absl::Status Validate(const TokenStream& ts, TableSpec* spec, size_t key_pos, si
       return ts.ErrorAt(k->pos, StrCat("key column '", k->name, "' cannot be NULL"));
     }
   }
-  for (auto& c : spec->columns) {
-    if (c.default_value && c.default_value->kind == Literal::kNull) {
-      if (c.nullable == false)
-        return ts.ErrorAt(c.default_value->pos, "NOT NULL column with DEFAULT NULL");
-      continue;
-    }
-    if (c.default_value) BASALT_RETURN_IF_ERROR(CheckValue(ts, *c.default_value, c));
-  }
+  for (const auto& c : spec->columns) BASALT_RETURN_IF_ERROR(ValidateColumnDefault(ts, c));
   for (const auto& h : spec->hash_partitions) {
     BASALT_RETURN_IF_ERROR(ResolveColumns(ts, *spec, h.columns, part_pos, "hash").status());
   }
@@ -316,6 +280,67 @@ absl::Status Validate(const TokenStream& ts, TableSpec* spec, size_t key_pos, si
 }
 
 }  // namespace
+
+absl::Status ParseColumnDef(TokenStream* ts, ColumnSpecDef* col, bool* primary_key) {
+  col->pos = ts->Peek().pos;
+  BASALT_ASSIGN_OR_RETURN(col->name, ts->ExpectIdentifier("a column name or PRIMARY KEY"));
+  BASALT_RETURN_IF_ERROR(ParseColumnType(ts, col));
+  *primary_key = false;
+  return ParseColumnOptions(ts, col, primary_key);
+}
+
+absl::Status ValidateColumnDefault(const TokenStream& ts, const ColumnSpecDef& col) {
+  if (!col.default_value) return absl::OkStatus();
+  if (col.default_value->kind == Literal::kNull) {
+    if (col.nullable == false) {
+      return ts.ErrorAt(col.default_value->pos, "NOT NULL column with DEFAULT NULL");
+    }
+    return absl::OkStatus();
+  }
+  return CheckValue(ts, *col.default_value, col);
+}
+
+absl::Status ToColumnSpec(const ColumnSpecDef& c, client::ColumnSpec* cs) {
+  cs->Type(c.type);
+  if (c.type == ColumnSchema::DECIMAL) cs->Precision(c.precision)->Scale(c.scale);
+  if (c.type == ColumnSchema::VARCHAR) cs->Length(c.length);
+  if (c.nullable) {
+    *c.nullable ? cs->Nullable() : cs->NotNull();
+  }
+  if (c.encoding) cs->Encoding(*c.encoding);
+  if (c.compression) cs->Compression(*c.compression);
+  if (c.default_value && c.default_value->kind != Literal::kNull) {
+    BASALT_ASSIGN_OR_RETURN(client::Value v, LiteralToValue(*c.default_value, c.type, c.scale));
+    cs->Default(v);
+  }
+  return absl::OkStatus();
+}
+
+// Range partitions: PARTITION VALUES [>= | >] lower [AND (< | <=) upper] | PARTITION VALUES <[=]
+// upper | PARTITION VALUE = v.
+absl::StatusOr<RangePartitionDef> ParseRangePartition(TokenStream* ts) {
+  BASALT_RETURN_IF_ERROR(ts->ExpectKeyword("PARTITION"));
+  RangePartitionDef r;
+  if (ts->ConsumeKeyword("VALUE")) {
+    BASALT_RETURN_IF_ERROR(ts->ExpectSymbol("="));
+    BASALT_ASSIGN_OR_RETURN(r.lower, ParseTuple(ts));
+    r.upper = r.lower;
+    r.upper_inclusive = true;
+    return r;
+  }
+  BASALT_RETURN_IF_ERROR(ts->ExpectKeyword("VALUES"));
+  if (ts->PeekSymbol(">=") || ts->PeekSymbol(">")) {
+    r.lower_inclusive = ts->Next().text == ">=";
+    BASALT_ASSIGN_OR_RETURN(r.lower, ParseTuple(ts));
+    if (!ts->ConsumeKeyword("AND")) return r;
+  }
+  if (!ts->PeekSymbol("<") && !ts->PeekSymbol("<=")) {
+    return ts->ErrorAtNext(r.lower ? "expected '<' or '<='" : "expected '>=', '>', '<' or '<='");
+  }
+  r.upper_inclusive = ts->Next().text == "<=";
+  BASALT_ASSIGN_OR_RETURN(r.upper, ParseTuple(ts));
+  return r;
+}
 
 absl::Status ParseColumnType(TokenStream* ts, ColumnSpecDef* col) {
   const Token& t = ts->Peek();

@@ -87,4 +87,20 @@ absl::StatusOr<client::Value> LiteralToValue(const Literal& literal,
 // Parses a literal (number, 'string', TRUE, FALSE, NULL) at the stream's position.
 absl::StatusOr<Literal> ParseLiteral(TokenStream* ts);
 
+// Parses a column definition as in CREATE TABLE (`name type option*`) into *col (col->pos is the
+// name's position); *primary_key tells whether PRIMARY KEY was among the options.
+absl::Status ParseColumnDef(TokenStream* ts, ColumnSpecDef* col, bool* primary_key);
+
+// Checks a parsed column's DEFAULT against its type and nullability (DEFAULT NULL only on a
+// nullable column); errors point at the default's position.
+absl::Status ValidateColumnDefault(const TokenStream& ts, const ColumnSpecDef& col);
+
+// Describes the column `def` on `spec` (type and its attributes, nullability, default, encoding,
+// compression). REQUIRES: the default, if any, fits the type (ValidateColumnDefault).
+absl::Status ToColumnSpec(const ColumnSpecDef& def, client::ColumnSpec* spec);
+
+// Parses one range partition as in CREATE TABLE: PARTITION VALUES [(>= | >) bound [AND]]
+// [(< | <=) bound] or PARTITION VALUE = bound. Literals are not bound to types here.
+absl::StatusOr<RangePartitionDef> ParseRangePartition(TokenStream* ts);
+
 }  // namespace basalt::tools

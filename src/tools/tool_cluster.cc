@@ -45,11 +45,11 @@ absl::Status ListMasters(const ActionContext& ctx) {
   pb::ListMastersResponsePB resp;
   BASALT_RETURN_IF_ERROR(CallMaster(ctx.args[0], &pb::MasterService::Stub::ListMasters,
                                     pb::ListMastersRequestPB(), &resp));
-  TableWriter w(format, {"uuid", "rpc_address", "http_address", "role"}, ctx.out);
+  TableWriter w(format, {"uuid", "rpc_address", "http_address", "role", "error"}, ctx.out);
   for (const auto& m : resp.masters()) {
     w.AddRow({Cell::String(m.uuid()), Cell::String(Address(m.rpc_address())),
-              Cell::String(Address(m.http_address())),
-              Cell::String(pb::RaftRolePB_Name(m.role()))});
+              Cell::String(Address(m.http_address())), Cell::String(pb::RaftRolePB_Name(m.role())),
+              Cell::String(m.error())});
   }
   w.Finish();
   return absl::OkStatus();

@@ -19,7 +19,8 @@
 DEFINE_bool(checksum, false,
             "Whether ksck also compares the checksums of every tablet's replicas at one snapshot.");
 DEFINE_int32(ksck_checksum_timeout_ms, 3000,
-             "How long ksck waits for a follower to reach the checksum snapshot, ms.");
+             "How long ksck waits for a follower's safe time to reach the checksum snapshot the "
+             "leader picked, ms.");
 
 namespace basalt::tools {
 
@@ -38,10 +39,11 @@ template <typename Req, typename Resp>
 absl::Status CallTserver(const std::string& address,
                          grpc::Status (pb::TabletServerService::Stub::*method)(grpc::ClientContext*,
                                                                                const Req&, Resp*),
-                         const Req& req, Resp* resp) {
+                         const Req& req, Resp* resp,
+                         absl::Time deadline = absl::FromChrono(OperationDeadline())) {
   auto stub = pb::TabletServerService::NewStub(NewChannel(address));
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  ctx.set_deadline(absl::ToChronoTime(deadline));
   return FromGrpcStatus((stub.get()->*method)(&ctx, req, resp));
 }
 
@@ -55,8 +57,10 @@ ServerReport AskServer(const std::string& address) {
   return r;
 }
 
-// Checksum of `tablet_id` on `address` at `snap` (0: the server picks), retrying UNAVAILABLE
-// (a follower behind the snapshot) until --ksck_checksum_timeout_ms.
+// Checksum of `tablet_id` on `address` at `snap` (0: the server, a leader, picks it). A follower
+// serves `snap` once its safe time (propagated by the leader's heartbeats, docs/cluster.md
+// "Scans") reaches it, waiting for it itself within the call's deadline; UNAVAILABLE (it did not
+// get there in its own wait, or leadership moved) is retried until --ksck_checksum_timeout_ms.
 absl::StatusOr<pb::ChecksumResponsePB> Checksum(const std::string& address,
                                                 const std::string& tablet_id, uint64_t snap) {
   pb::ChecksumRequestPB req;
@@ -65,23 +69,27 @@ absl::StatusOr<pb::ChecksumResponsePB> Checksum(const std::string& address,
   const absl::Time deadline = absl::Now() + absl::Milliseconds(FLAGS_ksck_checksum_timeout_ms);
   while (true) {
     pb::ChecksumResponsePB resp;
-    absl::Status s = CallTserver(address, &pb::TabletServerService::Stub::Checksum, req, &resp);
+    // At least a few seconds per call: the scan itself takes time on a large tablet.
+    absl::Status s = CallTserver(address, &pb::TabletServerService::Stub::Checksum, req, &resp,
+                                 std::max(deadline, absl::Now() + absl::Seconds(5)));
     if (s.ok()) return resp;
     if (!absl::IsUnavailable(s) || absl::Now() > deadline) return s;
     absl::SleepFor(absl::Milliseconds(100));
   }
 }
 
-// Compares every replica's checksum with the leader's; appends problems.
-void CheckChecksums(const pb::TabletLocationsPB& loc, const std::string& leader_uuid,
-                    const std::map<std::string, ServerReport>& servers,
-                    std::vector<std::string>* problems) {
+// Compares every replica's checksum with the leader's at the snapshot the leader picked; appends
+// problems. Returns the agreed result ("N rows, checksum C") when every replica matched.
+std::string CheckChecksums(const pb::TabletLocationsPB& loc, const std::string& leader_uuid,
+                           const std::map<std::string, ServerReport>& servers,
+                           std::vector<std::string>* problems) {
   const std::string leader_addr = servers.at(leader_uuid).address;
   auto ref = Checksum(leader_addr, loc.tablet_id(), 0);
   if (!ref.ok()) {
     problems->push_back(StrCat("checksum on leader ", leader_uuid, ": ", ref.status().ToString()));
-    return;
+    return "";
   }
+  const size_t problems_before = problems->size();
   for (const auto& r : loc.replicas()) {
     const ServerReport& sr = servers.at(r.ts_uuid());
     if (r.ts_uuid() == leader_uuid || !sr.status.ok()) continue;
@@ -94,11 +102,15 @@ void CheckChecksums(const pb::TabletLocationsPB& loc, const std::string& leader_
                                  ref->checksum(), " (", ref->num_rows(), " rows)"));
     }
   }
+  if (problems->size() != problems_before) return "";
+  return StrCat(ref->num_rows(), " rows, checksum ", ref->checksum());
 }
 
-// The problems of one tablet (empty: healthy).
+// The problems of one tablet (empty: healthy). With --checksum, *agreed gets the replicas'
+// common result.
 std::vector<std::string> CheckTablet(const pb::TabletLocationsPB& loc,
-                                     const std::map<std::string, ServerReport>& servers) {
+                                     const std::map<std::string, ServerReport>& servers,
+                                     std::string* agreed) {
   std::vector<std::string> problems;
   std::set<std::string> master_peers;
   for (const auto& r : loc.replicas()) master_peers.insert(r.ts_uuid());
@@ -137,11 +149,36 @@ std::vector<std::string> CheckTablet(const pb::TabletLocationsPB& loc,
     }
   }
   if (leaders != 1) problems.push_back(StrCat(leaders, " leaders (want exactly 1)"));
-  if (FLAGS_checksum && leaders == 1) CheckChecksums(loc, leader, servers, &problems);
+  if (FLAGS_checksum && leaders == 1) *agreed = CheckChecksums(loc, leader, servers, &problems);
+  return problems;
+}
+
+// Prints every master of the catalog group with its role; returns the problems (a master that
+// does not answer, not exactly one leader).
+std::vector<std::string> CheckMasters(const std::string& master_addresses, std::ostream* out) {
+  pb::ListMastersResponsePB resp;
+  absl::Status s = CallMaster(master_addresses, &pb::MasterService::Stub::ListMasters,
+                              pb::ListMastersRequestPB(), &resp);
+  if (!s.ok()) return {StrCat("ListMasters failed: ", s.ToString())};
+  std::vector<std::string> problems;
+  int leaders = 0;
+  *out << "Masters:\n";
+  for (const auto& m : resp.masters()) {
+    *out << "  master " << m.uuid() << " (" << Address(m.rpc_address())
+         << "): " << pb::RaftRolePB_Name(m.role()) << "\n";
+    if (m.role() == pb::LEADER) ++leaders;
+    if (m.role() == pb::UNKNOWN_ROLE) {
+      problems.push_back(
+          StrCat("master ", Address(m.rpc_address()), " does not answer: ", m.error()));
+    }
+  }
+  if (leaders != 1) problems.push_back(StrCat(leaders, " leader masters (want exactly 1)"));
   return problems;
 }
 
 absl::Status Ksck(const ActionContext& ctx) {
+  const std::vector<std::string> master_problems = CheckMasters(ctx.args[0], ctx.out);
+  for (const auto& p : master_problems) *ctx.out << "    " << p << "\n";
   pb::ListTablesResponsePB tables;
   BASALT_RETURN_IF_ERROR(CallMaster(ctx.args[0], &pb::MasterService::Stub::ListTables,
                                     pb::ListTablesRequestPB(), &tables));
@@ -173,16 +210,19 @@ absl::Status Ksck(const ActionContext& ctx) {
     *ctx.out << "Table " << tables.tables(i).name() << ":\n";
     for (const auto& loc : locations[i].tablet_locations()) {
       ++num_tablets;
-      const std::vector<std::string> problems = CheckTablet(loc, servers);
+      std::string agreed;
+      const std::vector<std::string> problems = CheckTablet(loc, servers, &agreed);
       *ctx.out << "  tablet " << loc.tablet_id() << ": "
-               << (problems.empty() ? "OK" : StrCat(problems.size(), " problem(s)")) << "\n";
+               << (problems.empty() ? "OK" : StrCat(problems.size(), " problem(s)"))
+               << (problems.empty() && !agreed.empty() ? StrCat(" (", agreed, ")") : "") << "\n";
       for (const auto& p : problems) *ctx.out << "    " << p << "\n";
       if (!problems.empty()) ++bad_tablets;
     }
   }
-  if (bad_tablets > 0) {
-    return absl::InternalError(
-        StrCat("ksck found problems in ", bad_tablets, " of ", num_tablets, " tablet(s)"));
+  if (bad_tablets > 0 || !master_problems.empty()) {
+    return absl::InternalError(StrCat("ksck found problems in ", bad_tablets, " of ", num_tablets,
+                                      " tablet(s) and ", master_problems.size(),
+                                      " problem(s) with the masters"));
   }
   *ctx.out << "OK: " << tables.tables_size() << " table(s), " << num_tablets << " tablet(s), "
            << servers.size() << " tablet server(s) healthy"
@@ -197,7 +237,8 @@ Command ClusterCommand() {
           "Operate on a whole cluster",
           {{"ksck",
             "Check that every tablet's replicas are reachable, running and agree",
-            "For every tablet the master lists: each replica's tablet server answers, the replica "
+            "Every master of the catalog group answers and exactly one leads. For every tablet "
+            "the master lists: each replica's tablet server answers, the replica "
             "is there and RUNNING, exactly one replica leads, every replica's Raft config names "
             "the master's replicas; with --checksum, every replica's checksum at one snapshot "
             "matches the leader's. Exit code 1 when anything is wrong.",

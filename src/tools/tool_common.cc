@@ -2,7 +2,9 @@
 
 #include <gflags/gflags.h>
 
+#include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 
@@ -15,6 +17,9 @@
 
 DEFINE_string(format, "table",
               "Output format of listings and scans: table (aligned columns), csv or json.");
+DEFINE_int64(timeout_ms, 30000,
+             "Timeout in milliseconds of every RPC and client operation (DDL, scan, write session) "
+             "of a cluster action; an unreachable server fails the action once it runs out.");
 
 namespace basalt::tools {
 
@@ -32,7 +37,18 @@ absl::Status ConnectToCluster(const std::string& master_addresses,
   for (const auto& a : absl::StrSplit(master_addresses, ',')) {
     if (!a.empty()) builder.add_master_server_addr(std::string(a));
   }
-  return builder.num_rpc_threads(4).Build(client);
+  return builder.num_rpc_threads(4)
+      .default_admin_operation_timeout(OperationTimeout())
+      .default_rpc_timeout(OperationTimeout())
+      .Build(client);
+}
+
+std::chrono::milliseconds OperationTimeout() {
+  return std::chrono::milliseconds(std::max<int64_t>(FLAGS_timeout_ms, 1));
+}
+
+std::chrono::system_clock::time_point OperationDeadline() {
+  return std::chrono::system_clock::now() + OperationTimeout();
 }
 
 absl::StatusOr<TableWriter::Format> OutputFormat() {
@@ -67,19 +83,17 @@ std::string EscapeBinary(std::string_view s) {
   return out;
 }
 
-std::string FormatDouble(double d) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.17g", d);
-  // Prefer the shortest form that reads back the same.
-  for (int prec = 1; prec < 17; ++prec) {
-    char s[32];
-    std::snprintf(s, sizeof(s), "%.*g", prec, d);
-    if (std::strtod(s, nullptr) == d) return s;
-  }
-  return buf;
+}  // namespace
+
+std::string FormatFloatingPoint(double v) {
+  char buf[64];
+  return std::string(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr);
 }
 
-}  // namespace
+std::string FormatFloatingPoint(float v) {
+  char buf[64];
+  return std::string(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr);
+}
 
 Cell FormatCell(const client::ScanBatch& batch, int idx, int64_t row) {
   const client::ScanBatch::RowPtr r = batch.Row(row);
@@ -114,12 +128,12 @@ Cell FormatCell(const client::ScanBatch& batch, int idx, int64_t row) {
     case ColumnSchema::FLOAT: {
       float v = 0;
       (void)r.GetFloat(idx, &v);
-      return Cell::Number(FormatDouble(v));
+      return Cell::Number(FormatFloatingPoint(v));
     }
     case ColumnSchema::DOUBLE: {
       double v = 0;
       (void)r.GetDouble(idx, &v);
-      return Cell::Number(FormatDouble(v));
+      return Cell::Number(FormatFloatingPoint(v));
     }
     case ColumnSchema::DECIMAL: {
       int64_t v = 0;

@@ -2,13 +2,18 @@
 //
 //   fs dump superblock <path>   a tablet superblock (tablet/tablet_metadata.h)
 //   fs dump wal <wal_dir>       the WAL segments of one tablet (consensus/log_segment.h)
-//   fs dump cfile <data_dir>/blocks/<xx>/<id>   a column file's header fields (cfile_reader.h)
+//   fs dump cfile <data_dir>/blocks/<xx>/<id>   a column file: header, zone map, page index,
+//                               values with --print_values (cfile_reader.h)
+//   fs dump replica <data_dir>/tablets/<id>     a tablet server's replica file
+//   (tserver/replica_file.h)
 //
-// superblock and wal only read (the cfile action opens the block store, which takes its lock: run
-// it on a stopped server's data directory). Corrupt files give a DATA_LOSS message naming the file.
+// Every kind only reads: nothing is locked, created or written, so it runs next to a live server.
+// Corrupt files give a DATA_LOSS message naming the file; never a crash.
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -16,12 +21,15 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/numeric/int128.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cfile/block_manager.h"
+#include "cfile/cfile_format.h"
 #include "cfile/cfile_reader.h"
+#include "cfile/column_block.h"
 #include "common/datum.h"
 #include "common/env.h"
 #include "common/key_encoder.h"
@@ -36,9 +44,18 @@
 #include "tools/command.h"
 #include "tools/output.h"
 #include "tools/tool_common.h"
+#include "tserver/replica_file.h"
+
+DEFINE_bool(print_values, false,
+            "Whether 'fs dump cfile' prints every value (row ordinal and value; at most --limit).");
+DECLARE_int64(limit);  // tool_table.cc
 
 namespace basalt::tools {
 namespace {
+
+// The files of a tablet directory <data_dir>/tablets/<tablet_id> (docs/tserver.md).
+constexpr std::string_view kReplicaFileName = "replica";
+constexpr std::string_view kSuperBlockFileName = "superblock";
 
 // ---- Helpers ----
 
@@ -207,36 +224,193 @@ absl::Status DumpWal(const std::string& dir, std::ostream* out, std::ostream* er
 
 // ---- fs dump cfile ----
 
-// `path` is <data_dir>/blocks/<xx>/<block id>: the block store's layout (cfile/block_manager.h).
-absl::Status DumpCFile(const std::string& path, std::ostream* out) {
-  const std::vector<std::string> parts = absl::StrSplit(ToAbsl(path), '/');
-  std::optional<BlockId> id;
-  if (parts.size() >= 3 && parts[parts.size() - 3] == "blocks") {
-    id = BlockId::FromString(parts.back());
+// A cell's value; memcpy because zone-map cells (CellValue bytes) need not be aligned.
+template <typename T>
+T LoadCell(const void* cell) {
+  T v;
+  std::memcpy(&v, cell, sizeof(v));
+  return v;
+}
+
+// A value of a column file, for output: DECIMAL with its scale, STRING/VARCHAR raw, FLOAT/DOUBLE
+// in their shortest round-trip form, other types as TypeInfo::AppendDebugString renders them
+// (BINARY as 0x hex, dates and timestamps in UTC).
+Cell FormatValue(const CFileReader& reader, const void* cell) {
+  const DataType type = reader.type();
+  const TypeInfo& ti = GetTypeInfo(type);
+  if (ti.is_decimal()) {
+    const absl::int128 v = type == DataType::kDecimal32   ? LoadCell<int32_t>(cell)
+                           : type == DataType::kDecimal64 ? LoadCell<int64_t>(cell)
+                                                          : LoadCell<absl::int128>(cell);
+    return Cell::Number(basalt::FormatDecimal(v, reader.type_attributes().scale));
   }
-  if (!id.has_value()) {
+  if (type == DataType::kString || type == DataType::kVarchar) {
+    return Cell::String(std::string(LoadCell<std::string_view>(cell)));
+  }
+  if (ti.is_floating_point()) {  // The shortest text that reads back as the same value.
+    return Cell::Number(type == DataType::kFloat ? FormatFloatingPoint(LoadCell<float>(cell))
+                                                 : FormatFloatingPoint(LoadCell<double>(cell)));
+  }
+  std::string out;
+  ti.AppendDebugString(cell, &out);
+  return ti.is_integer() ? Cell::Number(std::move(out)) : Cell::String(std::move(out));
+}
+
+// Zone-map or value-index cell bytes, formatted; NULL cell when absent.
+Cell FormatCellBytes(const CFileReader& reader, bool present, const std::string& bytes) {
+  if (!present) return Cell::Null();
+  const cfile_internal::CellValue value(reader.type(), bytes);
+  return FormatValue(reader, value.cell());
+}
+
+std::string TypeString(const CFileReader& reader) {
+  const TypeAttributes& a = reader.type_attributes();
+  std::string out(DataTypeName(reader.type()));
+  if (GetTypeInfo(reader.type()).is_decimal()) StrAppend(&out, "(", a.precision, ",", a.scale, ")");
+  if (reader.type() == DataType::kVarchar) StrAppend(&out, "(", a.length, ")");
+  return out;
+}
+
+std::string CellText(const Cell& c) { return c.kind == Cell::kNull ? "none" : c.text; }
+
+void PrintCFileHeader(const CFileReader& reader, std::ostream* out) {
+  *out << "block: " << reader.name().substr(reader.name().find(' ') + 1) << "\n";
+  *out << "file size: " << reader.file_size() << "\n";
+  *out << "type: " << TypeString(reader) << (reader.nullable() ? " NULL" : " NOT NULL") << "\n";
+  *out << "encoding: " << EncodingTypeName(reader.encoding()) << "\n";
+  *out << "compression: " << CompressionTypeName(reader.compression()) << "\n";
+  *out << "sorted: " << (reader.is_sorted() ? "yes (key file, value index)" : "no") << "\n";
+  *out << "values: " << reader.num_rows() << " (" << reader.null_count() << " null)\n";
+  const auto& min = reader.min_value();
+  const auto& max = reader.max_value();
+  *out << "min: " << CellText(FormatCellBytes(reader, min.has_value(), min ? min->bytes() : ""))
+       << "\n";
+  *out << "max: " << CellText(FormatCellBytes(reader, max.has_value(), max ? max->bytes() : ""))
+       << "\n";
+  *out << "pages: " << reader.num_pages() << "\n";
+}
+
+// One row per page: its row range, null count, byte range and zone map (and, for key files, the
+// first value from the value index).
+void PrintPages(const CFileReader& reader, TableWriter::Format format, std::ostream* out) {
+  std::vector<std::string> headers = {"page",   "first_row", "last_row", "rows", "nulls",
+                                      "offset", "bytes",     "min",      "max"};
+  if (reader.is_sorted()) headers.push_back("first_value");
+  TableWriter table(format, headers, out);
+  const auto& pages = reader.page_index();
+  for (size_t i = 0; i < pages.size(); ++i) {
+    const cfile_internal::PageIndexEntry& e = pages[i];
+    std::vector<Cell> row = {Cell::Number(StrCat(i)),
+                             Cell::Number(StrCat(e.first_ordinal)),
+                             Cell::Number(StrCat(e.first_ordinal + e.num_rows - 1)),
+                             Cell::Number(StrCat(e.num_rows)),
+                             Cell::Number(StrCat(e.null_count)),
+                             Cell::Number(StrCat(e.offset)),
+                             Cell::Number(StrCat(e.size)),
+                             FormatCellBytes(reader, e.has_min, e.min),
+                             FormatCellBytes(reader, e.has_max, e.max)};
+    if (reader.is_sorted() && i < reader.value_index().size()) {
+      row.push_back(FormatCellBytes(reader, true, reader.value_index()[i].bytes()));
+    }
+    table.AddRow(std::move(row));
+  }
+  table.Finish();
+}
+
+// One row per value (row ordinal, value), the first --limit rows (all if negative).
+absl::Status PrintValues(const CFileReader& reader, TableWriter::Format format, std::ostream* out) {
+  constexpr size_t kBatchRows = 1024;
+  const uint64_t limit =
+      FLAGS_limit < 0 ? reader.num_rows() : std::min<uint64_t>(FLAGS_limit, reader.num_rows());
+  TableWriter table(format, {"row", "value"}, out);
+  ColumnBlockBuffer buffer(reader.type(), kBatchRows, reader.nullable());
+  std::unique_ptr<CFileIterator> it = reader.NewIterator();
+  absl::Status s;
+  while (s.ok() && it->ordinal() < limit) {
+    const uint64_t first = it->ordinal();
+    size_t got = 0;
+    buffer.arena()->Reset();
+    s = it->Scan(std::min<uint64_t>(kBatchRows, limit - first), buffer.block(), &got);
+    if (s.ok() && got == 0) s = absl::DataLossError(StrCat(reader.name(), ": rows missing"));
+    const ColumnBlock& block = buffer.block_ref();
+    for (size_t i = 0; s.ok() && i < got; ++i) {
+      table.AddRow({Cell::Number(StrCat(first + i)),
+                    block.is_null(i) ? Cell::Null() : FormatValue(reader, block.cell(i))});
+    }
+  }
+  table.Finish();
+  return s;
+}
+
+// The block id and data directory of a block file path <data_dir>/blocks/<xx>/<id>: the block
+// store's layout (cfile/block_manager.h).
+absl::Status ParseBlockPath(const std::string& path, std::string* data_dir, BlockId* id) {
+  const std::vector<std::string> parts = absl::StrSplit(ToAbsl(path), '/');
+  std::optional<BlockId> parsed;
+  if (parts.size() >= 3 && parts[parts.size() - 3] == "blocks") {
+    parsed = BlockId::FromString(parts.back());
+  }
+  if (!parsed.has_value()) {
     return absl::InvalidArgumentError(
         StrCat("path: '", path, "' is not a block file <data_dir>/blocks/<xx>/<16 hex digits>"));
   }
+  *id = *parsed;
   // Drop "<xx>/<id>" and then "blocks/".
-  std::string data_dir = path.substr(0, path.size() - parts.back().size());
+  *data_dir = path.substr(0, path.size() - parts.back().size());
   for (int i = 0; i < 2; ++i) {
-    data_dir = data_dir.substr(0, data_dir.find_last_not_of('/') + 1);
-    data_dir = data_dir.substr(0, data_dir.find_last_of('/') + 1);
+    *data_dir = data_dir->substr(0, data_dir->find_last_not_of('/') + 1);
+    *data_dir = data_dir->substr(0, data_dir->find_last_of('/') + 1);
   }
-  if (data_dir.empty()) data_dir = ".";
-  BASALT_ASSIGN_OR_RETURN(std::unique_ptr<BlockManager> bm,
-                          BlockManager::Open(Env::Default(), data_dir));
-  BASALT_ASSIGN_OR_RETURN(std::unique_ptr<ReadableBlock> block, bm->OpenBlock(*id));
+  if (data_dir->empty()) *data_dir = ".";
+  return absl::OkStatus();
+}
+
+// Reads the block without opening the block store (no lock, nothing written): safe next to a
+// running server.
+absl::Status DumpCFile(const std::string& path, std::ostream* out) {
+  std::string data_dir;
+  BlockId id;
+  BASALT_RETURN_IF_ERROR(ParseBlockPath(path, &data_dir, &id));
+  BASALT_ASSIGN_OR_RETURN(TableWriter::Format format, OutputFormat());
+  BASALT_ASSIGN_OR_RETURN(std::unique_ptr<ReadableBlock> block,
+                          BlockManager::OpenBlockReadOnly(Env::Default(), data_dir, id));
   BASALT_ASSIGN_OR_RETURN(std::unique_ptr<CFileReader> reader, CFileReader::Open(std::move(block)));
-  *out << "block: " << id->ToString() << " (" << reader->name() << ")\n";
-  *out << "file size: " << reader->file_size() << "\n";
-  *out << "type: " << DataTypeName(reader->type()) << (reader->nullable() ? " NULL" : "") << "\n";
-  *out << "encoding: " << EncodingTypeName(reader->encoding()) << "\n";
-  *out << "compression: " << CompressionTypeName(reader->compression()) << "\n";
-  *out << "sorted: " << (reader->is_sorted() ? "yes" : "no") << "\n";
-  *out << "values: " << reader->num_rows() << " (" << reader->null_count() << " null)\n";
-  *out << "pages: " << reader->num_pages() << "\n";
+  PrintCFileHeader(*reader, out);
+  PrintPages(*reader, format, out);
+  if (FLAGS_print_values) return PrintValues(*reader, format, out);
+  return absl::OkStatus();
+}
+
+// ---- fs dump replica ----
+
+// `path` is a tablet directory <data_dir>/tablets/<id> or its replica file. The partition schema
+// names columns by id, resolved against the schema in the tablet's superblock beside it.
+absl::Status DumpReplica(const std::string& path, std::ostream* out) {
+  Env* env = Env::Default();
+  const bool is_file = BaseName(path) == kReplicaFileName;
+  const std::string tablet_dir = is_file ? DirName(path) : path;
+  const std::string replica_path = is_file ? path : JoinPath(path, kReplicaFileName);
+  const std::string superblock_path = JoinPath(tablet_dir, kSuperBlockFileName);
+  std::string data;
+  BASALT_RETURN_IF_ERROR(ReadFileToString(env, replica_path, &data));
+  absl::StatusOr<TabletSuperBlock> sb = ReadSuperBlock(env, superblock_path);
+  if (!sb.ok()) {
+    return PrependToStatus(sb.status(),
+                           StrCat("reading the tablet's schema from ", superblock_path));
+  }
+  BASALT_ASSIGN_OR_RETURN(TabletReplicaMeta meta,
+                          DecodeReplicaFile(data, replica_path, sb->schema));
+  *out << "tablet id: " << meta.tablet_id << "\n";
+  *out << "table id: " << meta.table_id << "\n";
+  *out << "table name: " << meta.table_name << "\n";
+  *out << "partition: " << meta.partition_schema.PartitionDebugString(meta.partition, sb->schema)
+       << "\n";
+  *out << "partition schema: " << meta.partition_schema.ToString(sb->schema) << "\n";
+  *out << "schema (version " << sb->schema.version() << "): " << sb->schema.ToString() << "\n";
+  if (meta.tablet_id != BaseName(tablet_dir)) {
+    *out << "WARNING: the tablet id differs from the directory name '" << BaseName(tablet_dir)
+         << "' (the tablet server treats this replica as FAILED)\n";
+  }
   return absl::OkStatus();
 }
 
@@ -246,8 +420,9 @@ absl::Status Dump(const ActionContext& ctx) {
   if (kind == "superblock") return DumpSuperBlock(path, ctx.out);
   if (kind == "wal") return DumpWal(path, ctx.out, ctx.err);
   if (kind == "cfile") return DumpCFile(path, ctx.out);
+  if (kind == "replica") return DumpReplica(path, ctx.out);
   return absl::InvalidArgumentError(
-      StrCat("kind: '", kind, "' is not one of superblock, wal, cfile"));
+      StrCat("kind: '", kind, "' is not one of superblock, wal, cfile, replica"));
 }
 
 }  // namespace
@@ -256,7 +431,7 @@ Command FsCommand() {
   Command cmd{"fs", "Inspect the files of a data directory (for debugging)", {}};
   cmd.actions.push_back(Action{
       "dump",
-      "Print a superblock, the WAL segments of a directory or a column file",
+      "Print a superblock, the WAL of a tablet, a column file or a replica file",
       "Kinds:\n"
       "  superblock <path>   a tablet superblock: schema, durable op index, rowsets with\n"
       "                      their blocks, keys and row counts, orphaned blocks\n"
@@ -264,10 +439,15 @@ Command FsCommand() {
       "                      summary of tablet writes and schema changes; --format); segment\n"
       "                      headers and a torn tail are reported on stderr\n"
       "  cfile <block_file>  <data_dir>/blocks/<xx>/<id>: type, encoding, compression, values,\n"
-      "                      pages. Opens the block store (takes its lock: stop the server)\n"
-      "superblock and wal only read; a corrupt file is an error naming it.",
-      {{"kind", "superblock, wal or cfile"}, {"path", "The file or directory to dump"}},
-      {"format"},
+      "                      zone map, then one row per page (rows, NULLs, byte offset and\n"
+      "                      size, zone map, first value of key files; --format);\n"
+      "                      --print_values adds every value (up to --limit rows)\n"
+      "  replica <tablet_dir>  <data_dir>/tablets/<tablet_id> (or its replica file): tablet\n"
+      "                      and table ids, table name, partition and partition schema\n"
+      "Every kind only reads (no lock is taken, nothing is written), so it is safe on a running\n"
+      "server's directory; a corrupt file is an error naming it.",
+      {{"kind", "superblock, wal, cfile or replica"}, {"path", "The file or directory to dump"}},
+      {"format", "print_values", "limit"},
       Dump});
   return cmd;
 }

@@ -16,7 +16,9 @@ DEFINE_string(table_name, "",
               "Table loadgen inserts into; empty: a new table loadgen_auto_<random> with a "
               "default schema (key INT64, int_val INT32, string_val STRING).");
 DEFINE_int64(num_rows_per_thread, 1000, "Number of rows each loadgen thread inserts.");
-DEFINE_int32(num_threads, 2, "Number of loadgen threads.");
+DEFINE_int32(num_threads, 2,
+             "Number of worker threads: inserting threads of perf loadgen, writing threads of "
+             "table copy.");
 DEFINE_int64(key_start, 0,
              "First row index of loadgen; thread t inserts indexes key_start + t * "
              "num_rows_per_thread onwards, so threads' keys are disjoint.");

@@ -13,6 +13,7 @@
 #include "proto/common.pb.h"
 #include "tools/master_rpc.h"
 #include "tools/predicate_parser.h"
+#include "tools/scan_predicates.h"
 #include "tools/table_spec.h"
 #include "tools/tool_common.h"
 
@@ -33,18 +34,7 @@ using client::ColumnSchema;
 
 absl::Status AddColumns(const TableSpec& spec, client::SchemaBuilder* b) {
   for (const ColumnSpecDef& c : spec.columns) {
-    client::ColumnSpec* cs = b->AddColumn(c.name)->Type(c.type);
-    if (c.type == ColumnSchema::DECIMAL) cs->Precision(c.precision)->Scale(c.scale);
-    if (c.type == ColumnSchema::VARCHAR) cs->Length(c.length);
-    if (c.nullable) {
-      *c.nullable ? cs->Nullable() : cs->NotNull();
-    }
-    if (c.encoding) cs->Encoding(*c.encoding);
-    if (c.compression) cs->Compression(*c.compression);
-    if (c.default_value && c.default_value->kind != Literal::kNull) {
-      BASALT_ASSIGN_OR_RETURN(client::Value v, LiteralToValue(*c.default_value, c.type, c.scale));
-      cs->Default(v);
-    }
+    BASALT_RETURN_IF_ERROR(ToColumnSpec(c, b->AddColumn(c.name)));
   }
   b->SetPrimaryKey(spec.key_columns);
   return absl::OkStatus();
@@ -96,7 +86,7 @@ absl::Status CreateTable(const ActionContext& ctx) {
   }
   if (spec.num_replicas > 0) creator->num_replicas(spec.num_replicas);
   BASALT_RETURN_IF_ERROR_PREPEND(creator->Create(),
-                                 StrCat("creating table '", spec.table_name, "': "));
+                                 StrCat("creating table '", spec.table_name, "'"));
   *ctx.out << "Created table " << spec.table_name << "\n";
   return absl::OkStatus();
 }
@@ -174,44 +164,6 @@ absl::Status DeleteTable(const ActionContext& ctx) {
   return absl::OkStatus();
 }
 
-// Adds the predicates of --predicates to `scanner`.
-absl::Status AddPredicates(client::Table* table, client::Scanner* scanner) {
-  BASALT_ASSIGN_OR_RETURN(std::vector<PredicateDef> preds, ParsePredicates(FLAGS_predicates));
-  const client::Schema& schema = table->schema();
-  for (const PredicateDef& p : preds) {
-    const int idx = schema.FindColumn(p.column);
-    if (idx < 0) {
-      return absl::InvalidArgumentError(
-          StrCat("--predicates: table has no column '", p.column, "'"));
-    }
-    const ColumnSchema col = schema.Column(idx);
-    std::vector<client::Value> values;
-    for (const Literal& l : p.values) {
-      auto v = LiteralToValue(l, col.type(), col.scale());
-      if (!v.ok())
-        return absl::InvalidArgumentError(StrCat("--predicates: ", v.status().message()));
-      values.push_back(*v);
-    }
-    std::unique_ptr<client::Predicate> pred;
-    switch (p.kind) {
-      case PredicateDef::kComparison:
-        pred = table->NewComparisonPredicate(p.column, p.op, values[0]);
-        break;
-      case PredicateDef::kInList:
-        pred = table->NewInListPredicate(p.column, values);
-        break;
-      case PredicateDef::kIsNull:
-        pred = table->NewIsNullPredicate(p.column);
-        break;
-      case PredicateDef::kIsNotNull:
-        pred = table->NewIsNotNullPredicate(p.column);
-        break;
-    }
-    BASALT_RETURN_IF_ERROR(scanner->AddConjunctPredicate(std::move(pred)));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status OpenScanner(const ActionContext& ctx, std::shared_ptr<client::Table>* table,
                          std::unique_ptr<client::Scanner>* scanner, bool count_only) {
   std::shared_ptr<client::Client> client;
@@ -225,7 +177,7 @@ absl::Status OpenScanner(const ActionContext& ctx, std::shared_ptr<client::Table
     std::vector<std::string> cols = absl::StrSplit(FLAGS_columns, ',', absl::SkipEmpty());
     BASALT_RETURN_IF_ERROR(s->SetProjectedColumnNames(cols));
   }
-  BASALT_RETURN_IF_ERROR(AddPredicates(table->get(), s));
+  BASALT_RETURN_IF_ERROR(AddScanPredicates(FLAGS_predicates, table->get(), s));
   if (!count_only && FLAGS_limit >= 0) BASALT_RETURN_IF_ERROR(s->SetLimit(FLAGS_limit));
   BASALT_RETURN_IF_ERROR(s->SetFaultTolerant());
   return s->Open();
@@ -315,6 +267,8 @@ Command TableCommand() {
                        {"columns", "predicates", "limit", "format"},
                        ScanTable});
   c.actions.push_back(TableLoadAction());
+  c.actions.push_back(TableAlterAction());
+  c.actions.push_back(TableCopyAction());
   return c;
 }
 

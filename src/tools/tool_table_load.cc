@@ -4,7 +4,6 @@
 // them are valid, so a malformed line never leaves a partly loaded table behind.
 
 #include <gflags/gflags.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -21,14 +20,12 @@
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
+#include "tools/bulk_write.h"
 #include "tools/csv.h"
 #include "tools/table_spec.h"
 #include "tools/tool_common.h"
 
 DECLARE_string(columns);
-DEFINE_bool(progress, false,
-            "Whether table load shows its progress bar on stderr even when stderr is not a "
-            "terminal.");
 DEFINE_int32(load_buffer_size_mb, 32, "Mutation buffer of table load's session, MiB.");
 DEFINE_int32(load_max_error_examples, 5, "How many failed rows table load shows.");
 
@@ -145,33 +142,6 @@ absl::Status ForEachRecord(std::string_view data, bool header, Fn fn) {
   }
 }
 
-// A progress bar on stderr: rows, percent, rows/s. Not thread-safe.
-class ProgressBar {
- public:
-  ProgressBar(std::ostream* err, int64_t total, bool enabled)
-      : err_(err), total_(total), enabled_(enabled), start_(absl::Now()) {}
-
-  void Update(int64_t done, bool final = false) {
-    if (!enabled_) return;
-    const absl::Time now = absl::Now();
-    if (!final && now - last_ < absl::Milliseconds(200)) return;
-    last_ = now;
-    const double secs = std::max(absl::ToDoubleSeconds(now - start_), 1e-6);
-    const int pct = total_ == 0 ? 100 : static_cast<int>(done * 100 / total_);
-    const int width = 30, filled = pct * width / 100;
-    *err_ << "\r[" << std::string(filled, '=') << std::string(width - filled, ' ') << "] " << pct
-          << "%  " << done << "/" << total_ << " rows  " << static_cast<int64_t>(done / secs)
-          << " rows/s" << (final ? "\n" : "") << std::flush;
-  }
-
- private:
-  std::ostream* err_;
-  int64_t total_;
-  bool enabled_;
-  absl::Time start_;
-  absl::Time last_ = absl::InfinitePast();
-};
-
 absl::StatusOr<std::string> ReadCsvFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(StrCat("cannot open '", path, "'"));
@@ -219,15 +189,7 @@ absl::StatusOr<int64_t> ValidateFile(const std::string& path, std::string_view d
 absl::Status ReportRowErrors(client::Session* session, int64_t total) {
   bool overflowed = false;
   auto errors = session->GetPendingErrors(&overflowed);
-  if (errors.empty()) return absl::OkStatus();
-  std::string msg = StrCat(errors.size(), overflowed ? "+" : "", " of ", total,
-                           " row(s) failed to load; first errors:");
-  const size_t shown = std::min<size_t>(errors.size(), std::max(0, FLAGS_load_max_error_examples));
-  for (size_t i = 0; i < shown; ++i) {
-    StrAppend(&msg, "\n  ", errors[i]->status().ToString(), ": ",
-              errors[i]->failed_op().ToString());
-  }
-  return absl::Status(errors[0]->status().code(), msg);
+  return RowErrorsStatus(errors, overflowed, total, "load", FLAGS_load_max_error_examples);
 }
 
 absl::Status LoadTable(const ActionContext& ctx) {
@@ -244,7 +206,7 @@ absl::Status LoadTable(const ActionContext& ctx) {
   BASALT_RETURN_IF_ERROR(session->SetFlushMode(client::Session::AUTO_FLUSH_BACKGROUND));
   BASALT_RETURN_IF_ERROR(
       session->SetMutationBufferSpace(static_cast<size_t>(FLAGS_load_buffer_size_mb) << 20));
-  ProgressBar progress(ctx.err, total, FLAGS_progress || isatty(STDERR_FILENO));
+  ProgressBar progress(ctx.err, total, ProgressEnabled());
   const absl::Time start = absl::Now();
   int64_t done = 0;
   BASALT_RETURN_IF_ERROR(

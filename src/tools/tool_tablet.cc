@@ -39,7 +39,7 @@ absl::StatusOr<LeaderReplica> FindLeader(const std::string& masters, const std::
     const std::string address = StrCat(s.rpc_address().host(), ":", s.rpc_address().port());
     auto stub = pb::TabletServerService::NewStub(NewChannel(address));
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    ctx.set_deadline(OperationDeadline());
     pb::ListTabletsResponsePB resp;
     if (!stub->ListTablets(&ctx, pb::ListTabletsRequestPB(), &resp).ok()) continue;
     for (const auto& t : resp.tablets()) {
@@ -66,7 +66,7 @@ absl::Status LeaderStepDown(const ActionContext& ctx) {
   pb::LeaderStepDownResponsePB resp;
   auto stub = pb::TabletServerAdminService::NewStub(NewChannel(leader.address));
   grpc::ClientContext rpc;
-  rpc.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  rpc.set_deadline(OperationDeadline());
   BASALT_RETURN_IF_ERROR_PREPEND(FromGrpcStatus(stub->LeaderStepDown(&rpc, req, &resp)),
                                  StrCat("leader ", leader.uuid, " (", leader.address, "): "));
   *ctx.out << "Leader " << leader.uuid << " (" << leader.address << ", term " << leader.term

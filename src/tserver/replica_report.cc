@@ -1,6 +1,7 @@
 #include "tserver/replica_report.h"
 
 #include "consensus/raft_config.h"
+#include "consensus/raft_role_pb.h"
 #include "proto/master.pb.h"
 #include "proto/tserver.pb.h"
 #include "rpc/rpc_status.h"
@@ -10,17 +11,7 @@ namespace basalt {
 namespace {
 
 pb::RaftRolePB RoleToPB(const ReplicaStatus& st, const std::string& server_uuid) {
-  if (IsLearner(st.config, server_uuid)) return pb::LEARNER;
-  switch (st.role) {
-    case RaftCore::Role::kLeader:
-      return pb::LEADER;
-    case RaftCore::Role::kFollower:
-      return pb::FOLLOWER;
-    case RaftCore::Role::kCandidate:
-    case RaftCore::Role::kPreCandidate:
-      return pb::CANDIDATE;
-  }
-  return pb::UNKNOWN_ROLE;
+  return IsLearner(st.config, server_uuid) ? pb::LEARNER : RaftRoleToPB(st.role);
 }
 
 pb::TabletStatePB StateToPB(ReplicaState state) {

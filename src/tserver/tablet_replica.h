@@ -16,6 +16,13 @@
 // (its no-op): every entry of earlier terms is then applied, so its clock is past their
 // timestamps and no earlier entry can land below a timestamp it hands out.
 //
+// Safe time (docs/cluster.md "Scans"): once per Raft tick the leader's RaftNode asks
+// LeaderSafeTime() for T = max(clock now, last proposed timestamp), raising the proposal floor
+// so that later entries get timestamps > T, and pairs it with the index I of the last entry
+// proposed so far; heartbeats and appends carry (T, I). A follower keeps the pairs of its
+// current leader's term pending and adopts T as its safe time (a monotonic max) once it has
+// applied index I; it then serves snapshots at any t <= safe time.
+//
 // Lifecycle: Create() (new replica: files written) or Open() (existing files) -> Start() (opens
 // and starts the RaftNode; the replica is BOOTSTRAPPING until the log present at open is applied,
 // then RUNNING) -> Shutdown() (STOPPING; joins the node; the tablet stays readable for scanners
@@ -50,6 +57,7 @@
 #include "tablet/mvcc.h"
 #include "tablet/tablet.h"
 #include "tserver/address_book.h"
+#include "tserver/follower_safe_time.h"
 #include "tserver/replica_file.h"
 
 namespace basalt {
@@ -87,6 +95,9 @@ struct TabletReplicaContext {
   int raft_election_ticks = 0;
   // How long a write or snapshot scan on a new leader waits for it to apply its first entry.
   absl::Duration leader_ready_wait = absl::Seconds(2);
+  // How long (at most; the RPC deadline may be shorter) a snapshot read on a follower waits for
+  // its safe time to reach the snapshot before sending the client to the leader.
+  absl::Duration follower_snapshot_wait = absl::Seconds(3);
   // Called (on a RaftNode worker; must be quick) when a replica's reported status may have
   // changed: it became RUNNING, applied the first entry of a new term (a new leader) or a schema
   // change. The server wakes the heartbeater with it. May be empty.
@@ -159,9 +170,11 @@ class TabletReplica : public StateMachine {
   absl::StatusOr<uint32_t> AlterSchema(const pb::SchemaPB& schema, const std::string& new_name,
                                        absl::Time deadline);
   // The MVCC snapshot of a read (docs/cluster.md "Scans"): READ_LATEST when `snapshot_ts` is
-  // nullopt; otherwise at *snapshot_ts (kInvalid: the leader picks now and stores it). Errors:
-  // TABLET_NOT_RUNNING, NOT_THE_LEADER (a follower that has not applied up to the time, or
-  // a snapshot with no time on a follower), DEADLINE_EXCEEDED.
+  // nullopt; otherwise at *snapshot_ts (kInvalid: the leader picks now and stores it). A follower
+  // serves a time at or below its safe time (or its last applied timestamp), waiting up to
+  // min(deadline, follower_snapshot_wait) for it. Errors: TABLET_NOT_RUNNING, NOT_THE_LEADER (a
+  // follower whose safe time did not reach the time, or a snapshot with no time on a follower),
+  // DEADLINE_EXCEEDED.
   absl::StatusOr<MvccSnapshot> SnapshotForRead(std::optional<HybridTime>* snapshot_ts,
                                                absl::Time deadline);
   // LeaderStepDown / TransferLeadership (empty `new_leader`).
@@ -182,12 +195,21 @@ class TabletReplica : public StateMachine {
   HybridTime last_applied_timestamp() const {
     return HybridTime(last_applied_ts_.load(std::memory_order_acquire));
   }
+  // A follower's safe time: every entry with a timestamp at or below it is applied here (kMin
+  // until the first one arrives from a leader; not maintained while leading).
+  HybridTime safe_time() const { return HybridTime(safe_time_.get()); }
   // OK iff RUNNING; TABLET_NOT_RUNNING (bootstrapping, stopping) or TABLET_FAILED otherwise.
   absl::Status CheckRunning() const ABSL_LOCKS_EXCLUDED(mu_);
   // Waits until RUNNING or FAILED, or the deadline (tests, startup).
   bool WaitUntilRunning(absl::Duration timeout) const ABSL_LOCKS_EXCLUDED(mu_);
   // All files and blocks of the replica (call after Shutdown). Errors of the Env.
   absl::Status DeleteData();
+
+  // The follower's safe time hook (RaftNode's SafeTimeSink; public for tests): (T, I) from the
+  // leader of `term`. Folds T into the clock (a T the clock refuses is ignored), then adopts T at
+  // once if index I is applied, or keeps it pending until Apply reaches I. A pair of a term older
+  // than the pending ones is ignored; one of a newer term replaces them.
+  void OnLeaderSafeTime(uint64_t term, uint64_t time, uint64_t index) ABSL_LOCKS_EXCLUDED(mu_);
 
   // ---- StateMachine ----
   void Apply(const LogEntry& entry) override;
@@ -216,6 +238,12 @@ class TabletReplica : public StateMachine {
   void OnProposalDone(const std::shared_ptr<PendingOp>& op, absl::StatusOr<uint64_t> index)
       ABSL_LOCKS_EXCLUDED(mu_);
   std::shared_ptr<PendingOp> TakePending(uint64_t seq, HybridTime ts) ABSL_LOCKS_EXCLUDED(mu_);
+  // ---- Safe time (the RaftNode's hooks; both run on its worker) ----
+  // Leader: T = max(clock now, last proposed timestamp); later proposals get timestamps > T.
+  std::optional<uint64_t> LeaderSafeTime() ABSL_LOCKS_EXCLUDED(propose_mu_);
+  // A follower's snapshot at `t`: waits for the safe time (see SnapshotForRead).
+  absl::StatusOr<MvccSnapshot> FollowerSnapshot(HybridTime t, absl::Time deadline)
+      ABSL_LOCKS_EXCLUDED(mu_);
   void ApplyWrite(const LogEntry& entry, const pb::ReplicateMsgPB& msg, HybridTime ts);
   void ApplyAlter(const LogEntry& entry, const pb::ReplicateMsgPB& msg);
   // Makes every op applied before the alter at `alter_index` durable in the rowsets, so that a
@@ -244,9 +272,10 @@ class TabletReplica : public StateMachine {
   // Serializes timestamp assignment with proposing (log order == timestamp order).
   absl::Mutex propose_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   std::atomic<uint64_t> next_seq_;
-  // The timestamp of the last entry this replica proposed (raw). A new timestamp is above it and
-  // above every applied one even when the clock lags (a leader whose clock refused a skewed
-  // earlier timestamp), so timestamps increase in log order on every replica.
+  // The timestamp of the last entry this replica proposed, or the last safe time it handed out if
+  // later (raw). A new timestamp is above it and above every applied one even when the clock lags
+  // (a leader whose clock refused a skewed earlier timestamp), so timestamps increase in log
+  // order on every replica and every entry proposed after a safe time T is above T.
   uint64_t last_proposed_ts_ ABSL_GUARDED_BY(propose_mu_) = 0;
 
   mutable absl::Mutex mu_;
@@ -269,6 +298,8 @@ class TabletReplica : public StateMachine {
   std::atomic<uint64_t> last_applied_ts_{0};
   // The index of the last write entry the tablet applied (worker only).
   uint64_t last_write_index_ = 0;
+  // The follower's safe time (thread-safe; its lock is a leaf). Whoever raises it signals cv_.
+  FollowerSafeTime safe_time_;
   WriteScratch apply_scratch_;  // Worker only: rows decoded for entries of other servers.
 
   absl::Mutex scratch_mu_;  // A leaf lock.

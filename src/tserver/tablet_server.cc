@@ -255,6 +255,19 @@ absl::Status TabletServer::StartWebserver() {
                              StrCat("basalt-tserver ", instance_->uuid())));
   webserver_ = std::make_unique<Webserver>(w);
   webserver_->RegisterPage("/tablets", "Tablets", [this] { return TabletsPage(); });
+  // "starting" until the replicas found at startup have bootstrapped (replicas created later
+  // bootstrap in a moment and do not make the server unhealthy).
+  std::vector<std::weak_ptr<TabletReplica>> at_start;
+  for (const auto& r : tablet_manager_->List()) at_start.push_back(r);
+  webserver_->SetHealthCheck([at_start = std::move(at_start)]() -> absl::Status {
+    int n = 0;
+    for (const auto& w : at_start) {
+      auto r = w.lock();
+      if (r != nullptr && r->state() == ReplicaState::kBootstrapping) ++n;
+    }
+    if (n == 0) return absl::OkStatus();
+    return absl::UnavailableError(StrCat("starting: ", n, " tablets bootstrapping"));
+  });
   BASALT_RETURN_IF_ERROR(webserver_->Start());
   webserver_->SetHealth(absl::OkStatus());
   return absl::OkStatus();

@@ -701,6 +701,11 @@ TEST_F(TabletServerTest, CorruptReplicaFileFailsOnlyThatTablet) {
   ASSERT_TRUE(WriteFileAtomically(Env::Default(), path, data.substr(0, 5)).ok());
   StartServer();
   EXPECT_EQ(DetailCode(client_->Write(w.Build(kTablet), &resp)), pb::ErrorDetailPB::TABLET_FAILED);
+  // CreateTablet of a failed replica is not "already exists" (which the master takes as done).
+  absl::Status again = client_->CreateTablet(
+      CreateTabletRequest(kTablet, {{server_->uuid(), server_->advertised_address()}}));
+  EXPECT_EQ(again.code(), absl::StatusCode::kFailedPrecondition) << again;
+  EXPECT_NE(again.message().find("has failed"), std::string_view::npos) << again;
   // A failed replica can be deleted (and then created again).
   pb::DeleteTabletRequestPB del;
   del.set_tablet_id(kTablet);

@@ -50,7 +50,21 @@ absl::Status TsTabletManager::CreateTablet(TabletReplicaMeta meta, const Schema&
   {
     absl::MutexLock l(&mu_);
     if (shut_down_) return absl::UnavailableError("the tablet server is shutting down");
-    if (replicas_.contains(id) || failed_.contains(id) || busy_.contains(id)) {
+    // Only a healthy replica "already exists": the master counts ALREADY_EXISTS as done, and a
+    // failed replica is not done (it keeps reporting FAILED until it is deleted and re-created).
+    auto failed = failed_.find(id);
+    auto live = replicas_.find(id);
+    if (failed != failed_.end() ||
+        (live != replicas_.end() && live->second->state() == ReplicaState::kFailed)) {
+      const absl::Status why =
+          failed != failed_.end() ? failed->second : live->second->GetStatus().error;
+      return absl::FailedPreconditionError(ToAbsl(StrCat(
+          "tablet ", id, " exists here but has failed (", why.ToString(), "); delete it first")));
+    }
+    if (busy_.contains(id)) {
+      return absl::UnavailableError(ToAbsl(StrCat("tablet ", id, " is being changed")));
+    }
+    if (live != replicas_.end()) {
       return absl::AlreadyExistsError(ToAbsl(StrCat("tablet ", id, " already exists")));
     }
     busy_.insert(id);

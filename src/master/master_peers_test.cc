@@ -1,0 +1,95 @@
+#include "master/master_peers.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "common/env.h"
+#include "common/strings.h"
+#include "master/master_test_util.h"
+
+namespace basalt {
+namespace {
+
+HostPort Hp(const std::string& host, uint16_t port) { return HostPort{host, port}; }
+
+std::vector<MasterPeer> ThreePeers() {
+  return {{"a", Hp("m1", 7051)}, {"b", Hp("m2", 7051)}, {"c", Hp("m3", 7051)}};
+}
+
+TEST(MasterPeersTest, FindSelf) {
+  const std::vector<HostPort> masters = {Hp("m1", 7051), Hp("m2", 7051), Hp("m3", 7051)};
+  auto idx = FindSelfInMasters(masters, Hp("m2", 7051));
+  ASSERT_TRUE(idx.ok()) << idx.status();
+  EXPECT_EQ(*idx, 1);
+
+  auto missing = FindSelfInMasters(masters, Hp("m2", 7052));
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(missing.status().message()).find("--rpc_advertised_addresses"),
+            std::string::npos);
+
+  auto twice = FindSelfInMasters({Hp("m1", 7051), Hp("m1", 7051)}, Hp("m1", 7051));
+  EXPECT_EQ(twice.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(MasterPeersTest, StoreLoadRoundTrip) {
+  Env* env = Env::Default();
+  master_test::TempDir dir("master_peers_rt");
+  const std::string path = JoinPath(dir.path(), "master_peers");
+  auto none = LoadMasterPeers(env, path);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->has_value());
+  ASSERT_TRUE(StoreMasterPeers(env, path, ThreePeers()).ok());
+  auto loaded = LoadMasterPeers(env, path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_TRUE(loaded->has_value());
+  EXPECT_EQ(**loaded, ThreePeers());
+}
+
+// Every truncation and every single-byte change of the file is refused cleanly: DATA_LOSS,
+// never a crash and never a silently different group.
+TEST(MasterPeersTest, CorruptFileIsDataLoss) {
+  Env* env = Env::Default();
+  master_test::TempDir dir("master_peers_corrupt");
+  const std::string path = JoinPath(dir.path(), "master_peers");
+  ASSERT_TRUE(StoreMasterPeers(env, path, ThreePeers()).ok());
+  std::string good;
+  ASSERT_TRUE(ReadFileToString(env, path, &good).ok());
+  for (size_t len = 0; len < good.size(); ++len) {
+    ASSERT_TRUE(WriteFileAtomically(env, path, good.substr(0, len)).ok());
+    auto r = LoadMasterPeers(env, path);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << "truncated to " << len;
+  }
+  for (size_t i = 0; i < good.size(); ++i) {
+    std::string bad = good;
+    bad[i] = static_cast<char>(bad[i] ^ 0x5a);
+    ASSERT_TRUE(WriteFileAtomically(env, path, bad).ok());
+    auto r = LoadMasterPeers(env, path);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << "byte " << i;
+  }
+  // Well framed but a single master: not a group.
+  ASSERT_TRUE(StoreMasterPeers(env, path, {{"a", Hp("m1", 7051)}}).ok());
+  EXPECT_EQ(LoadMasterPeers(env, path).status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(MasterPeersTest, ConfiguredMustMatchStored) {
+  EXPECT_TRUE(
+      CheckMasterPeersMatch(ThreePeers(), {Hp("m3", 7051), Hp("m1", 7051), Hp("m2", 7051)}).ok());
+  absl::Status fewer = CheckMasterPeersMatch(ThreePeers(), {Hp("m1", 7051), Hp("m2", 7051)});
+  EXPECT_EQ(fewer.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(fewer.message()).find("m3:7051"), std::string::npos) << fewer;
+  EXPECT_FALSE(
+      CheckMasterPeersMatch(ThreePeers(), {Hp("m1", 7051), Hp("m2", 7051), Hp("m4", 7051)}).ok());
+}
+
+TEST(MasterPeersTest, ResolveTimesOutNamingTheMissingMaster) {
+  // Nothing listens on port 1: the group cannot form, and the error says which master is missing.
+  auto r = ResolveMasterPeers({Hp("127.0.0.1", 1), Hp("127.0.0.1", 2)}, 1, "self",
+                              absl::Now() + absl::Milliseconds(300));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(std::string(r.status().message()).find("127.0.0.1:1"), std::string::npos) << r.status();
+}
+
+}  // namespace
+}  // namespace basalt

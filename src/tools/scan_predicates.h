@@ -1,0 +1,20 @@
+#pragma once
+
+// Binds the predicate expressions of --predicates (predicate_parser.h; syntax: docs/cli.md) to a
+// table's columns and adds them to a scanner. Shared by the actions that scan (`table copy`; `table
+// scan` and `table count` have their own copy in tool_table.cc that should call this instead).
+
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "client/client.h"
+
+namespace basalt::tools {
+
+// Parses `expr` and adds each predicate to `scanner` (of `table`). INVALID_ARGUMENT prefixed with
+// "--predicates: " for a syntax error (with a caret line), an unknown column or a value that does
+// not fit its column. REQUIRES: the scanner is not open.
+absl::Status AddScanPredicates(std::string_view expr, client::Table* table,
+                               client::Scanner* scanner);
+
+}  // namespace basalt::tools
