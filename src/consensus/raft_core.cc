@@ -38,7 +38,7 @@ absl::StatusOr<std::unique_ptr<RaftCore>> RaftCore::Create(const RaftOptions& op
     return absl::InvalidArgumentError(
         "raft options: backoff exponent must be in [0, 16] and max_inflight_appends positive");
   }
-  BASALT_RETURN_IF_ERROR_PREPEND(ValidateConfig(boot.config), "raft boot configuration: ");
+  BASALT_RETURN_IF_ERROR_PREPEND(ValidateConfig(boot.config), "raft boot configuration");
   std::unique_ptr<RaftCore> core(new RaftCore(options, log, boot, rng));
   BASALT_RETURN_IF_ERROR(core->LoadConfigs(boot));
   return core;
@@ -63,7 +63,7 @@ absl::Status RaftCore::LoadConfigs(const RaftBootState& boot) {
   const uint64_t last = log_.LastIndex();
   for (uint64_t lo = std::max(boot.config_index + 1, log_.FirstIndex()); lo <= last;) {
     absl::StatusOr<std::vector<LogEntry>> batch = log_.Entries(lo, last + 1, 8 << 20);
-    BASALT_RETURN_IF_ERROR_PREPEND(batch.status(), "reading configuration entries: ");
+    BASALT_RETURN_IF_ERROR_PREPEND(batch.status(), "reading configuration entries");
     for (const LogEntry& e : *batch) {
       if (e.type != EntryType::kConfigChange) continue;
       absl::StatusOr<RaftConfig> config = DecodeConfig(e.data);

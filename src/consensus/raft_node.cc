@@ -340,7 +340,7 @@ absl::Status RaftNode::Persist(const Ready& ready) {
   if (!ready.entries.empty()) {
     // Blocks until the appender synced the group holding these entries (group commit: requests
     // queued meanwhile go into the next Ready together).
-    BASALT_RETURN_IF_ERROR_PREPEND(log_->Append(ready.entries), "appending to the log: ");
+    BASALT_RETURN_IF_ERROR_PREPEND(log_->Append(ready.entries), "appending to the log");
   }
   if (ready.hard_state) {
     const HardState& old = cmeta_->hard_state();
@@ -350,7 +350,7 @@ absl::Status RaftNode::Persist(const Ready& ready) {
         ready.hard_state->term != old.term || ready.hard_state->vote != old.vote;
     cmeta_->set_hard_state(*ready.hard_state);
     if (must_flush) {
-      BASALT_RETURN_IF_ERROR_PREPEND(cmeta_->Flush(), "flushing consensus metadata: ");
+      BASALT_RETURN_IF_ERROR_PREPEND(cmeta_->Flush(), "flushing consensus metadata");
     }
   }
   return absl::OkStatus();
@@ -378,7 +378,7 @@ absl::Status RaftNode::ApplyCommitted(const std::vector<LogEntry>& entries) {
     if (e.type == EntryType::kConfigChange) {
       BASALT_ASSIGN_OR_RETURN(RaftConfig config, DecodeConfig(e.data));
       cmeta_->set_committed_config(config, e.index);
-      BASALT_RETURN_IF_ERROR_PREPEND(cmeta_->Flush(), "persisting a committed configuration: ");
+      BASALT_RETURN_IF_ERROR_PREPEND(cmeta_->Flush(), "persisting a committed configuration");
     }
     // Every index is applied exactly once, in order: pending proposals up to e.index resolve now.
     while (!pending_.empty() && pending_.begin()->first <= e.index) {

@@ -35,9 +35,9 @@ absl::StatusOr<std::shared_ptr<const TableInfo>> TableInfoFromPB(pb::SysTableEnt
     return absl::InvalidArgumentError(StrCat(what, " has an invalid state or replica count"));
   }
   auto schema = Schema::FromPB(entry.schema());
-  if (!schema.ok()) return PrependToStatus(schema.status(), StrCat(what, " schema: "));
+  if (!schema.ok()) return PrependToStatus(schema.status(), StrCat(what, " schema"));
   auto ps = PartitionSchema::FromPB(entry.partition_schema(), *schema);
-  if (!ps.ok()) return PrependToStatus(ps.status(), StrCat(what, " partition schema: "));
+  if (!ps.ok()) return PrependToStatus(ps.status(), StrCat(what, " partition schema"));
   auto info = std::make_shared<TableInfo>();
   info->pb = std::move(entry);
   info->schema = *std::move(schema);
