@@ -256,9 +256,9 @@ TEST_F(DiskRowSetTest, ScanKeyRangesAndBatchSizes) {
 TEST_F(DiskRowSetTest, PredicatesArePushedIntoTheFiles) {
   WriteAndOpen(EvenKeys(20000));
   CheckScan(1, std::nullopt, std::nullopt, {ValRange(-5, 5)},
-            [this](const TestRow& r) { return ValIn(r, -5, 5); });
+            [](const TestRow& r) { return ValIn(r, -5, 5); });
   CheckScan(1, 1000, 9000, {ValRange(0, 100), ValRange(-100, 10)},
-            [this](const TestRow& r) { return ValIn(r, 0, 10); });
+            [](const TestRow& r) { return ValIn(r, 0, 10); });
   CheckScan(1, std::nullopt, std::nullopt, {ColumnPredicate::IsNull(schema_.column(1))},
             [](const TestRow& r) { return r[1].is_null(); });
   auto eq = *ColumnPredicate::Equality(schema_.column(2), Datum::String("s3"));
@@ -420,7 +420,7 @@ TEST_F(DiskRowSetTest, SnapshotReadsWithDeltasAndGhostRows) {
   EXPECT_TRUE(absl::IsInvalidArgument(rs_->MutateRow(HybridTime(5003), Key(2), "\x09", 0)));
 
   auto all = [](const TestRow&) { return true; };
-  auto updated_val = [this](const TestRow& r) { return ValIn(r, 1000, 1500); };
+  auto updated_val = [](const TestRow& r) { return ValIn(r, 1000, 1500); };
   for (uint64_t before : {1, 1000, 1500, 2500, 3500, 4500, 10000}) {
     SCOPED_TRACE(before);
     CheckScan(before, std::nullopt, std::nullopt, {}, all);
@@ -503,7 +503,7 @@ TEST_F(DiskRowSetTest, RandomOpsMatchModel) {
         case 1:
           CheckScan(
               before, lo, hi, {ValRange(-10, 10)},
-              [this](const TestRow& r) { return ValIn(r, -10, 10); }, max_rows);
+              [](const TestRow& r) { return ValIn(r, -10, 10); }, max_rows);
           break;
         case 2:
           CheckScan(
@@ -539,7 +539,9 @@ TEST_F(DiskRowSetTest, ConcurrentScansSeeOneSnapshot) {
       absl::Status s = rs_->MutateRow(HybridTime(ts), Key(key), UpdateList(r), 0);
       EXPECT_TRUE(s.ok()) << s;
       committed.store(ts + 1, std::memory_order_release);
-      if (ts % 500 == 0) EXPECT_TRUE(rs_->delta_tracker()->FlushDMS().ok());
+      if (ts % 500 == 0) {
+        EXPECT_TRUE(rs_->delta_tracker()->FlushDMS().ok());
+      }
     }
     stop = true;
   });
