@@ -38,7 +38,7 @@ Heartbeater::Heartbeater(HeartbeaterOptions options, TsTabletManager* manager, A
 Heartbeater::~Heartbeater() { Shutdown(); }
 
 void Heartbeater::Start() {
-  thread_ = std::thread([this] { Loop(); });
+  for (auto& m : masters_) threads_.emplace_back([this, m = m.get()] { Loop(m); });
 }
 
 void Heartbeater::Shutdown() {
@@ -46,36 +46,42 @@ void Heartbeater::Shutdown() {
     absl::MutexLock l(&mu_);
     stopping_ = true;
   }
-  if (thread_.joinable()) thread_.join();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
 }
 
 void Heartbeater::TriggerNow() {
   absl::MutexLock l(&mu_);
-  triggered_ = true;
+  ++trigger_epoch_;
 }
 
-void Heartbeater::Loop() {
+void Heartbeater::Loop(Master* m) {
   // A triggered report is followed by another one shortly after: the change that triggered it
   // (a new leader) may not be visible in every observer yet when the first one is built.
   constexpr absl::Duration kFollowUp = absl::Milliseconds(100);
   bool follow_up = false;
+  uint64_t seen_epoch;
+  {
+    absl::MutexLock l(&mu_);
+    seen_epoch = trigger_epoch_;
+  }
   while (true) {
-    for (auto& m : masters_) {
-      absl::Status s = Beat(m.get());
-      if (s.ok()) {
-        m->consecutive_failures = 0;
-        acknowledged_.fetch_add(1);
-      } else if (m->consecutive_failures++ % 30 == 0) {
-        LOG(WARNING) << "heartbeat to master " << m->address.ToString() << " failed: " << s;
-      }
+    absl::Status s = Beat(m);
+    if (s.ok()) {
+      m->consecutive_failures = 0;
+      acknowledged_.fetch_add(1);
+    } else if (m->consecutive_failures++ % 30 == 0) {
+      LOG(WARNING) << "heartbeat to master " << m->address.ToString() << " failed: " << s;
     }
     absl::MutexLock l(&mu_);
-    auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || triggered_; };
+    auto wake = [this, &seen_epoch]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stopping_ || trigger_epoch_ != seen_epoch;
+    };
     mu_.AwaitWithTimeout(absl::Condition(&wake),
                          follow_up ? std::min(kFollowUp, options_.interval) : options_.interval);
     if (stopping_) return;
-    follow_up = triggered_;
-    triggered_ = false;
+    follow_up = trigger_epoch_ != seen_epoch;
+    seen_epoch = trigger_epoch_;
   }
 }
 

@@ -6,7 +6,9 @@
 // reported fields changed since the last report the master acknowledged, and the ids of replicas
 // removed since. Responses teach the server the other tablet servers' addresses.
 //
-// Lifecycle: construct -> Start() -> Shutdown() (joins the thread). Thread-safe.
+// One thread per master, so a hung or paused master delays nobody's heartbeats but its own.
+//
+// Lifecycle: construct -> Start() -> Shutdown() (joins the threads). Thread-safe.
 
 #include <atomic>
 #include <cstdint>
@@ -53,19 +55,22 @@ class Heartbeater {
  private:
   struct Master;
 
-  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
+  // The heartbeat thread of master `m`.
+  void Loop(Master* m) ABSL_LOCKS_EXCLUDED(mu_);
   // One heartbeat to `m`; the RPC's status.
   absl::Status Beat(Master* m);
 
   const HeartbeaterOptions options_;
   TsTabletManager* const manager_;
   AddressBook* const book_;
-  std::vector<std::unique_ptr<Master>> masters_;  // Used by the heartbeat thread only.
+  // Constant after construction; each Master is used by its own heartbeat thread only.
+  std::vector<std::unique_ptr<Master>> masters_;
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool triggered_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;  // Started by Start(), joined by Shutdown().
+  // Bumped by TriggerNow; each thread beats early when it changed since its last look.
+  uint64_t trigger_epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::thread> threads_;  // Started by Start(), joined by Shutdown().
   // A statistic for tests; atomic because it is read from any thread.
   std::atomic<int64_t> acknowledged_{0};
 };

@@ -434,6 +434,53 @@ TEST(HeartbeatTest, FullThenIncrementalReportsAndLearnedAddresses) {
   grpc_server->Shutdown();
 }
 
+// Answers no heartbeat until released: a master that hangs (SIGSTOPped, or a partition that
+// drops packets).
+class HungMaster final : public pb::MasterService::Service {
+ public:
+  grpc::Status TSHeartbeat(grpc::ServerContext*, const pb::TSHeartbeatRequestPB*,
+                           pb::TSHeartbeatResponsePB*) override {
+    absl::MutexLock l(&mu_);
+    mu_.AwaitWithTimeout(absl::Condition(&released_), absl::Seconds(30));
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "hung");
+  }
+  void Release() {
+    absl::MutexLock l(&mu_);
+    released_ = true;
+  }
+
+ private:
+  absl::Mutex mu_;
+  bool released_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// Each master has its own heartbeat thread: a hung master (whose calls each take the 1 s
+// heartbeat deadline) does not slow the heartbeats to the others.
+TEST(HeartbeatTest, AHungMasterDoesNotDelayTheOthers) {
+  HungMaster hung;
+  FakeMaster good;
+  int hung_port = 0, good_port = 0;
+  std::unique_ptr<grpc::Server> hung_server = ServeOnLoopback(&hung, &hung_port);
+  std::unique_ptr<grpc::Server> good_server = ServeOnLoopback(&good, &good_port);
+  ASSERT_NE(hung_port, 0);
+  ASSERT_NE(good_port, 0);
+  TestDir dir("heartbeat_hung_test");
+  TabletServerOptions o = TestServerOptions(dir.path());
+  o.master_addresses = {HostPort{"127.0.0.1", static_cast<uint16_t>(hung_port)},
+                        HostPort{"127.0.0.1", static_cast<uint16_t>(good_port)}};
+  o.heartbeat_interval_ms = 20;
+  TabletServer server(o);
+  ASSERT_TRUE(server.Start().ok());
+  const absl::Time start = absl::Now();
+  ASSERT_TRUE(WaitFor([&] { return good.requests().size() >= 10; }));
+  // Ten beats at a 20 ms interval; behind a hung master's 1 s deadline they would take 10 s.
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  hung.Release();
+  server.Shutdown();
+  hung_server->Shutdown();
+  good_server->Shutdown();
+}
+
 TEST(HeartbeatTest, ReplicaChangesAreReportedBeforeTheInterval) {
   FakeMaster master;
   int port = 0;
