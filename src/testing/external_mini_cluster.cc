@@ -257,30 +257,41 @@ std::string ExternalMiniCluster::AllLogTails(int max_lines) const {
   return out;
 }
 
-absl::Status ExternalMiniCluster::ListTabletServers(pb::ListTabletServersResponsePB* resp) {
+namespace {
+
+// Calls `call` on each running, unpaused master in turn until one answers OK (the leader:
+// followers answer NOT_THE_LEADER_MASTER); returns that master's index, or the last error.
+template <typename Call>
+absl::StatusOr<int> CallLeaderMaster(ExternalMiniCluster* cluster, const Call& call) {
   absl::Status last = absl::UnavailableError("no master is running");
-  for (int i = 0; i < num_masters(); ++i) {
-    if (!masters_[i]->IsRunning() || masters_[i]->IsPaused()) continue;
-    auto stub = pb::MasterService::NewStub(master_channel(i));
+  for (int i = 0; i < cluster->num_masters(); ++i) {
+    if (!cluster->master(i)->IsRunning() || cluster->master(i)->IsPaused()) continue;
+    auto stub = pb::MasterService::NewStub(cluster->master_channel(i));
     grpc::ClientContext ctx;
-    SetDeadline(&ctx, options_.rpc_timeout);
-    resp->Clear();
-    last = FromGrpcStatus(stub->ListTabletServers(&ctx, pb::ListTabletServersRequestPB(), resp));
-    if (last.ok()) return last;  // The leader (followers answer NOT_THE_LEADER_MASTER).
+    SetDeadline(&ctx, cluster->options().rpc_timeout);
+    last = FromGrpcStatus(call(stub.get(), &ctx));
+    if (last.ok()) return i;
   }
   return last;
 }
 
+}  // namespace
+
+absl::Status ExternalMiniCluster::ListTabletServers(pb::ListTabletServersResponsePB* resp) {
+  return CallLeaderMaster(this,
+                          [resp](pb::MasterService::Stub* stub, grpc::ClientContext* ctx) {
+                            resp->Clear();
+                            return stub->ListTabletServers(ctx, pb::ListTabletServersRequestPB(),
+                                                           resp);
+                          })
+      .status();
+}
+
 absl::StatusOr<int> ExternalMiniCluster::LeaderMasterIndex() {
-  for (int i = 0; i < num_masters(); ++i) {
-    if (!masters_[i]->IsRunning() || masters_[i]->IsPaused()) continue;
-    auto stub = pb::MasterService::NewStub(master_channel(i));
-    grpc::ClientContext ctx;
-    SetDeadline(&ctx, options_.rpc_timeout);
-    pb::ListTablesResponsePB resp;
-    if (FromGrpcStatus(stub->ListTables(&ctx, pb::ListTablesRequestPB(), &resp)).ok()) return i;
-  }
-  return absl::UnavailableError("no running master serves the catalog");
+  pb::ListTablesResponsePB resp;
+  return CallLeaderMaster(this, [&resp](pb::MasterService::Stub* stub, grpc::ClientContext* ctx) {
+    return stub->ListTables(ctx, pb::ListTablesRequestPB(), &resp);
+  });
 }
 
 absl::StatusOr<int> ExternalMiniCluster::WaitForLeaderMaster(absl::Duration timeout) {

@@ -9,7 +9,10 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_split.h"
+#include "common/partition.h"
+#include "common/schema.h"
 #include "common/strings.h"
 #include "proto/master.grpc.pb.h"
 #include "rpc/net_util.h"
@@ -41,5 +44,18 @@ absl::Status CallMaster(const std::string& master_addresses,
   }
   return last;
 }
+
+// A table's schema and partitioning as the master stores them (with column ids and the
+// partition schema the client API does not expose).
+struct MasterTableSchema {
+  pb::GetTableSchemaResponsePB pb;
+  Schema schema;
+  PartitionSchema partition_schema;
+};
+
+// GetTableSchema of `table`, decoded. CallMaster's errors; the decoders' (a master answering
+// garbage is INVALID_ARGUMENT / DATA_LOSS, never a crash).
+absl::StatusOr<MasterTableSchema> GetMasterTableSchema(const std::string& master_addresses,
+                                                       const std::string& table);
 
 }  // namespace basalt::tools

@@ -1,8 +1,8 @@
 #pragma once
 
 // Binds the predicate expressions of --predicates (predicate_parser.h; syntax: docs/cli.md) to a
-// table's columns and adds them to a scanner. Shared by the actions that scan (`table copy`; `table
-// scan` and `table count` have their own copy in tool_table.cc that should call this instead).
+// table's columns and adds them to a scanner. Shared by the actions that scan (`table scan`,
+// `table count`, `table copy`).
 
 #include <string_view>
 

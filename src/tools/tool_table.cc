@@ -131,16 +131,12 @@ absl::Status DescribeTablets(const ActionContext& ctx, const basalt::Schema& sch
 }
 
 absl::Status DescribeTable(const ActionContext& ctx) {
-  pb::GetTableSchemaRequestPB req;
-  req.mutable_table()->set_table_name(ctx.args[1]);
-  pb::GetTableSchemaResponsePB resp;
-  BASALT_RETURN_IF_ERROR(
-      CallMaster(ctx.args[0], &pb::MasterService::Stub::GetTableSchema, req, &resp));
+  BASALT_ASSIGN_OR_RETURN(MasterTableSchema t, GetMasterTableSchema(ctx.args[0], ctx.args[1]));
   std::shared_ptr<client::Client> client;
   BASALT_RETURN_IF_ERROR(ConnectToCluster(ctx.args[0], &client));
   client::Schema cs;
   BASALT_RETURN_IF_ERROR(client->GetTableSchema(ctx.args[1], &cs));
-  *ctx.out << "TABLE " << resp.table_name() << " (\n";
+  *ctx.out << "TABLE " << t.pb.table_name() << " (\n";
   std::string key;
   for (int i = 0; i < cs.num_columns(); ++i) {
     const bool is_key = i < cs.num_key_columns();
@@ -148,12 +144,9 @@ absl::Status DescribeTable(const ActionContext& ctx) {
     if (is_key) key += StrCat(key.empty() ? "" : ", ", cs.Column(i).name());
   }
   *ctx.out << "    PRIMARY KEY (" << key << ")\n)\n";
-  BASALT_ASSIGN_OR_RETURN(basalt::Schema schema, basalt::Schema::FromPB(resp.schema()));
-  BASALT_ASSIGN_OR_RETURN(PartitionSchema ps,
-                          PartitionSchema::FromPB(resp.partition_schema(), schema));
-  *ctx.out << "PARTITION BY " << ps.ToString(schema) << "\n";
-  *ctx.out << "REPLICAS " << resp.num_replicas() << "\n";
-  return DescribeTablets(ctx, schema, ps);
+  *ctx.out << "PARTITION BY " << t.partition_schema.ToString(t.schema) << "\n";
+  *ctx.out << "REPLICAS " << t.pb.num_replicas() << "\n";
+  return DescribeTablets(ctx, t.schema, t.partition_schema);
 }
 
 absl::Status DeleteTable(const ActionContext& ctx) {

@@ -29,15 +29,11 @@ using client::TableCreator;
 // The table's range partition columns, by name (empty: no range partitioning).
 absl::StatusOr<std::vector<std::string>> RangeColumns(const std::string& masters,
                                                       const std::string& table) {
-  pb::GetTableSchemaRequestPB req;
-  req.mutable_table()->set_table_name(table);
-  pb::GetTableSchemaResponsePB resp;
-  BASALT_RETURN_IF_ERROR(CallMaster(masters, &pb::MasterService::Stub::GetTableSchema, req, &resp));
-  BASALT_ASSIGN_OR_RETURN(basalt::Schema schema, basalt::Schema::FromPB(resp.schema()));
-  BASALT_ASSIGN_OR_RETURN(PartitionSchema ps,
-                          PartitionSchema::FromPB(resp.partition_schema(), schema));
+  BASALT_ASSIGN_OR_RETURN(MasterTableSchema t, GetMasterTableSchema(masters, table));
   std::vector<std::string> names;
-  for (int idx : ps.range_column_indexes()) names.push_back(schema.column(idx).name());
+  for (int idx : t.partition_schema.range_column_indexes()) {
+    names.push_back(t.schema.column(idx).name());
+  }
   return names;
 }
 

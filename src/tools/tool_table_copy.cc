@@ -149,17 +149,13 @@ void NamedPartitionSchema(const basalt::Schema& schema, const PartitionSchema& p
 absl::StatusOr<pb::CreateTableRequestPB> CreateRequestLike(const std::string& masters,
                                                            const std::string& table,
                                                            const std::string& new_name) {
-  pb::GetTableSchemaRequestPB req;
-  req.mutable_table()->set_table_name(table);
-  pb::GetTableSchemaResponsePB resp;
-  BASALT_RETURN_IF_ERROR(CallMaster(masters, &pb::MasterService::Stub::GetTableSchema, req, &resp));
-  BASALT_ASSIGN_OR_RETURN(basalt::Schema schema, basalt::Schema::FromPB(resp.schema()));
-  BASALT_ASSIGN_OR_RETURN(PartitionSchema ps,
-                          PartitionSchema::FromPB(resp.partition_schema(), schema));
+  BASALT_ASSIGN_OR_RETURN(MasterTableSchema t, GetMasterTableSchema(masters, table));
+  const basalt::Schema& schema = t.schema;
+  const PartitionSchema& ps = t.partition_schema;
   pb::CreateTableRequestPB create;
   create.set_name(new_name);
-  *create.mutable_schema() = resp.schema();
-  create.set_num_replicas(resp.num_replicas());
+  *create.mutable_schema() = t.pb.schema();
+  create.set_num_replicas(t.pb.num_replicas());
   NamedPartitionSchema(schema, ps, create.mutable_partition_schema());
   if (!ps.range_column_indexes().empty()) {
     BASALT_RETURN_IF_ERROR(
