@@ -92,6 +92,48 @@ class KvStateMachine : public StateMachine {
 std::string Kv(int i) { return StrCat("k", i, "=v", i); }
 std::string Key(int i) { return StrCat("k", i); }
 
+// Safe time hooks for every node: a shared counter stands for the clock. Proposals made through
+// Propose() take the counter's lock (as a tablet's propose lock), so a sample T covers exactly the
+// proposals numbered <= T. Records what each follower received and each proposal's index.
+struct SafeTimeRecorder {
+  struct Received {
+    uint64_t term, time, index;
+  };
+  absl::Mutex mu;
+  uint64_t clock ABSL_GUARDED_BY(mu) = 0;
+  std::map<PeerId, int> samples ABSL_GUARDED_BY(mu);
+  std::map<PeerId, std::vector<Received>> received ABSL_GUARDED_BY(mu);
+  std::map<uint64_t, uint64_t> index_of ABSL_GUARDED_BY(mu);  // Proposal number -> log index.
+  int outstanding ABSL_GUARDED_BY(mu) = 0;
+
+  void Install(const PeerId& id, RaftNodeOptions* o) {
+    o->safe_time_source = [this, id]() -> std::optional<uint64_t> {
+      absl::MutexLock l(&mu);
+      ++samples[id];
+      return ++clock;
+    };
+    o->safe_time_sink = [this, id](uint64_t term, uint64_t time, uint64_t index) {
+      absl::MutexLock l(&mu);
+      received[id].push_back({term, time, index});
+    };
+  }
+  // Proposes entry number ++clock on `leader`, recording its index once applied.
+  void Propose(RaftNode* leader) {
+    absl::MutexLock l(&mu);
+    const uint64_t n = ++clock;
+    ++outstanding;
+    leader->Propose(Kv(static_cast<int>(n)), [this, n](absl::StatusOr<uint64_t> index) {
+      absl::MutexLock l(&mu);
+      --outstanding;
+      if (index.ok()) index_of[n] = *index;
+    });
+  }
+  std::vector<Received> Of(const PeerId& id) {
+    absl::MutexLock l(&mu);
+    return received[id];
+  }
+};
+
 // Three RaftNodes of one group over an InMemoryTransport, each with its own state machine.
 class RaftNodeTest : public ::testing::Test {
  protected:
@@ -241,49 +283,10 @@ class RaftNodeTest : public ::testing::Test {
   std::map<PeerId, std::unique_ptr<KvStateMachine>> sms_;
   // Adjusts the options of node `id` before it opens (e.g. safe time hooks).
   std::function<void(const PeerId& id, RaftNodeOptions* options)> customize_;
+  // Safe time hooks' recorder for the tests that install them (customize_). A member, not a
+  // test-body local: the nodes' threads call the hooks until the destructor shuts them down.
+  SafeTimeRecorder safe_time_recorder_;
   std::map<PeerId, std::unique_ptr<RaftNode>> nodes_;
-};
-
-// Safe time hooks for every node: a shared counter stands for the clock. Proposals made through
-// Propose() take the counter's lock (as a tablet's propose lock), so a sample T covers exactly the
-// proposals numbered <= T. Records what each follower received and each proposal's index.
-struct SafeTimeRecorder {
-  struct Received {
-    uint64_t term, time, index;
-  };
-  absl::Mutex mu;
-  uint64_t clock ABSL_GUARDED_BY(mu) = 0;
-  std::map<PeerId, int> samples ABSL_GUARDED_BY(mu);
-  std::map<PeerId, std::vector<Received>> received ABSL_GUARDED_BY(mu);
-  std::map<uint64_t, uint64_t> index_of ABSL_GUARDED_BY(mu);  // Proposal number -> log index.
-  int outstanding ABSL_GUARDED_BY(mu) = 0;
-
-  void Install(const PeerId& id, RaftNodeOptions* o) {
-    o->safe_time_source = [this, id]() -> std::optional<uint64_t> {
-      absl::MutexLock l(&mu);
-      ++samples[id];
-      return ++clock;
-    };
-    o->safe_time_sink = [this, id](uint64_t term, uint64_t time, uint64_t index) {
-      absl::MutexLock l(&mu);
-      received[id].push_back({term, time, index});
-    };
-  }
-  // Proposes entry number ++clock on `leader`, recording its index once applied.
-  void Propose(RaftNode* leader) {
-    absl::MutexLock l(&mu);
-    const uint64_t n = ++clock;
-    ++outstanding;
-    leader->Propose(Kv(static_cast<int>(n)), [this, n](absl::StatusOr<uint64_t> index) {
-      absl::MutexLock l(&mu);
-      --outstanding;
-      if (index.ok()) index_of[n] = *index;
-    });
-  }
-  std::vector<Received> Of(const PeerId& id) {
-    absl::MutexLock l(&mu);
-    return received[id];
-  }
 };
 
 TEST_F(RaftNodeTest, ElectsLeaderAndReplicatesInOrder) {
@@ -473,7 +476,7 @@ TEST_F(RaftNodeTest, RemovePeerPersistsCommittedConfig) {
 }
 
 TEST_F(RaftNodeTest, IdleFollowersReceiveTheLeadersSafeTimeInHeartbeats) {
-  SafeTimeRecorder rec;
+  SafeTimeRecorder& rec = safe_time_recorder_;
   customize_ = [&](const PeerId& id, RaftNodeOptions* o) { rec.Install(id, o); };
   StartAll();
   RaftNode* leader = WaitForLeader();
@@ -520,7 +523,7 @@ TEST_F(RaftNodeTest, IdleFollowersReceiveTheLeadersSafeTimeInHeartbeats) {
 
 // A pair on a message of an older term (a deposed leader's) never reaches the sink.
 TEST_F(RaftNodeTest, SafeTimeOfAStaleTermIsNotDelivered) {
-  SafeTimeRecorder rec;
+  SafeTimeRecorder& rec = safe_time_recorder_;
   customize_ = [&](const PeerId& id, RaftNodeOptions* o) { rec.Install(id, o); };
   StartAll();
   RaftNode* leader = WaitForLeader();
@@ -550,7 +553,7 @@ TEST_F(RaftNodeTest, SafeTimeOfAStaleTermIsNotDelivered) {
 // The pair's promise under concurrent proposals: every proposal numbered <= T (made before the
 // sample, under the source's lock) has an index <= I.
 TEST_F(RaftNodeTest, SafeTimeIndexCoversEveryProposalBeforeTheSample) {
-  SafeTimeRecorder rec;
+  SafeTimeRecorder& rec = safe_time_recorder_;
   customize_ = [&](const PeerId& id, RaftNodeOptions* o) { rec.Install(id, o); };
   StartAll();
   RaftNode* leader = WaitForLeader();
