@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "common/strings.h"
 
@@ -15,20 +16,29 @@ constexpr char kTool[] = "basalt";
 // Flags not tied to one action (defined in tool_common.cc), listed by `basalt --help`.
 constexpr const char* kGlobalFlags[] = {"timeout_ms"};
 
+// A (name, summary) pair of a help listing.
+using NamedSummary = std::pair<std::string, std::string>;
+
 // "  name<pad>  summary" lines with the names aligned.
-template <typename T>
-std::string NameList(const std::vector<T>& items) {
+std::string NameList(const std::vector<NamedSummary>& items) {
   size_t width = 0;
-  for (const auto& i : items) width = std::max(width, i.name.size());
+  for (const auto& [name, summary] : items) width = std::max(width, name.size());
   std::string out;
-  for (const auto& i : items) {
-    StrAppend(&out, "  ", i.name, std::string(width - i.name.size() + 3, ' '), i.summary, "\n");
+  for (const auto& [name, summary] : items) {
+    StrAppend(&out, "  ", name, std::string(width - name.size() + 3, ' '), summary, "\n");
   }
   return out;
 }
 
-std::string UsageLine(const Command& c, const Action& a) {
-  std::string line = StrCat("Usage: ", kTool, " ", c.name, " ", a.name);
+// The actions of `c` and, after them, those of its groups, named from `c` on
+// ("leader_step_down", "change_config add_replica"): one listing shows every verb of a command.
+void ListActions(const Command& c, const std::string& prefix, std::vector<NamedSummary>* out) {
+  for (const auto& a : c.actions) out->emplace_back(StrCat(prefix, a.name), a.summary);
+  for (const auto& g : c.groups) ListActions(g, StrCat(prefix, g.name, " "), out);
+}
+
+std::string UsageLine(const std::string& path, const Action& a) {
+  std::string line = StrCat("Usage: ", kTool, " ", path, " ", a.name);
   for (const auto& arg : a.args) StrAppend(&line, " <", arg.name, ">");
   if (!a.flags.empty()) StrAppend(&line, " [flags]");
   return line;
@@ -56,21 +66,25 @@ const T* FindByName(const std::vector<T>& items, const std::string& name) {
 std::string ToolHelp(const std::vector<Command>& commands) {
   std::string global;
   for (const char* flag : kGlobalFlags) StrAppend(&global, FlagHelp(flag));
+  std::vector<NamedSummary> listing;
+  for (const auto& c : commands) listing.emplace_back(c.name, c.summary);
   return StrCat("Usage: ", kTool, " <command> <action> [<args>] [flags]\n\n",
                 "Basalt command-line tool: runs local clusters, manages tables and servers.\n\n",
-                "Commands:\n", NameList(commands), "\nGlobal flags:\n", global, "\nRun '", kTool,
+                "Commands:\n", NameList(listing), "\nGlobal flags:\n", global, "\nRun '", kTool,
                 " <command> --help' for a command's actions, and '", kTool,
                 " <command> <action> --help' for an action's arguments and flags.\n");
 }
 
-std::string CommandHelp(const Command& c) {
-  return StrCat("Usage: ", kTool, " ", c.name, " <action> [<args>] [flags]\n\n", c.summary,
-                "\n\nActions:\n", NameList(c.actions), "\nRun '", kTool, " ", c.name,
+std::string CommandHelp(const std::string& path, const Command& c) {
+  std::vector<NamedSummary> listing;
+  ListActions(c, "", &listing);
+  return StrCat("Usage: ", kTool, " ", path, " <action> [<args>] [flags]\n\n", c.summary,
+                "\n\nActions:\n", NameList(listing), "\nRun '", kTool, " ", path,
                 " <action> --help' for an action's arguments and flags.\n");
 }
 
-std::string ActionHelp(const Command& c, const Action& a) {
-  std::string out = StrCat(UsageLine(c, a), "\n\n", a.summary, "\n");
+std::string ActionHelp(const std::string& path, const Action& a) {
+  std::string out = StrCat(UsageLine(path, a), "\n\n", a.summary, "\n");
   if (!a.description.empty()) StrAppend(&out, "\n", a.description, "\n");
   if (!a.args.empty()) {
     size_t width = 0;
@@ -99,28 +113,37 @@ int RunTool(const std::vector<Command>& commands, const std::vector<std::string>
     *err << kTool << ": unknown command '" << args[0] << "'\n\n" << ToolHelp(commands);
     return 1;
   }
-  if (args.size() == 1) {
-    *(help ? out : err) << CommandHelp(*c);
+  // Descend through nested groups: `tablet change_config add_replica` ends at change_config.
+  std::string path = c->name;
+  size_t next = 1;
+  for (; next < args.size(); ++next) {
+    const Command* g = FindByName(c->groups, args[next]);
+    if (g == nullptr) break;
+    c = g;
+    StrAppend(&path, " ", g->name);
+  }
+  if (next == args.size()) {
+    *(help ? out : err) << CommandHelp(path, *c);
     return help ? 0 : 1;
   }
-  const Action* a = FindByName(c->actions, args[1]);
+  const Action* a = FindByName(c->actions, args[next]);
   if (a == nullptr) {
-    *err << kTool << " " << c->name << ": unknown action '" << args[1] << "'\n\n"
-         << CommandHelp(*c);
+    *err << kTool << " " << path << ": unknown action '" << args[next] << "'\n\n"
+         << CommandHelp(path, *c);
     return 1;
   }
   if (help) {
-    *out << ActionHelp(*c, *a);
+    *out << ActionHelp(path, *a);
     return 0;
   }
-  const std::vector<std::string> positional(args.begin() + 2, args.end());
+  const std::vector<std::string> positional(args.begin() + next + 1, args.end());
   if (positional.size() != a->args.size()) {
     const bool missing = positional.size() < a->args.size();
-    *err << kTool << " " << c->name << " " << a->name << ": "
+    *err << kTool << " " << path << " " << a->name << ": "
          << (missing ? StrCat("missing argument <", a->args[positional.size()].name, ">")
                      : StrCat("unexpected argument '", positional[a->args.size()], "'"))
          << "\n"
-         << UsageLine(*c, *a) << "\nRun '" << kTool << " " << c->name << " " << a->name
+         << UsageLine(path, *a) << "\nRun '" << kTool << " " << path << " " << a->name
          << " --help' for more.\n";
     return 1;
   }

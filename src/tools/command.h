@@ -2,11 +2,14 @@
 
 // The command framework of the `basalt` CLI: `basalt <command> <action> <args> [--flags]`.
 //
-// A Command (table, perf, ...) groups Actions (create, scan, ...). An Action declares its
-// positional arguments and the gflags it reads (defined in the .cc of its command); RunTool
-// dispatches, checks the argument count, prints help at every level (`basalt --help`,
-// `basalt table --help`, `basalt table create --help`) and turns errors into messages on stderr
-// and exit code 1. Flags are parsed by gflags before RunTool; what gflags leaves is positional.
+// A Command (table, perf, ...) groups Actions (create, scan, ...) and, for verbs of three words
+// (`basalt tablet change_config add_replica`), nested groups: Commands of their own whose actions
+// are reached through the group's name. An Action declares its positional arguments and the
+// gflags it reads (defined in the .cc of its command); RunTool dispatches, checks the argument
+// count, prints help at every level (`basalt --help`, `basalt table --help`,
+// `basalt table create --help`, `basalt tablet change_config --help`) and turns errors into
+// messages on stderr and exit code 1. Flags are parsed by gflags before RunTool; what gflags
+// leaves is positional.
 
 #include <functional>
 #include <ostream>
@@ -43,6 +46,9 @@ struct Command {
   std::string name;
   std::string summary;
   std::vector<Action> actions;
+  // Nested groups (`change_config` of `tablet`). A name is used once among a command's actions
+  // and groups together.
+  std::vector<Command> groups;
 };
 
 // Runs `args` (argv without the program name and without flags) against `commands`. `help` is
@@ -55,9 +61,10 @@ int RunTool(const std::vector<Command>& commands, const std::vector<std::string>
 // print its own help); returns whether one was there.
 bool ExtractHelpFlag(int* argc, char** argv);
 
-// Help texts (exposed for tests).
+// Help texts (exposed for tests). `path` is the words that lead to the command or the action's
+// group after the tool's name: "table", "tablet change_config".
 std::string ToolHelp(const std::vector<Command>& commands);
-std::string CommandHelp(const Command& command);
-std::string ActionHelp(const Command& command, const Action& action);
+std::string CommandHelp(const std::string& path, const Command& command);
+std::string ActionHelp(const std::string& path, const Action& action);
 
 }  // namespace basalt::tools

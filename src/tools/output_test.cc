@@ -67,7 +67,14 @@ std::vector<Command> FakeCommands(std::vector<std::string>* got) {
       "",     {},
       {},     [](const ActionContext&) {
                 return absl::NotFoundError("table 'x' not found"); }};
-  return {Command{"grp", "A group", {echo, fail}}};
+  Action nested{"deep", "Run a nested action", "", {{"x", "only"}}, {}, nullptr};
+  nested.run = [got](const ActionContext& ctx) {
+    *got = ctx.args;
+    *ctx.out << "deep\n";
+    return absl::OkStatus();
+  };
+  return {Command{"grp", "A group", {echo, fail}},
+          Command{"box", "Nested groups", {}, {Command{"sub", "A nested group", {nested}}}}};
 }
 
 int RunFake(const std::vector<std::string>& args, bool help, std::string* out, std::string* err,
@@ -113,16 +120,43 @@ TEST(CommandTest, HelpAtEveryLevel) {
   EXPECT_TRUE(got.empty());  // Help never runs the action.
 }
 
-TEST(CommandTest, RealCommandsHaveHelpForEveryFlag) {
-  for (const Command& c : AllCommands()) {
-    for (const Action& a : c.actions) {
-      const std::string help = ActionHelp(c, a);
-      for (const std::string& f : a.flags) {
-        EXPECT_NE(help.find("--" + f + "=<"), std::string::npos)
-            << c.name << " " << a.name << " flag " << f << " is not a defined flag";
-      }
+TEST(CommandTest, NestedGroups) {
+  std::string out, err;
+  std::vector<std::string> got;
+  EXPECT_EQ(RunFake({"box", "sub", "deep", "v"}, false, &out, &err, &got), 0);
+  EXPECT_EQ(got, (std::vector<std::string>{"v"}));
+  EXPECT_EQ(out, "deep\n");
+  // The command's listing shows the nested actions with their group's name.
+  EXPECT_EQ(RunFake({"box"}, true, &out, &err, &got), 0);
+  EXPECT_NE(out.find("  sub deep   Run a nested action"), std::string::npos) << out;
+  EXPECT_EQ(RunFake({"box", "sub"}, true, &out, &err, &got), 0);
+  EXPECT_NE(out.find("Usage: basalt box sub <action>"), std::string::npos) << out;
+  EXPECT_NE(out.find("A nested group"), std::string::npos) << out;
+  EXPECT_EQ(RunFake({"box", "sub", "deep"}, true, &out, &err, &got), 0);
+  EXPECT_NE(out.find("Usage: basalt box sub deep <x>"), std::string::npos) << out;
+  EXPECT_EQ(RunFake({"box", "sub"}, false, &out, &err, &got), 1);
+  EXPECT_NE(err.find("Usage: basalt box sub <action>"), std::string::npos) << err;
+  EXPECT_EQ(RunFake({"box", "sub", "nope"}, false, &out, &err, &got), 1);
+  EXPECT_NE(err.find("basalt box sub: unknown action 'nope'"), std::string::npos) << err;
+  EXPECT_EQ(RunFake({"box", "sub", "deep"}, false, &out, &err, &got), 1);
+  EXPECT_NE(err.find("basalt box sub deep: missing argument <x>"), std::string::npos) << err;
+  EXPECT_NE(err.find("Usage: basalt box sub deep <x>"), std::string::npos) << err;
+}
+
+// Every action of `c` and of its groups: each flag it lists is defined.
+void CheckFlagsDefined(const std::string& path, const Command& c) {
+  for (const Action& a : c.actions) {
+    const std::string help = ActionHelp(path, a);
+    for (const std::string& f : a.flags) {
+      EXPECT_NE(help.find("--" + f + "=<"), std::string::npos)
+          << path << " " << a.name << " flag " << f << " is not a defined flag";
     }
   }
+  for (const Command& g : c.groups) CheckFlagsDefined(path + " " + g.name, g);
+}
+
+TEST(CommandTest, RealCommandsHaveHelpForEveryFlag) {
+  for (const Command& c : AllCommands()) CheckFlagsDefined(c.name, c);
 }
 
 }  // namespace

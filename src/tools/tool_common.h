@@ -59,6 +59,8 @@ Command LocalCommand();
 Command TabletCommand();
 Command ClusterCommand();
 Command FsCommand();
+// `tablet change_config` (tool_tablet_change_config.cc), a group of TabletCommand.
+Command TabletChangeConfigGroup();
 // `table load` (tool_table_load.cc), one of TableCommand's actions.
 Action TableLoadAction();
 // `table alter` (tool_table_alter.cc) and `table copy` (tool_table_copy.cc).

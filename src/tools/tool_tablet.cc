@@ -1,15 +1,11 @@
-// `basalt tablet leader_step_down`: asks a tablet's current leader to step down (docs/cli.md).
+// `basalt tablet`: leader_step_down asks a tablet's current leader to step down (docs/cli.md);
+// the change_config group is in tool_tablet_change_config.cc.
 
 #include <gflags/gflags.h>
 
-#include <chrono>
-#include <memory>
-
 #include "common/status_macros.h"
 #include "common/strings.h"
-#include "proto/common.pb.h"
-#include "proto/tserver.grpc.pb.h"
-#include "tools/master_rpc.h"
+#include "tools/tablet_rpc.h"
 #include "tools/tool_common.h"
 
 DEFINE_string(new_leader_uuid, "",
@@ -20,55 +16,11 @@ namespace basalt::tools {
 
 namespace {
 
-struct LeaderReplica {
-  std::string uuid;
-  std::string address;
-  uint64_t term = 0;
-};
-
-// Asks every live tablet server of the cluster for `tablet_id`; returns the replica that reports
-// itself LEADER (the highest term if several do). NOT_FOUND if none does.
-absl::StatusOr<LeaderReplica> FindLeader(const std::string& masters, const std::string& tablet_id) {
-  pb::ListTabletServersResponsePB servers;
-  BASALT_RETURN_IF_ERROR(CallMaster(masters, &pb::MasterService::Stub::ListTabletServers,
-                                    pb::ListTabletServersRequestPB(), &servers));
-  std::optional<LeaderReplica> best;
-  bool found = false;
-  for (const auto& s : servers.servers()) {
-    if (!s.live()) continue;
-    const std::string address = StrCat(s.rpc_address().host(), ":", s.rpc_address().port());
-    auto stub = pb::TabletServerService::NewStub(NewChannel(address));
-    grpc::ClientContext ctx;
-    ctx.set_deadline(OperationDeadline());
-    pb::ListTabletsResponsePB resp;
-    if (!stub->ListTablets(&ctx, pb::ListTabletsRequestPB(), &resp).ok()) continue;
-    for (const auto& t : resp.tablets()) {
-      if (t.tablet_id() != tablet_id) continue;
-      found = true;
-      if (t.role() == pb::LEADER && t.state() == pb::TABLET_RUNNING &&
-          (!best || t.term() > best->term)) {
-        best = LeaderReplica{s.uuid(), address, t.term()};
-      }
-    }
-  }
-  if (!found) return absl::NotFoundError(StrCat("no tablet server hosts tablet ", tablet_id));
-  if (!best) return absl::NotFoundError(StrCat("tablet ", tablet_id, " has no leader"));
-  return *best;
-}
-
 absl::Status LeaderStepDown(const ActionContext& ctx) {
   const std::string& tablet_id = ctx.args[1];
   BASALT_ASSIGN_OR_RETURN(LeaderReplica leader, FindLeader(ctx.args[0], tablet_id));
-  pb::LeaderStepDownRequestPB req;
-  req.set_dest_uuid(leader.uuid);
-  req.set_tablet_id(tablet_id);
-  req.set_new_leader_uuid(FLAGS_new_leader_uuid);
-  pb::LeaderStepDownResponsePB resp;
-  auto stub = pb::TabletServerAdminService::NewStub(NewChannel(leader.address));
-  grpc::ClientContext rpc;
-  rpc.set_deadline(OperationDeadline());
-  BASALT_RETURN_IF_ERROR_PREPEND(FromGrpcStatus(stub->LeaderStepDown(&rpc, req, &resp)),
-                                 StrCat("leader ", leader.uuid, " (", leader.address, "): "));
+  BASALT_RETURN_IF_ERROR(
+      StepDownLeader(leader, tablet_id, FLAGS_new_leader_uuid, OperationDeadline()));
   *ctx.out << "Leader " << leader.uuid << " (" << leader.address << ", term " << leader.term
            << ") of tablet " << tablet_id << " stepped down"
            << (FLAGS_new_leader_uuid.empty() ? "" : StrCat(" in favour of ", FLAGS_new_leader_uuid))
@@ -87,7 +39,8 @@ Command TabletCommand() {
             "it to step down; with --new_leader_uuid, to transfer leadership to that replica.",
             {MasterAddressesArg(), {"tablet_id", "The tablet's id (see table describe)"}},
             {"new_leader_uuid"},
-            LeaderStepDown}}};
+            LeaderStepDown}},
+          {TabletChangeConfigGroup()}};
 }
 
 }  // namespace basalt::tools
