@@ -46,6 +46,9 @@ grpc::Status ToGrpc(const absl::Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
 }
 
+// How many distinct unknown groups one response lists (a bound on the response's size).
+constexpr uint32_t kMaxUnknownGroupsListed = 1000;
+
 }  // namespace
 
 // ---- Receiving ------------------------------------------------------------------------------
@@ -86,7 +89,12 @@ absl::Status GrpcTransport::HandleUpdate(pb::UpdateConsensusRequestPB* request,
     for (GroupMessage& m : *batch) {
       auto it = handlers_.find(m.group_id);
       if (it == handlers_.end()) {
-        ++unknown;
+        // Listed once per group; a batch holds a few messages of each.
+        if (unknown++ < kMaxUnknownGroupsListed &&
+            std::find(response->unknown_group_ids().begin(), response->unknown_group_ids().end(),
+                      m.group_id) == response->unknown_group_ids().end()) {
+          response->add_unknown_group_ids(m.group_id);
+        }
         continue;
       }
       it->second(std::move(m.message));
@@ -96,6 +104,20 @@ absl::Status GrpcTransport::HandleUpdate(pb::UpdateConsensusRequestPB* request,
   counters_.messages_received.fetch_add(delivered, std::memory_order_relaxed);
   response->set_num_unknown_group_messages(unknown);
   return absl::OkStatus();
+}
+
+void GrpcTransport::DeliverPeerMissing(const PeerId& peer,
+                                       const std::vector<std::string>& group_ids) {
+  absl::ReaderMutexLock l(&reg_mu_);
+  for (const std::string& group : group_ids) {
+    auto it = handlers_.find(group);
+    if (it == handlers_.end()) continue;
+    RaftMessage m;
+    m.type = MessageType::kPeerMissing;
+    m.from = peer;
+    m.to = options_.server_id;
+    it->second(std::move(m));
+  }
 }
 
 // ---- Sending --------------------------------------------------------------------------------
@@ -215,6 +237,10 @@ absl::Status GrpcTransport::Peer::SendRpc(std::vector<GroupMessage> batch) {
     in_flight_ = &context;
   }
   grpc::Status s = stub_->UpdateConsensus(&context, request, &response);
+  if (s.ok() && response.unknown_group_ids_size() > 0) {
+    transport_->DeliverPeerMissing(
+        id_, {response.unknown_group_ids().begin(), response.unknown_group_ids().end()});
+  }
   absl::MutexLock l(&mu_);
   in_flight_ = nullptr;
   if (!s.ok()) {

@@ -116,14 +116,21 @@ class GrpcTransport : public Transport {
   Stats stats() const;
   const PeerId& server_id() const { return options_.server_id; }
 
+  // Serves one UpdateConsensus: validates the batch and delivers its messages, consuming
+  // `*request`; lists the groups it has no handler for in the response. The errors of
+  // proto/consensus.proto's ConsensusService. For an owner that implements ConsensusService
+  // itself (the tablet server) instead of registering service().
+  absl::Status HandleUpdate(pb::UpdateConsensusRequestPB* request,
+                            pb::UpdateConsensusResponsePB* response) ABSL_LOCKS_EXCLUDED(reg_mu_);
+
  private:
   class Peer;
   class Service;
 
-  // Serves one UpdateConsensus: validates the batch and delivers its messages, consuming
-  // `*request`. The errors of proto/consensus.proto's ConsensusService.
-  absl::Status HandleUpdate(pb::UpdateConsensusRequestPB* request,
-                            pb::UpdateConsensusResponsePB* response) ABSL_LOCKS_EXCLUDED(reg_mu_);
+  // Tells the local replica of each group in `group_ids` that server `peer` has none
+  // (MessageType::kPeerMissing).
+  void DeliverPeerMissing(const PeerId& peer, const std::vector<std::string>& group_ids)
+      ABSL_LOCKS_EXCLUDED(reg_mu_);
   // Queues `messages` (all to `to`) on that peer's queue, or drops them.
   void Enqueue(const PeerId& to, std::vector<GroupMessage> messages) ABSL_LOCKS_EXCLUDED(peers_mu_);
 

@@ -113,6 +113,17 @@ absl::StatusOr<RaftConfig> ApplyConfigChange(const RaftConfig& config, const Con
       Erase(&next.voters, change.peer);
       Erase(&next.learners, change.peer);
       return next;
+    case ConfigChange::Type::kDemoteVoter:
+      if (!IsVoter(config, change.peer)) {
+        return absl::FailedPreconditionError(
+            StrCat("cannot demote ", change.peer, ": not a voter"));
+      }
+      if (config.voters.size() == 1) {
+        return absl::FailedPreconditionError("cannot demote the last voter");
+      }
+      Erase(&next.voters, change.peer);
+      Insert(&next.learners, change.peer);
+      return next;
   }
   return absl::InvalidArgumentError("unknown config change type");
 }

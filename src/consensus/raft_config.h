@@ -18,9 +18,13 @@ struct ConfigChange {
     kAddLearner = 0,      // peer joins as a non-voting learner.
     kPromoteLearner = 1,  // learner peer becomes a voter.
     kRemovePeer = 2,      // voter or learner peer leaves the group.
+    kDemoteVoter = 3,     // voter peer becomes a non-voting learner.
   };
   Type type = Type::kAddLearner;
   PeerId peer;
+  // kAddLearner only: the leader that appended the change proposes the learner's promotion as
+  // soon as it has caught up (soft state: a later leader does not know it).
+  bool promote = false;
 };
 
 bool IsVoter(const RaftConfig& config, const PeerId& peer);
@@ -37,7 +41,8 @@ absl::Status ValidateConfig(const RaftConfig& config);
 RaftConfig NormalizeConfig(RaftConfig config);
 
 // Returns the configuration after `change`, or FAILED_PRECONDITION when the change does not apply
-// (adding a member, promoting a non-learner, removing a non-member, removing the last voter).
+// (adding a member, promoting a non-learner, removing a non-member, demoting a non-voter, removing
+// or demoting the last voter).
 absl::StatusOr<RaftConfig> ApplyConfigChange(const RaftConfig& config, const ConfigChange& change);
 
 // Serializes `config` as the data of a kConfigChange entry (docs/raft.md).

@@ -122,6 +122,7 @@ void RaftCore::BecomeCandidate() {
 
 void RaftCore::BecomeLeader() {
   role_ = Role::kLeader;
+  promote_on_catch_up_.clear();
   leader_ = options_.id;
   votes_.clear();
   failed_elections_ = 0;
@@ -423,6 +424,9 @@ void RaftCore::HandleAppendResponse(const RaftMessage& m, Progress* pr) {
   const bool was_paused = pr->IsPaused();
   if (!pr->MaybeUpdate(m.index)) {
     if (was_paused && !pr->IsPaused()) SendAppend(m.from, pr, false);
+    // A learner that caught up by a tablet copy (its match set by ReportSnapshotDone) and sees
+    // no new entries is promoted here.
+    MaybeAutoPromote(m.from, *pr);
     return;
   }
   if (pr->state() == Progress::State::kProbe) pr->BecomeReplicate();
@@ -440,6 +444,7 @@ void RaftCore::HandleAppendResponse(const RaftMessage& m, Progress* pr) {
 void RaftCore::HandleHeartbeatResponse(const RaftMessage& m, Progress* pr) {
   pr->OnHeartbeatResponse();
   if (pr->match() < log_.LastIndex()) SendAppend(m.from, pr, /*send_if_empty=*/true);
+  MaybeAutoPromote(m.from, *pr);  // Retries a promotion refused earlier (a change was pending).
 }
 
 // Sends `to` the entries from its next index (a probe when its state is kProbe). Returns true if
@@ -534,7 +539,8 @@ void RaftCore::MaybeSendTimeoutNow(const PeerId& to, const Progress& pr) {
 }
 
 void RaftCore::MaybeAutoPromote(const PeerId& peer, const Progress& pr) {
-  if (!options_.auto_promote_learners || !IsLearner(config_, peer)) return;
+  if (!IsLearner(config_, peer)) return;
+  if (!options_.auto_promote_learners && !promote_on_catch_up_.contains(peer)) return;
   if (pr.match() + options_.learner_catch_up_entries < log_.LastIndex()) return;
   absl::StatusOr<uint64_t> index =
       ProposeConfigChange(ConfigChange{ConfigChange::Type::kPromoteLearner, peer});
@@ -565,7 +571,8 @@ absl::StatusOr<uint64_t> RaftCore::Propose(std::string data, uint64_t timestamp)
 absl::StatusOr<uint64_t> RaftCore::ProposeConfigChange(const ConfigChange& change) {
   if (role_ != Role::kLeader) return NotLeaderError();
   if (!lead_transferee_.empty()) return absl::UnavailableError("leadership transfer in progress");
-  if (!pending_configs_.empty()) {
+  if (!pending_configs_.empty() &&
+      options_.testing_bug != RaftOptions::TestingBug::kAllowConcurrentConfigChanges) {
     return absl::UnavailableError("another configuration change is not committed yet");
   }
   // Without this, a change could be appended next to an uncommitted one of an earlier leader
@@ -575,6 +582,9 @@ absl::StatusOr<uint64_t> RaftCore::ProposeConfigChange(const ConfigChange& chang
   }
   if (change.type == ConfigChange::Type::kRemovePeer && change.peer == options_.id) {
     return absl::FailedPreconditionError("the leader cannot remove itself; transfer first");
+  }
+  if (change.type == ConfigChange::Type::kDemoteVoter && change.peer == options_.id) {
+    return absl::FailedPreconditionError("the leader cannot demote itself; transfer first");
   }
   if (change.type == ConfigChange::Type::kPromoteLearner) {
     const Progress* pr = progress(change.peer);
@@ -587,6 +597,11 @@ absl::StatusOr<uint64_t> RaftCore::ProposeConfigChange(const ConfigChange& chang
   BASALT_ASSIGN_OR_RETURN(RaftConfig next, ApplyConfigChange(config_, change));
   AppendLeaderEntry(EntryType::kConfigChange, EncodeConfig(next), 0);
   OnConfigAppended(log_.LastIndex(), term_, std::move(next));
+  if (change.type == ConfigChange::Type::kAddLearner && change.promote) {
+    promote_on_catch_up_.insert(change.peer);
+  } else {
+    promote_on_catch_up_.erase(change.peer);
+  }
   return log_.LastIndex();
 }
 
@@ -624,6 +639,16 @@ void RaftCore::ReportSnapshotDone(const PeerId& peer, uint64_t index) {
 }
 
 void RaftCore::ReportSnapshotFailed(const PeerId& peer) { ReportSnapshotDone(peer, 0); }
+
+void RaftCore::ReportPeerMissing(const PeerId& peer) {
+  auto it = progress_.find(peer);
+  if (role_ != Role::kLeader || it == progress_.end() ||
+      it->second.state() == Progress::State::kSnapshot) {
+    return;
+  }
+  it->second.BecomeSnapshot();
+  snapshots_needed_.push_back(peer);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Configuration tracking.

@@ -9,8 +9,8 @@
 // Features: pre-vote (thesis §9.6), randomized election timeouts in [T, 2T) with exponential
 // backoff after failed elections, heartbeats, check-quorum, log replication with batching and
 // pipelining, fast back-off on mismatch, leader step-down and leadership transfer (TimeoutNow),
-// single-server membership changes (learners, promotion, removal; a configuration takes effect
-// when appended), and a hook for followers that need a tablet copy.
+// single-server membership changes (learners, promotion, demotion, removal; a configuration
+// takes effect when appended), and a hook for followers that need a tablet copy.
 //
 // Call order: Create(); then any sequence of inputs (Tick, Step, Propose...). Whenever HasReady(),
 // call GetReady(), carry it out as Ready documents, and call Advance() with it; other inputs may
@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,6 +68,7 @@ struct RaftOptions {
     kNone,
     kCommitOldTermEntriesByCounting,  // Violates §5.4.2.
     kGrantVoteWithoutLogCheck,        // Violates the election restriction, §5.4.1.
+    kAllowConcurrentConfigChanges,    // Violates one uncommitted change at a time, thesis §4.1.
   };
   TestingBug testing_bug = TestingBug::kNone;
 };
@@ -105,8 +107,8 @@ class RaftCore {
   absl::StatusOr<uint64_t> Propose(std::string data, uint64_t timestamp = 0);
   // Appends a configuration change (it takes effect now, on append). Returns UNAVAILABLE when not
   // the leader, while another change is uncommitted, or before this leader committed an entry of
-  // its term; FAILED_PRECONDITION for a change that does not apply, removing the leader itself,
-  // or promoting a learner that has not caught up.
+  // its term; FAILED_PRECONDITION for a change that does not apply, removing or demoting the
+  // leader itself, or promoting a learner that has not caught up.
   absl::StatusOr<uint64_t> ProposeConfigChange(const ConfigChange& change);
   // Hands leadership to `peer` once it has caught up (TimeoutNow); proposals are refused until it
   // completes or an election timeout passes. UNAVAILABLE when not the leader,
@@ -118,6 +120,11 @@ class RaftCore {
   // `index`. Ignored unless the leader is waiting for that peer's copy.
   void ReportSnapshotDone(const PeerId& peer, uint64_t index);
   void ReportSnapshotFailed(const PeerId& peer);
+  // The server of member `peer` holds no replica of this group (MessageType::kPeerMissing): a
+  // leader puts the peer in the snapshot state and asks for a tablet copy through
+  // Ready::snapshots_needed, once (until the copy is reported done or failed). Ignored on a
+  // non-leader, for non-members and for peers already waiting for a copy.
+  void ReportPeerMissing(const PeerId& peer);
 
   // --- Outputs ---
   bool HasReady() const;
@@ -132,6 +139,9 @@ class RaftCore {
   const PeerId& vote() const { return vote_; }
   const PeerId& leader() const { return leader_; }  // Empty if unknown.
   const RaftConfig& config() const { return config_; }
+  // The last committed configuration and the index of its entry (0: the initial one).
+  const RaftConfig& committed_config() const { return committed_config_; }
+  uint64_t committed_config_index() const { return committed_config_index_; }
   const RaftLog& log() const { return log_; }
   // The leader's replication state for `peer`, or nullptr (not leader / not a member).
   const Progress* progress(const PeerId& peer) const;
@@ -216,6 +226,7 @@ class RaftCore {
   std::map<PeerId, bool> votes_;         // Candidates: voter -> granted.
   std::map<PeerId, Progress> progress_;  // Leader: every member but itself.
   PeerId lead_transferee_;               // Leader: transfer in progress to this peer.
+  std::set<PeerId> promote_on_catch_up_;  // Leader: learners added with ConfigChange::promote.
   bool broadcast_pending_ = false;       // Leader: new entries not yet sent (batched).
 
   std::vector<RaftMessage> outbox_;

@@ -24,6 +24,8 @@ const char* MessageTypeName(MessageType type) {
       return "HeartbeatResp";
     case MessageType::kTimeoutNow:
       return "TimeoutNow";
+    case MessageType::kPeerMissing:
+      return "PeerMissing";
   }
   return "?";
 }

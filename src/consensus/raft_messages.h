@@ -30,6 +30,10 @@ enum class MessageType : uint8_t {
   kHeartbeatResponse = 7,
   // Leadership transfer: the recipient starts an election at once, skipping pre-vote.
   kTimeoutNow = 8,
+  // Local only, never on the wire (RaftMessageTypePB has no such value): the transport tells a
+  // node that the server of `from` holds no replica of the group (it dropped the node's messages
+  // as addressed to an unknown group). A leader then needs a tablet copy to bring that peer in.
+  kPeerMissing = 9,
 };
 
 const char* MessageTypeName(MessageType type);

@@ -16,6 +16,15 @@
 DEFINE_int32(raft_heartbeat_interval_ms, 500,
              "Wall time of one Raft tick: the leader's heartbeat interval. Election timeouts are "
              "a multiple of it (see docs/raft.md).");
+DEFINE_int32(log_max_segments_to_retain, 80,
+             "Most WAL segments a leader keeps for followers that lag behind (or are down): past "
+             "it, segments the replica itself no longer needs are deleted, and such a follower is "
+             "brought back by a tablet copy instead.");
+DEFINE_int32(tablet_copy_retry_base_ms, 1000,
+             "Delay before a leader retries a failed tablet copy to a follower; it doubles (with "
+             "jitter) after each further failure to the same follower.");
+DEFINE_int32(tablet_copy_retry_max_ms, 60000,
+             "Longest delay between a leader's attempts to copy a tablet to one follower.");
 
 namespace basalt {
 
@@ -195,14 +204,26 @@ absl::StatusOr<uint64_t> RaftNode::ProposeAndWait(std::string data, absl::Durati
   return WaitFor(state, timeout);
 }
 
-void RaftNode::ChangeConfig(const ConfigChange& change, ProposeCallback callback) {
-  ProposeWith([this, change] { return core_->ProposeConfigChange(change); }, std::move(callback));
+void RaftNode::ChangeConfig(const ConfigChange& change, ProposeCallback callback,
+                            std::optional<uint64_t> cas_config_index) {
+  ProposeWith(
+      [this, change, cas_config_index]() -> absl::StatusOr<uint64_t> {
+        // On the worker, so no other change can commit between the check and the proposal.
+        if (cas_config_index.has_value() && *cas_config_index != core_->committed_config_index()) {
+          return absl::FailedPreconditionError(
+              StrCat("cas_config_index: the committed configuration's index is ",
+                     core_->committed_config_index(), ", not ", *cas_config_index));
+        }
+        return core_->ProposeConfigChange(change);
+      },
+      std::move(callback));
 }
 
 absl::StatusOr<uint64_t> RaftNode::ChangeConfigAndWait(const ConfigChange& change,
-                                                       absl::Duration timeout) {
+                                                       absl::Duration timeout,
+                                                       std::optional<uint64_t> cas_config_index) {
   auto state = std::make_shared<WaitState>();
-  ChangeConfig(change, Notifier(state));
+  ChangeConfig(change, Notifier(state), cas_config_index);
   return WaitFor(state, timeout);
 }
 
@@ -260,10 +281,16 @@ void RaftNode::WorkerLoop() {
     // Messages before ticks: after a stall, heartbeats already queued must count before the
     // ticks that accumulated meanwhile could start an election.
     for (const RaftMessage& m : messages) {
+      if (m.type == MessageType::kPeerMissing) {
+        // Not while a failed copy to that peer waits for its retry (the core would ask at once).
+        if (!copy_retries_.contains(m.from)) core_->ReportPeerMissing(m.from);
+        continue;
+      }
       core_->Step(m);
       MaybeDeliverSafeTime(m);
     }
     for (Task& task : tasks) task(absl::OkStatus());
+    if (ticks > 0) RetryDueSnapshotCopies();
     // Every proposal queued before the sample is in the log now; the heartbeats of the ticks
     // below carry the new pair.
     RecordSafeTime(safe_time, sample_term);
@@ -359,16 +386,45 @@ absl::Status RaftNode::Persist(const Ready& ready) {
 void RaftNode::StartSnapshotCopies(const std::vector<PeerId>& peers) {
   for (const PeerId& peer : peers) {
     state_machine_->StartSnapshotCopy(peer, [this, peer](const absl::Status& s, uint64_t index) {
-      LOG_IF(WARNING, !s.ok()) << "tablet copy to " << peer << " failed: " << s;
       Enqueue([this, peer, s, index](const absl::Status& cancel) {
         if (!cancel.ok()) return;
         if (s.ok()) {
+          copy_backoff_.erase(peer);
           core_->ReportSnapshotDone(peer, index);
         } else {
-          core_->ReportSnapshotFailed(peer);
+          DelaySnapshotRetry(peer, s);
         }
       });
     });
+  }
+}
+
+// The core asks for a new copy as soon as it hears of a failure, so the failure is held back:
+// the peer stays in the snapshot state (no appends) until the delay passes. Delays double per
+// failure to the same peer, with +-25% jitter, up to the cap; one log line per attempt, so a copy
+// that keeps failing logs at most about once a cap interval.
+void RaftNode::DelaySnapshotRetry(const PeerId& peer, const absl::Status& s) {
+  absl::Duration& backoff = copy_backoff_[peer];
+  const absl::Duration base = absl::Milliseconds(std::max(FLAGS_tablet_copy_retry_base_ms, 1));
+  const absl::Duration cap = std::max(absl::Milliseconds(FLAGS_tablet_copy_retry_max_ms), base);
+  backoff = backoff == absl::ZeroDuration() ? base : std::min(backoff * 2, cap);
+  const double jitter = 0.75 + 0.5 * (static_cast<double>(rng_.Next64() % 1000) / 1000.0);
+  const absl::Duration delay = backoff * jitter;
+  LOG(WARNING) << "raft replica " << options_.peer_id << " of " << options_.group_id
+               << ": tablet copy to " << peer << " failed (retry in "
+               << absl::FormatDuration(absl::Trunc(delay, absl::Milliseconds(100))) << "): " << s;
+  copy_retries_[peer] = absl::Now() + delay;
+}
+
+void RaftNode::RetryDueSnapshotCopies() {
+  const absl::Time now = absl::Now();
+  for (auto it = copy_retries_.begin(); it != copy_retries_.end();) {
+    if (it->second > now) {
+      ++it;
+      continue;
+    }
+    core_->ReportSnapshotFailed(it->first);  // Back to probing; a new copy if still needed.
+    it = copy_retries_.erase(it);
   }
 }
 
@@ -395,13 +451,20 @@ absl::Status RaftNode::ApplyCommitted(const std::vector<LogEntry>& entries) {
   return absl::OkStatus();
 }
 
-// Deletes log segments nobody needs: everything the state machine holds durably, and, on a
-// leader, what every peer already has. A follower retains only for itself; if it becomes leader,
-// peers behind its log need a tablet copy (StateMachine::StartSnapshotCopy).
+// Deletes log segments nobody needs: everything the state machine holds durably (and no copy
+// session anchors), and, on a leader, what every peer already has, unless keeping it for lagging
+// peers would exceed --log_max_segments_to_retain segments: such peers get a tablet copy instead.
+// A follower retains only for itself; if it becomes leader, peers behind its log need a tablet
+// copy (StateMachine::StartSnapshotCopy).
 void RaftNode::MaybeGcLog() {
   ticks_since_gc_ = 0;
-  uint64_t retain = std::min(state_machine_->DurableIndex(), core_->log().applied()) + 1;
-  if (core_->role() == RaftCore::Role::kLeader) {
+  const uint64_t for_itself = std::min({state_machine_->DurableIndex(), core_->log().applied(),
+                                        state_machine_->LogAnchorIndex()}) +
+                              1;
+  uint64_t retain = for_itself;
+  if (core_->role() == RaftCore::Role::kLeader &&
+      log_->SegmentSeqs().size() <=
+          static_cast<size_t>(std::max(FLAGS_log_max_segments_to_retain, 1))) {
     const RaftConfig& config = core_->config();
     for (const auto* ids : {&config.voters, &config.learners}) {
       for (const PeerId& peer : *ids) {
@@ -435,6 +498,9 @@ void RaftNode::PublishState() {
   commit_ = core_->log().committed();
   applied_ = core_->log().applied();
   config_ = core_->config();
+  committed_config_ = core_->committed_config();
+  committed_config_index_ = core_->committed_config_index();
+  last_index_ = core_->log().LastIndex();
 }
 
 void RaftNode::FailAll(const absl::Status& status) {
@@ -480,6 +546,16 @@ uint64_t RaftNode::applied_index() const {
 RaftConfig RaftNode::config() const {
   absl::MutexLock l(&mu_);
   return config_;
+}
+
+std::pair<RaftConfig, uint64_t> RaftNode::committed_config() const {
+  absl::MutexLock l(&mu_);
+  return {committed_config_, committed_config_index_};
+}
+
+uint64_t RaftNode::last_index() const {
+  absl::MutexLock l(&mu_);
+  return last_index_;
 }
 
 absl::Status RaftNode::health() const {

@@ -33,6 +33,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -124,10 +125,15 @@ class RaftNode {
   absl::StatusOr<uint64_t> ProposeAndWait(std::string data, absl::Duration timeout)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Proposes a membership change; completes like Propose when its entry is applied. Errors as
-  // RaftCore::ProposeConfigChange.
-  void ChangeConfig(const ConfigChange& change, ProposeCallback callback) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<uint64_t> ChangeConfigAndWait(const ConfigChange& change, absl::Duration timeout)
+  // RaftCore::ProposeConfigChange, and FAILED_PRECONDITION (naming cas_config_index) when
+  // `cas_config_index` is given and the committed configuration's index differs when the worker
+  // takes the change.
+  void ChangeConfig(const ConfigChange& change, ProposeCallback callback,
+                    std::optional<uint64_t> cas_config_index = std::nullopt)
       ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<uint64_t> ChangeConfigAndWait(
+      const ConfigChange& change, absl::Duration timeout,
+      std::optional<uint64_t> cas_config_index = std::nullopt) ABSL_LOCKS_EXCLUDED(mu_);
   // RaftCore::StepDown / TransferLeadership, run on the worker; they return once the core took
   // the request (the election or transfer completes later).
   absl::Status LeaderStepDown() ABSL_LOCKS_EXCLUDED(mu_);
@@ -140,6 +146,9 @@ class RaftNode {
   uint64_t commit_index() const ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t applied_index() const ABSL_LOCKS_EXCLUDED(mu_);
   RaftConfig config() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The last committed configuration and the index of its entry (0: the initial one).
+  std::pair<RaftConfig, uint64_t> committed_config() const ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t last_index() const ABSL_LOCKS_EXCLUDED(mu_);
   // OK, or the persistence error that stopped the node.
   absl::Status health() const ABSL_LOCKS_EXCLUDED(mu_);
   const PeerId& peer_id() const { return options_.peer_id; }
@@ -182,6 +191,10 @@ class RaftNode {
   absl::Status HandleReady();
   absl::Status Persist(const Ready& ready);
   void StartSnapshotCopies(const std::vector<PeerId>& peers);
+  // A copy to `peer` failed: report it to the core only after a growing delay.
+  void DelaySnapshotRetry(const PeerId& peer, const absl::Status& s);
+  // Reports the failed copies whose delay has passed.
+  void RetryDueSnapshotCopies();
   absl::Status ApplyCommitted(const std::vector<LogEntry>& entries);
   void MaybeGcLog();
   void PublishState() ABSL_LOCKS_EXCLUDED(mu_);
@@ -203,6 +216,10 @@ class RaftNode {
   std::unique_ptr<RaftCore> core_;
   std::map<uint64_t, Pending> pending_;  // By log index.
   int ticks_since_gc_ = 0;
+  // Tablet copies that failed: the current delay per peer (reset by a success), and the time at
+  // which each failure is reported to the core.
+  std::map<PeerId, absl::Duration> copy_backoff_;
+  std::map<PeerId, absl::Time> copy_retries_;
   // The safe time pair a leader sends (term 0: none yet), and the last pair a follower delivered.
   struct SafeTimePair {
     uint64_t term = 0;
@@ -228,6 +245,9 @@ class RaftNode {
   uint64_t commit_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t applied_ ABSL_GUARDED_BY(mu_) = 0;
   RaftConfig config_ ABSL_GUARDED_BY(mu_);
+  RaftConfig committed_config_ ABSL_GUARDED_BY(mu_);
+  uint64_t committed_config_index_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t last_index_ ABSL_GUARDED_BY(mu_) = 0;
 
   std::thread ticker_;  // Started by Start(), joined by Shutdown().
   std::thread worker_;

@@ -34,11 +34,15 @@ class StateMachine {
   // log GC never removes entries above it. Must not decrease.
   virtual uint64_t DurableIndex() const = 0;
 
+  // Log GC also keeps every entry above the returned index (tablet copy sessions read them). May
+  // be called from the worker at any time; the default anchors nothing.
+  virtual uint64_t LogAnchorIndex() const { return UINT64_MAX; }
+
   // ---- Snapshot hooks (tablet copy; DESIGN.md §5) ----
   // Called on the leader when follower `peer` needs entries this replica already collected: the
   // implementation starts a tablet copy to it (asynchronously, not on the calling thread) and
   // calls `done` when it ends, from any thread. The default has no tablet copy and fails at once
-  // with UNIMPLEMENTED; the leader then keeps the peer in the snapshot state until a later retry.
+  // with UNIMPLEMENTED; the node retries with a growing delay (--tablet_copy_retry_base_ms).
   virtual void StartSnapshotCopy(const PeerId& peer, SnapshotDoneCallback done) {
     done(absl::UnimplementedError("this state machine does not support tablet copy"), 0);
   }

@@ -52,6 +52,9 @@ struct ReplicaReport {
   uint64_t term = 0;
   std::string leader_uuid;
   uint32_t schema_version = 0;
+  // The replica's committed Raft configuration and the op index of its entry.
+  pb::RaftConfigPB config;
+  uint64_t config_index = 0;
 };
 
 }  // namespace basalt

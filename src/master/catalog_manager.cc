@@ -485,6 +485,8 @@ bool CatalogManager::ApplyReportLocked(const std::string& ts_uuid,
     r.term = t.term();
     r.leader_uuid = t.leader_uuid();
     r.schema_version = t.schema_version();
+    r.config = t.config();
+    r.config_index = t.committed_config_index();
     mine.insert(t.tablet_id());
   }
   return unknown;

@@ -184,7 +184,28 @@ void CatalogManager::CollectTabletTasksLocked(const TabletInfo& tablet, const Ta
     }
     return;
   }
+  // Replicas the group removed: tombstoned, unless the replica's own configuration is newer than
+  // the catalog's (the catalog has not caught up with a change yet); the tablet server checks the
+  // same with cas_config_index, so a replica added back meanwhile is never touched.
+  for (const auto& [uuid, r] : reports) {
+    if (r.state == pb::TABLET_DELETED || r.config_index > tablet.pb.config_index()) continue;
+    const bool member =
+        std::any_of(tablet.pb.config().peers().begin(), tablet.pb.config().peers().end(),
+                    [&uuid = uuid](const pb::RaftPeerPB& p) { return p.uuid() == uuid; });
+    if (member) continue;
+    if (Task* t = add(Task::Kind::kDelete, 'D', uuid)) {
+      t->del.set_dest_uuid(uuid);
+      t->del.set_tablet_id(tablet.id());
+      t->del.set_reason("the replica was removed from the tablet's configuration");
+      t->del.set_delete_type(pb::TABLET_DATA_TOMBSTONED);
+      t->del.set_cas_config_index(tablet.pb.config_index());
+    }
+  }
+  // Replicas are created only as placed: later members come in by tablet copy from the leader
+  // (an empty replica created with a later configuration could vote without the entries it
+  // once acknowledged).
   for (const pb::RaftPeerPB& peer : tablet.pb.config().peers()) {
+    if (tablet.pb.config_index() != 0) break;
     if (reports.count(peer.uuid())) continue;
     auto ts = servers.find(peer.uuid());
     // Until a server's full report arrives, the master cannot tell what it already has.
@@ -290,11 +311,19 @@ void CatalogManager::PersistStateChanges() {
       }
       if (table->deleted()) continue;
       for (const auto& tablet : TabletsLocked(id)) {
-        if (tablet->pb.state() == pb::SysTabletEntryPB::CREATING &&
-            LeaderReportLocked(tablet->id()) != nullptr) {
-          pb::SysTabletEntryPB* e = batch.add_upsert_tablets();
-          *e = tablet->pb;
-          e->set_state(pb::SysTabletEntryPB::RUNNING);
+        const ReplicaReport* leader = LeaderReportLocked(tablet->id());
+        if (leader == nullptr) continue;
+        const bool running = tablet->pb.state() == pb::SysTabletEntryPB::CREATING;
+        // The group changed its membership since the catalog last recorded it.
+        const bool new_config =
+            leader->config_index > tablet->pb.config_index() && leader->config.peers_size() > 0;
+        if (!running && !new_config) continue;
+        pb::SysTabletEntryPB* e = batch.add_upsert_tablets();
+        *e = tablet->pb;
+        if (running) e->set_state(pb::SysTabletEntryPB::RUNNING);
+        if (new_config) {
+          *e->mutable_config() = leader->config;
+          e->set_config_index(leader->config_index);
         }
       }
     }

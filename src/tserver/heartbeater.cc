@@ -103,6 +103,11 @@ absl::Status Heartbeater::Beat(Master* m) {
     FailedReplicaToReport(id, error, &report);
     current[id] = report.SerializeAsString();
   }
+  for (const auto& [id, header] : manager_->Tombstones()) {
+    pb::TSHeartbeatRequestPB::ReportedTabletPB report;
+    TombstoneToReport(header, &report);
+    current[id] = report.SerializeAsString();
+  }
   request.set_num_live_tablets(live);
   request.set_is_incremental(!m->needs_full_report);
   for (const auto& [id, bytes] : current) {

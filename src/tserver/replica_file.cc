@@ -4,6 +4,7 @@
 
 #include "common/coding.h"
 #include "common/crc32c.h"
+#include "common/status_macros.h"
 #include "common/strings.h"
 #include "proto/tablet_replica.pb.h"
 
@@ -18,15 +19,7 @@ absl::Status Corrupt(std::string_view path, std::string_view what) {
   return absl::DataLossError(ToAbsl(StrCat(path, ": ", what)));
 }
 
-}  // namespace
-
-std::string EncodeReplicaFile(const TabletReplicaMeta& meta) {
-  pb::TabletReplicaPB pb;
-  pb.set_tablet_id(meta.tablet_id);
-  pb.set_table_id(meta.table_id);
-  pb.set_table_name(meta.table_name);
-  meta.partition.ToPB(pb.mutable_partition());
-  meta.partition_schema.ToPB(pb.mutable_partition_schema());
+std::string Frame(const pb::TabletReplicaPB& pb) {
   const std::string payload = pb.SerializeAsString();
   std::string out(kReplicaMagic);
   PutFixed32(&out, crc32c::Mask(crc32c::Value(payload)));
@@ -34,8 +27,7 @@ std::string EncodeReplicaFile(const TabletReplicaMeta& meta) {
   return out;
 }
 
-absl::StatusOr<TabletReplicaMeta> DecodeReplicaFile(std::string_view data, std::string_view path,
-                                                    const Schema& schema) {
+absl::StatusOr<pb::TabletReplicaPB> Unframe(std::string_view data, std::string_view path) {
   if (data.size() < kHeaderSize || data.substr(0, kReplicaMagic.size()) != kReplicaMagic) {
     return Corrupt(path, "not a replica file (bad magic or size)");
   }
@@ -45,6 +37,50 @@ absl::StatusOr<TabletReplicaMeta> DecodeReplicaFile(std::string_view data, std::
   pb::TabletReplicaPB pb;
   if (!pb.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
     return Corrupt(path, "unparsable TabletReplicaPB");
+  }
+  if (!pb::TabletReplicaPB::DataState_IsValid(pb.data_state())) {
+    return Corrupt(path, StrCat("unknown data state ", static_cast<int>(pb.data_state())));
+  }
+  return pb;
+}
+
+}  // namespace
+
+std::string EncodeReplicaFile(const TabletReplicaMeta& meta, ReplicaDataState state) {
+  pb::TabletReplicaPB pb;
+  pb.set_tablet_id(meta.tablet_id);
+  pb.set_table_id(meta.table_id);
+  pb.set_table_name(meta.table_name);
+  meta.partition.ToPB(pb.mutable_partition());
+  meta.partition_schema.ToPB(pb.mutable_partition_schema());
+  pb.set_data_state(static_cast<pb::TabletReplicaPB::DataState>(state));
+  return Frame(pb);
+}
+
+absl::StatusOr<ReplicaFileHeader> PeekReplicaFile(std::string_view data, std::string_view path) {
+  BASALT_ASSIGN_OR_RETURN(pb::TabletReplicaPB pb, Unframe(data, path));
+  ReplicaFileHeader h;
+  h.tablet_id = pb.tablet_id();
+  h.table_id = pb.table_id();
+  h.table_name = pb.table_name();
+  h.state = static_cast<ReplicaDataState>(pb.data_state());
+  return h;
+}
+
+absl::StatusOr<std::string> ChangeReplicaFileState(std::string_view data, std::string_view path,
+                                                   ReplicaDataState state) {
+  BASALT_ASSIGN_OR_RETURN(pb::TabletReplicaPB pb, Unframe(data, path));
+  pb.set_data_state(static_cast<pb::TabletReplicaPB::DataState>(state));
+  return Frame(pb);
+}
+
+absl::StatusOr<TabletReplicaMeta> DecodeReplicaFile(std::string_view data, std::string_view path,
+                                                    const Schema& schema) {
+  BASALT_ASSIGN_OR_RETURN(pb::TabletReplicaPB pb, Unframe(data, path));
+  if (pb.data_state() != pb::TabletReplicaPB::READY) {
+    return absl::FailedPreconditionError(
+        ToAbsl(StrCat(path, ": the replica is not ready (data state ",
+                      pb::TabletReplicaPB::DataState_Name(pb.data_state()), ")")));
   }
   absl::StatusOr<Partition> partition = Partition::FromPB(pb.partition());
   if (!partition.ok())

@@ -13,6 +13,13 @@
 
 namespace basalt {
 
+// The files of a replica's directory tablets/<tablet_id>/ (docs/tserver.md).
+inline constexpr char kReplicaFileName[] = "replica";
+inline constexpr char kSuperBlockFileName[] = "superblock";
+inline constexpr char kCmetaFileName[] = "cmeta";
+// Block ids an unfinished tablet copy wrote (docs/tablet_copy.md).
+inline constexpr char kCopyBlocksFileName[] = "copy_blocks";
+
 // The durable description of a replica.
 struct TabletReplicaMeta {
   std::string tablet_id;
@@ -22,11 +29,34 @@ struct TabletReplicaMeta {
   PartitionSchema partition_schema;
 };
 
+// What the directory holds (TabletReplicaPB.DataState; the numbers are equal).
+enum class ReplicaDataState {
+  kReady = 0,       // A complete replica.
+  kTombstoned = 1,  // Data deleted, cmeta kept (term and vote).
+  kCopying = 2,     // A tablet copy is downloading into the directory.
+};
+
+// The fields readable without the tablet's schema.
+struct ReplicaFileHeader {
+  std::string tablet_id;
+  std::string table_id;
+  std::string table_name;
+  ReplicaDataState state = ReplicaDataState::kReady;
+};
+
 // The file's bytes for `meta`.
-std::string EncodeReplicaFile(const TabletReplicaMeta& meta);
-// Parses EncodeReplicaFile's output; `schema` (the tablet's) resolves the partition schema's
-// columns. DATA_LOSS naming `path` for a short file, a wrong magic, a checksum mismatch, an
-// unparsable payload or an invalid partition.
+std::string EncodeReplicaFile(const TabletReplicaMeta& meta,
+                              ReplicaDataState state = ReplicaDataState::kReady);
+// Reads the envelope and the header fields. DATA_LOSS as DecodeReplicaFile (but the partition is
+// not checked).
+absl::StatusOr<ReplicaFileHeader> PeekReplicaFile(std::string_view data, std::string_view path);
+// The same file with another data state. Errors as PeekReplicaFile.
+absl::StatusOr<std::string> ChangeReplicaFileState(std::string_view data, std::string_view path,
+                                                   ReplicaDataState state);
+// Parses EncodeReplicaFile's output of a ready replica; `schema` (the tablet's) resolves the
+// partition schema's columns. DATA_LOSS naming `path` for a short file, a wrong magic, a checksum
+// mismatch, an unparsable payload, an unknown data state or an invalid partition;
+// FAILED_PRECONDITION for a tombstone or an incomplete copy.
 absl::StatusOr<TabletReplicaMeta> DecodeReplicaFile(std::string_view data, std::string_view path,
                                                     const Schema& schema);
 

@@ -70,7 +70,8 @@ void ReplicaStatusToReport(const ReplicaStatus& st, const std::string& server_uu
   out->set_role(RoleToPB(st, server_uuid));
   out->set_term(st.term);
   out->set_leader_uuid(st.leader_uuid);
-  RaftConfigToPB(st.config, book, out->mutable_config());
+  RaftConfigToPB(st.committed_config, book, out->mutable_config());
+  out->set_committed_config_index(st.committed_config_index);
   out->set_schema_version(st.schema_version);
   if (!st.error.ok()) StatusToPB(st.error, out->mutable_error());
 }
@@ -80,6 +81,19 @@ void FailedReplicaToPB(const std::string& tablet_id, const absl::Status& error,
   out->set_tablet_id(tablet_id);
   out->set_state(pb::TABLET_FAILED);
   StatusToPB(error, out->mutable_error());
+}
+
+void TombstoneToPB(const ReplicaFileHeader& header, pb::TabletStatusPB* out) {
+  out->set_tablet_id(header.tablet_id);
+  out->set_table_id(header.table_id);
+  out->set_table_name(header.table_name);
+  out->set_state(pb::TABLET_DELETED);
+}
+
+void TombstoneToReport(const ReplicaFileHeader& header,
+                       pb::TSHeartbeatRequestPB_ReportedTabletPB* out) {
+  out->set_tablet_id(header.tablet_id);
+  out->set_state(pb::TABLET_DELETED);
 }
 
 void FailedReplicaToReport(const std::string& tablet_id, const absl::Status& error,

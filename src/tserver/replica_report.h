@@ -32,5 +32,9 @@ void FailedReplicaToPB(const std::string& tablet_id, const absl::Status& error,
                        pb::TabletStatusPB* out);
 void FailedReplicaToReport(const std::string& tablet_id, const absl::Status& error,
                            pb::TSHeartbeatRequestPB_ReportedTabletPB* out);
+// A tombstone: state TABLET_DELETED.
+void TombstoneToPB(const ReplicaFileHeader& header, pb::TabletStatusPB* out);
+void TombstoneToReport(const ReplicaFileHeader& header,
+                       pb::TSHeartbeatRequestPB_ReportedTabletPB* out);
 
 }  // namespace basalt

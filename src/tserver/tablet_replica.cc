@@ -1,6 +1,7 @@
 #include "tserver/tablet_replica.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include <glog/logging.h>
@@ -23,6 +24,8 @@
 #include "tablet/memory_budget.h"
 #include "tablet/tablet_maintenance.h"
 #include "tablet/tablet_metadata.h"
+#include "tserver/replica_tombstone.h"
+#include "tserver/tablet_copy_trigger.h"
 #include "tserver/tserver_errors.h"
 
 namespace basalt {
@@ -32,9 +35,6 @@ Counter* const kRowsWritten = MetricRegistry::Global()->GetCounter(
     "basalt_tserver_rows_written_total",
     "Row operations applied by writes this tablet server led (failed rows excluded).");
 
-constexpr char kReplicaFile[] = "replica";
-constexpr char kSuperBlockFile[] = "superblock";
-constexpr char kCmetaFile[] = "cmeta";
 // Protobuf wire tags used to build a ReplicateMsgPB without copying the payload twice.
 constexpr char kTagTimestamp = (1 << 3) | 1;      // ReplicateMsgPB.timestamp, fixed64.
 constexpr char kTagWrite = (4 << 3) | 2;          // ReplicateMsgPB.write, length-delimited.
@@ -55,7 +55,7 @@ TabletOptions MakeTabletOptions(const TabletReplicaContext& ctx, const std::stri
   o.env = ctx.env;
   o.block_manager = ctx.block_manager;
   o.block_cache = ctx.block_cache;
-  o.superblock_path = JoinPath(dir, kSuperBlockFile);
+  o.superblock_path = JoinPath(dir, kSuperBlockFileName);
   o.clock = ctx.clock;
   o.memory_budget = ctx.memory_budget;
   return o;
@@ -101,6 +101,18 @@ std::string TabletReplica::WalDir(const TabletReplicaContext& ctx, const std::st
   return JoinPath(JoinPath(ctx.wal_dir, "wals"), id);
 }
 
+std::string TabletReplica::SuperBlockPath(const TabletReplicaContext& ctx, const std::string& id) {
+  return JoinPath(TabletDir(ctx, id), kSuperBlockFileName);
+}
+
+std::string TabletReplica::CmetaPath(const TabletReplicaContext& ctx, const std::string& id) {
+  return JoinPath(TabletDir(ctx, id), kCmetaFileName);
+}
+
+std::string TabletReplica::ReplicaFilePath(const TabletReplicaContext& ctx, const std::string& id) {
+  return JoinPath(TabletDir(ctx, id), kReplicaFileName);
+}
+
 TabletReplica::TabletReplica(const TabletReplicaContext& ctx, TabletReplicaMeta meta,
                              std::unique_ptr<Tablet> tablet)
     : ctx_(ctx),
@@ -108,6 +120,8 @@ TabletReplica::TabletReplica(const TabletReplicaContext& ctx, TabletReplicaMeta 
       partition_(meta.partition),
       partition_schema_(meta.partition_schema),
       tablet_(std::move(tablet)),
+      copy_trigger_(
+          std::make_unique<TabletCopyTrigger>(ctx.server_uuid, tablet_id_, ctx.address_book)),
       // A random start, so sequence numbers of an earlier incarnation never match new ones.
       next_seq_((Random(static_cast<uint64_t>(absl::GetCurrentTimeNanos()) ^
                         reinterpret_cast<uintptr_t>(this))
@@ -134,7 +148,7 @@ absl::StatusOr<std::shared_ptr<TabletReplica>> TabletReplica::Create(
     c.committed_config = NormalizeConfig(config);
     c.peer_addresses = addresses;
     BASALT_RETURN_IF_ERROR(
-        ConsensusMetadata::Create(ctx.env, JoinPath(dir, kCmetaFile), c).status());
+        ConsensusMetadata::Create(ctx.env, JoinPath(dir, kCmetaFileName), c).status());
     std::shared_ptr<TabletReplica> r(new TabletReplica(ctx, meta, std::move(tablet)));
     BASALT_RETURN_IF_ERROR(r->PersistMeta(meta));
     return r;
@@ -150,7 +164,7 @@ absl::StatusOr<std::shared_ptr<TabletReplica>> TabletReplica::Create(
 absl::StatusOr<std::shared_ptr<TabletReplica>> TabletReplica::Open(const TabletReplicaContext& ctx,
                                                                    const std::string& tablet_id) {
   const std::string dir = TabletDir(ctx, tablet_id);
-  const std::string path = JoinPath(dir, kReplicaFile);
+  const std::string path = JoinPath(dir, kReplicaFileName);
   if (!ctx.env->FileExists(path)) {
     return absl::NotFoundError(ToAbsl(StrCat("no replica file ", path)));
   }
@@ -167,7 +181,7 @@ absl::StatusOr<std::shared_ptr<TabletReplica>> TabletReplica::Open(const TabletR
 }
 
 absl::Status TabletReplica::PersistMeta(const TabletReplicaMeta& meta) {
-  return WriteFileAtomically(ctx_.env, JoinPath(TabletDir(ctx_, tablet_id_), kReplicaFile),
+  return WriteFileAtomically(ctx_.env, JoinPath(TabletDir(ctx_, tablet_id_), kReplicaFileName),
                              EncodeReplicaFile(meta));
 }
 
@@ -178,7 +192,7 @@ absl::Status TabletReplica::Start() {
   o.group_id = tablet_id_;
   o.peer_id = ctx_.server_uuid;
   o.wal_dir = WalDir(ctx_, tablet_id_);
-  o.metadata_path = JoinPath(dir, kCmetaFile);
+  o.metadata_path = JoinPath(dir, kCmetaFileName);
   o.tick_interval_ms = ctx_.raft_tick_interval_ms;
   if (ctx_.raft_election_ticks > 0) o.raft.election_ticks = ctx_.raft_election_ticks;
   o.safe_time_source = [this] { return LeaderSafeTime(); };
@@ -204,11 +218,13 @@ absl::Status TabletReplica::Start() {
     return node.status();
   }
   RaftNode* n = node->get();
-  const bool nothing_to_replay = DurableIndex() >= replay_until_index_.load();
-  // Entries up to the durable index are not applied again: they count as applied (for safe time
-  // and for what the replica reports).
-  safe_time_.OnApplied(DurableIndex(), 0);
-  last_applied_index_.store(DurableIndex());
+  // Entries up to the durable index, and those the log no longer has (they are reflected in the
+  // superblock: log GC and tablet copy never pass it), are not applied again: they count as
+  // applied (for safe time and for what the replica reports).
+  const uint64_t applied = std::max(DurableIndex(), n->log().FirstIndex() - 1);
+  const bool nothing_to_replay = applied >= replay_until_index_.load();
+  safe_time_.OnApplied(applied, 0);
+  last_applied_index_.store(applied);
   {
     absl::MutexLock l(&mu_);
     raft_ = std::move(*node);
@@ -236,6 +252,7 @@ void TabletReplica::Shutdown() {
     node = raft_.get();
   }
   if (node != nullptr) node->Shutdown();
+  copy_trigger_->Shutdown();
   if (maintenance_ != nullptr) {
     maintenance_->Unregister();
     maintenance_.reset();
@@ -243,29 +260,11 @@ void TabletReplica::Shutdown() {
 }
 
 absl::Status TabletReplica::DeleteData() {
+  // Tombstoning first makes the deletion crash-safe: a crash halfway leaves a tombstone.
   const std::string dir = TabletDir(ctx_, tablet_id_);
-  absl::StatusOr<TabletSuperBlock> sb = ReadSuperBlock(ctx_.env, JoinPath(dir, kSuperBlockFile));
-  if (sb.ok()) {
-    std::vector<BlockId> blocks = sb->orphaned_blocks;
-    for (const RowSetMetadata& rs : sb->rowsets) {
-      for (BlockId id : rs.AllBlocks()) blocks.push_back(id);
-    }
-    for (BlockId id : blocks) {
-      absl::Status s = ctx_.block_manager->DeleteBlock(id);
-      if (!s.ok() && !absl::IsNotFound(s)) return s;
-    }
-  } else {
-    LOG(WARNING) << "deleting tablet " << tablet_id_ << " without its superblock: " << sb.status();
-  }
-  // The replica file goes first: a crash halfway leaves a directory Open-all cleans up.
-  const std::string replica_file = JoinPath(dir, kReplicaFile);
-  if (ctx_.env->FileExists(replica_file)) {
-    BASALT_RETURN_IF_ERROR(ctx_.env->DeleteFile(replica_file));
-  }
-  BASALT_RETURN_IF_ERROR(ctx_.env->DeleteDirRecursively(dir));
-  const std::string wal = WalDir(ctx_, tablet_id_);
-  if (ctx_.env->FileExists(wal)) BASALT_RETURN_IF_ERROR(ctx_.env->DeleteDirRecursively(wal));
-  return absl::OkStatus();
+  BASALT_RETURN_IF_ERROR(
+      TombstoneReplica(ctx_.env, ctx_.block_manager, dir, WalDir(ctx_, tablet_id_)));
+  return ctx_.env->DeleteDirRecursively(dir);
 }
 
 // ---- State ----------------------------------------------------------------------------------
@@ -344,6 +343,7 @@ ReplicaStatus TabletReplica::GetStatus() const {
     st.term = node->term();
     st.leader_uuid = node->leader_id();
     st.config = node->config();
+    std::tie(st.committed_config, st.committed_config_index) = node->committed_config();
   }
   st.last_applied_index = last_applied_index_.load();
   const TabletStats stats = tablet_->GetStats();

@@ -51,6 +51,7 @@
 #include "common/partition.h"
 #include "common/row_operations.h"
 #include "common/schema.h"
+#include "consensus/raft_config.h"
 #include "consensus/raft_core.h"
 #include "consensus/raft_node.h"
 #include "consensus/state_machine.h"
@@ -66,10 +67,12 @@ class BlockCache;
 class BlockManager;
 class MaintenanceManager;
 class MemoryBudget;
+class TabletCopyTrigger;
 class TabletMaintenance;
 class Transport;
 
 namespace pb {
+class ConsensusStatePB;
 class WriteRequestPB;
 class WriteResponsePB;
 class SchemaPB;
@@ -116,7 +119,10 @@ struct ReplicaStatus {
   RaftCore::Role role = RaftCore::Role::kFollower;
   uint64_t term = 0;
   std::string leader_uuid;
-  RaftConfig config;
+  RaftConfig config;  // The newest appended configuration (it takes effect on append).
+  // The last committed configuration and the op index of its entry.
+  RaftConfig committed_config;
+  uint64_t committed_config_index = 0;
   uint32_t schema_version = 0;
   uint64_t last_applied_index = 0;
   uint64_t on_disk_bytes = 0;
@@ -134,9 +140,13 @@ class TabletReplica : public StateMachine {
     std::vector<absl::Status> results;
   };
 
-  // Paths of a replica's files.
+  // Paths of a replica's files: tablets/<id>/ holds superblock, cmeta and replica; wals/<id>/
+  // the WAL.
   static std::string TabletDir(const TabletReplicaContext& ctx, const std::string& tablet_id);
   static std::string WalDir(const TabletReplicaContext& ctx, const std::string& tablet_id);
+  static std::string SuperBlockPath(const TabletReplicaContext& ctx, const std::string& tablet_id);
+  static std::string CmetaPath(const TabletReplicaContext& ctx, const std::string& tablet_id);
+  static std::string ReplicaFilePath(const TabletReplicaContext& ctx, const std::string& tablet_id);
 
   // Creates the files of a new replica: tablets/<id>/{superblock,cmeta}, then (last, so its
   // presence means a complete replica) tablets/<id>/replica. `config` is the initial Raft
@@ -180,6 +190,25 @@ class TabletReplica : public StateMachine {
   // LeaderStepDown / TransferLeadership (empty `new_leader`).
   absl::Status StepDown(const std::string& new_leader);
 
+  // ---- Membership (tablet_replica_membership.cc) ----
+
+  // One membership change (ConsensusService.ChangeConfig), proposed on the leader; returns the
+  // index of its entry once committed and applied here. `address` (ADD_PEER) goes to the address
+  // book. Errors: TABLET_NOT_RUNNING, NOT_THE_LEADER, UNAVAILABLE (another change pending, the
+  // leader not ready), FAILED_PRECONDITION (the change does not apply, a failed
+  // compare-and-set), DEADLINE_EXCEEDED (it may still commit).
+  absl::StatusOr<uint64_t> ChangeConfig(const ConfigChange& change,
+                                        std::optional<uint64_t> cas_config_index,
+                                        absl::Time deadline);
+  // This replica's view of its group. TABLET_NOT_RUNNING before the node started.
+  absl::Status GetConsensusState(pb::ConsensusStatePB* out, RaftCore::Role* role) const;
+
+  // Log anchors (tablet copy sessions): while an anchor at `index` is held, log GC keeps every
+  // entry above `index` (anchor 0 keeps everything). Release each anchor once.
+  void AnchorLog(uint64_t index) ABSL_LOCKS_EXCLUDED(mu_);
+  void ReleaseLogAnchor(uint64_t index) ABSL_LOCKS_EXCLUDED(mu_);
+  const TabletReplicaContext& context() const { return ctx_; }
+
   // ---- Observers ----
   const std::string& tablet_id() const { return tablet_id_; }
   TabletReplicaMeta meta() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -202,7 +231,8 @@ class TabletReplica : public StateMachine {
   absl::Status CheckRunning() const ABSL_LOCKS_EXCLUDED(mu_);
   // Waits until RUNNING or FAILED, or the deadline (tests, startup).
   bool WaitUntilRunning(absl::Duration timeout) const ABSL_LOCKS_EXCLUDED(mu_);
-  // All files and blocks of the replica (call after Shutdown). Errors of the Env.
+  // All files and blocks of the replica, by way of a tombstone (replica_tombstone.h), then the
+  // directory. Call after Shutdown. Errors of the Env.
   absl::Status DeleteData();
 
   // The follower's safe time hook (RaftNode's SafeTimeSink; public for tests): (T, I) from the
@@ -214,6 +244,9 @@ class TabletReplica : public StateMachine {
   // ---- StateMachine ----
   void Apply(const LogEntry& entry) override;
   uint64_t DurableIndex() const override;
+  uint64_t LogAnchorIndex() const override ABSL_LOCKS_EXCLUDED(mu_);
+  // Asks `peer`'s server to copy this replica (StartTabletCopy), on a thread of the trigger.
+  void StartSnapshotCopy(const PeerId& peer, SnapshotDoneCallback done) override;
 
  private:
   struct PendingOp;
@@ -268,6 +301,8 @@ class TabletReplica : public StateMachine {
   absl::Mutex lifecycle_mu_ ABSL_ACQUIRED_BEFORE(propose_mu_);
   // Set by Start, reset by Shutdown.
   std::unique_ptr<TabletMaintenance> maintenance_ ABSL_GUARDED_BY(lifecycle_mu_);
+  // The leader's StartTabletCopy calls to followers; shut down (joined) by Shutdown.
+  const std::unique_ptr<TabletCopyTrigger> copy_trigger_;
 
   // Serializes timestamp assignment with proposing (log order == timestamp order).
   absl::Mutex propose_mu_ ABSL_ACQUIRED_BEFORE(mu_);
@@ -290,6 +325,8 @@ class TabletReplica : public StateMachine {
   std::map<uint64_t, std::shared_ptr<PendingOp>> pending_ ABSL_GUARDED_BY(mu_);
   // Their timestamps (raw): a snapshot at t waits until none <= t remains.
   std::set<uint64_t> in_flight_ ABSL_GUARDED_BY(mu_);
+  // Log anchors of copy sessions (AnchorLog).
+  std::multiset<uint64_t> log_anchors_ ABSL_GUARDED_BY(mu_);
 
   // Written only by the RaftNode worker (Apply); atomics so observers read them without mu_.
   std::atomic<uint64_t> replay_until_index_{0};  // Entries up to it are applied with replay.

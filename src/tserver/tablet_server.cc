@@ -25,8 +25,10 @@
 #include "tablet/maintenance_manager.h"
 #include "tablet/memory_budget.h"
 #include "tserver/address_book.h"
+#include "tserver/consensus_service.h"
 #include "tserver/heartbeater.h"
 #include "tserver/scanner_manager.h"
+#include "tserver/tablet_copy_service.h"
 #include "tserver/tablet_service.h"
 #include "tserver/ts_tablet_manager.h"
 
@@ -92,6 +94,8 @@ absl::Status TabletServer::Start() {
                                                       options_.scanner_max_open);
   scanner_manager_->Start();
   BASALT_RETURN_IF_ERROR(StartRpcServer());
+  // Leaders tell followers' servers where to copy a tablet from (TabletCopyTrigger).
+  address_book_->Set(instance_->uuid(), advertised_);
 
   if (!options_.master_addresses.empty()) {
     HeartbeaterOptions h;
@@ -120,6 +124,14 @@ absl::Status TabletServer::StartRpcServer() {
   sctx.scanner_default_batch_size_bytes = options_.scanner_default_batch_size_bytes;
   tablet_service_ = NewTabletServerService(sctx);
   admin_service_ = NewTabletServerAdminService(sctx);
+  ConsensusServiceContext cctx;
+  cctx.server_uuid = instance_->uuid();
+  cctx.transport = transport_.get();
+  cctx.tablet_manager = tablet_manager_.get();
+  cctx.address_book = address_book_.get();
+  consensus_service_ = NewConsensusService(cctx);
+  tablet_copy_service_ = NewTabletCopyService(tablet_manager_.get());
+  tablet_copy_service_->Start();
   grpc::ServerBuilder builder;
   ConfigureServerBuilder(&builder);
   if (!options_.rpc_reuse_port) builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -129,7 +141,8 @@ absl::Status TabletServer::StartRpcServer() {
   builder.experimental().SetInterceptorCreators(std::move(icpt));
   builder.RegisterService(tablet_service_.get());
   builder.RegisterService(admin_service_.get());
-  builder.RegisterService(transport_->service());
+  builder.RegisterService(consensus_service_.get());
+  builder.RegisterService(tablet_copy_service_->service());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || rpc_port_ == 0) {
     return absl::UnavailableError(ToAbsl(StrCat("cannot serve on ", bind.ToString())));
@@ -286,6 +299,7 @@ void TabletServer::Shutdown() {
     server_->Wait();
   }
   if (scanner_manager_ != nullptr) scanner_manager_->Shutdown();
+  if (tablet_copy_service_ != nullptr) tablet_copy_service_->Shutdown();
   if (transport_ != nullptr) transport_->Shutdown();
   if (maintenance_manager_ != nullptr) maintenance_manager_->Shutdown();
   // Before the components the pages and metric callbacks read go away.
@@ -296,6 +310,7 @@ void TabletServer::Shutdown() {
   tablet_manager_.reset();  // Replicas unregister their maintenance ops on shutdown.
   scanner_manager_.reset();
   server_.reset();
+  tablet_copy_service_.reset();
   maintenance_manager_.reset();
   transport_.reset();
 }

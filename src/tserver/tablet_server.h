@@ -38,6 +38,7 @@ class Heartbeater;
 class HybridClock;
 class MaintenanceManager;
 class MemoryBudget;
+class TabletCopyService;
 class ScannerManager;
 class ServerInstance;
 class TsTabletManager;
@@ -100,6 +101,7 @@ class TabletServer {
   MemoryBudget* memory_budget() const { return memory_budget_.get(); }
   HybridClock* clock() const { return clock_.get(); }
   AddressBook* address_book() const { return address_book_.get(); }
+  BlockManager* block_manager() const { return block_manager_.get(); }
 
  private:
   absl::Status StartRpcServer();
@@ -126,6 +128,8 @@ class TabletServer {
   std::unique_ptr<ScannerManager> scanner_manager_;
   std::unique_ptr<grpc::Service> tablet_service_;
   std::unique_ptr<grpc::Service> admin_service_;
+  std::unique_ptr<grpc::Service> consensus_service_;
+  std::unique_ptr<TabletCopyService> tablet_copy_service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<Heartbeater> heartbeater_;
   // heartbeater_.get() once started, for OnReplicaStatusChange on other threads.

@@ -19,6 +19,7 @@
 #include "rpc/rpc_status.h"
 #include "tserver/address_book.h"
 #include "tserver/replica_report.h"
+#include "tserver/request_checks.h"
 #include "tserver/scanner.h"
 #include "tserver/scanner_manager.h"
 #include "tserver/tablet_checksum.h"
@@ -28,34 +29,8 @@
 namespace basalt {
 namespace {
 
-constexpr size_t kMaxTabletIdBytes = 128;
-
 Counter* const kRowsScanned = MetricRegistry::Global()->GetCounter(
     "basalt_tserver_rows_scanned_total", "Rows returned by scans on this tablet server.");
-
-absl::Time Deadline(const grpc::ServerContext* context, absl::Duration default_timeout) {
-  const absl::Time limit = absl::Now() + default_timeout;
-  const absl::Time d = absl::FromChrono(context->deadline());
-  return std::min(d, limit);
-}
-
-absl::Status CheckTabletId(const std::string& id) {
-  if (id.empty()) return absl::InvalidArgumentError("tablet_id: empty");
-  if (id.size() > kMaxTabletIdBytes) return absl::InvalidArgumentError("tablet_id: too long");
-  for (char c : id) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '-' || c == '_' || c == '.';
-    if (!ok) return absl::InvalidArgumentError("tablet_id: only [A-Za-z0-9._-] are allowed");
-  }
-  if (id == "." || id == "..") return absl::InvalidArgumentError("tablet_id: not a valid id");
-  return absl::OkStatus();
-}
-
-// Empty dest_uuid is accepted (a caller that does not know the uuid yet).
-absl::Status CheckDestUuid(const std::string& dest, const std::string& mine) {
-  if (!dest.empty() && dest != mine) return WrongServerUuidError(dest, mine);
-  return absl::OkStatus();
-}
 
 // The configuration of a CreateTablet request and the members' addresses (where given).
 absl::Status ParseConfig(const pb::RaftConfigPB& pb, const std::string& self, RaftConfig* config,
@@ -128,6 +103,9 @@ class TabletServerServiceImpl final : public pb::TabletServerService::Service {
     for (const auto& [id, error] : ctx_.tablet_manager->Failed()) {
       FailedReplicaToPB(id, error, response->add_tablets());
     }
+    for (const auto& [id, header] : ctx_.tablet_manager->Tombstones()) {
+      TombstoneToPB(header, response->add_tablets());
+    }
     return grpc::Status::OK;
   }
   grpc::Status Checksum(grpc::ServerContext* context, const pb::ChecksumRequestPB* request,
@@ -142,7 +120,7 @@ class TabletServerServiceImpl final : public pb::TabletServerService::Service {
     if (!request.has_schema()) return absl::InvalidArgumentError("schema: missing");
     BASALT_ASSIGN_OR_RETURN(std::shared_ptr<TabletReplica> replica,
                             ctx_.tablet_manager->Lookup(request.tablet_id()));
-    return replica->Write(request, response, Deadline(context, ctx_.default_rpc_timeout));
+    return replica->Write(request, response, RpcDeadline(context, ctx_.default_rpc_timeout));
   }
 
   absl::Status DoScan(grpc::ServerContext* context, const pb::ScanRequestPB& request,
@@ -173,7 +151,7 @@ class TabletServerServiceImpl final : public pb::TabletServerService::Service {
                             ctx_.tablet_manager->Lookup(nsr.tablet_id()));
     BASALT_ASSIGN_OR_RETURN(
         std::unique_ptr<Scanner> scanner,
-        Scanner::Open(std::move(replica), nsr, Deadline(context, ctx_.default_rpc_timeout)));
+        Scanner::Open(std::move(replica), nsr, RpcDeadline(context, ctx_.default_rpc_timeout)));
     BASALT_RETURN_IF_ERROR(scanner->NextBatch(batch, response));
     if (scanner->has_more() && !request.close_scanner()) {
       BASALT_ASSIGN_OR_RETURN(std::string id, ctx_.scanner_manager->Register(std::move(scanner)));
@@ -210,7 +188,7 @@ class TabletServerServiceImpl final : public pb::TabletServerService::Service {
                                      : HybridTime(request.snap_timestamp()));
     BASALT_ASSIGN_OR_RETURN(
         MvccSnapshot snap,
-        replica->SnapshotForRead(&ts, Deadline(context, ctx_.default_rpc_timeout)));
+        replica->SnapshotForRead(&ts, RpcDeadline(context, ctx_.default_rpc_timeout)));
     BASALT_ASSIGN_OR_RETURN(TabletChecksum sum, ChecksumTablet(*replica->tablet(), snap));
     response->set_checksum(sum.checksum);
     response->set_num_rows(sum.num_rows);
@@ -237,9 +215,17 @@ class TabletServerAdminServiceImpl final : public pb::TabletServerAdminService::
     if (s.ok()) s = CheckTabletId(request->tablet_id());
     if (s.ok()) {
       ctx_.scanner_manager->RemoveTablet(request->tablet_id());
-      s = ctx_.tablet_manager->DeleteTablet(request->tablet_id());
-      LOG_IF(INFO, s.ok()) << "deleted tablet " << request->tablet_id() << " (" << request->reason()
-                           << ")";
+      std::optional<uint64_t> cas;
+      if (request->has_cas_config_index()) cas = request->cas_config_index();
+      s = ctx_.tablet_manager->DeleteTablet(request->tablet_id(),
+                                            request->delete_type() == pb::TABLET_DATA_TOMBSTONED
+                                                ? TsTabletManager::DeleteMode::kTombstone
+                                                : TsTabletManager::DeleteMode::kDelete,
+                                            cas);
+      LOG_IF(INFO, s.ok()) << (request->delete_type() == pb::TABLET_DATA_TOMBSTONED
+                                   ? "tombstoned tablet "
+                                   : "deleted tablet ")
+                           << request->tablet_id() << " (" << request->reason() << ")";
     }
     return ToGrpcStatus(s);
   }
@@ -304,7 +290,7 @@ class TabletServerAdminServiceImpl final : public pb::TabletServerAdminService::
                             ctx_.tablet_manager->Lookup(request.tablet_id()));
     BASALT_ASSIGN_OR_RETURN(uint32_t version,
                             replica->AlterSchema(request.schema(), request.new_table_name(),
-                                                 Deadline(context, ctx_.default_rpc_timeout)));
+                                                 RpcDeadline(context, ctx_.default_rpc_timeout)));
     response->set_schema_version(version);
     return absl::OkStatus();
   }

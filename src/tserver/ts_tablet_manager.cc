@@ -6,6 +6,9 @@
 
 #include "common/status_macros.h"
 #include "common/strings.h"
+#include "consensus/consensus_metadata.h"
+#include "tserver/replica_tombstone.h"
+#include "tserver/tablet_copy_client.h"
 #include "tserver/tserver_errors.h"
 
 namespace basalt {
@@ -14,6 +17,17 @@ TsTabletManager::TsTabletManager(const TabletReplicaContext& ctx) : ctx_(ctx) {}
 
 TsTabletManager::~TsTabletManager() { Shutdown(); }
 
+absl::StatusOr<ReplicaFileHeader> TsTabletManager::ReadHeader(const std::string& id) const {
+  const std::string path = TabletReplica::ReplicaFilePath(ctx_, id);
+  std::string data;
+  BASALT_RETURN_IF_ERROR(ReadFileToString(ctx_.env, path, &data));
+  BASALT_ASSIGN_OR_RETURN(ReplicaFileHeader h, PeekReplicaFile(data, path));
+  if (h.tablet_id != id) {
+    return absl::DataLossError(ToAbsl(StrCat(path, ": holds tablet ", h.tablet_id)));
+  }
+  return h;
+}
+
 absl::Status TsTabletManager::OpenAll() {
   const std::string root = JoinPath(ctx_.data_dir, "tablets");
   BASALT_RETURN_IF_ERROR(ctx_.env->CreateDirs(root));
@@ -21,26 +35,48 @@ absl::Status TsTabletManager::OpenAll() {
   BASALT_ASSIGN_OR_RETURN(std::vector<std::string> children, ctx_.env->GetChildren(root));
   for (const std::string& id : children) {
     if (id == "." || id == "..") continue;
-    const std::string dir = JoinPath(root, id);
-    if (!ctx_.env->FileExists(JoinPath(dir, "replica"))) {
-      LOG(WARNING) << "removing " << dir << ": a tablet creation that did not complete";
-      absl::Status s = ctx_.env->DeleteDirRecursively(dir);
-      LOG_IF(WARNING, !s.ok()) << s;
-      const std::string wal = TabletReplica::WalDir(ctx_, id);
-      if (ctx_.env->FileExists(wal)) (void)ctx_.env->DeleteDirRecursively(wal);
-      continue;
-    }
-    absl::StatusOr<std::shared_ptr<TabletReplica>> r = TabletReplica::Open(ctx_, id);
-    absl::Status s = r.ok() ? (*r)->Start() : r.status();
-    absl::MutexLock l(&mu_);
-    if (s.ok()) {
-      replicas_[id] = std::move(*r);
-    } else {
-      LOG(ERROR) << "tablet " << id << " failed to open: " << s;
-      failed_[id] = s;
-    }
+    OpenOne(id);
   }
   return absl::OkStatus();
+}
+
+void TsTabletManager::OpenOne(const std::string& id) {
+  const std::string dir = TabletReplica::TabletDir(ctx_, id);
+  const std::string wal = TabletReplica::WalDir(ctx_, id);
+  if (!ctx_.env->FileExists(TabletReplica::ReplicaFilePath(ctx_, id))) {
+    LOG(WARNING) << "removing " << dir << ": a tablet creation that did not complete";
+    absl::Status s = ctx_.env->DeleteDirRecursively(dir);
+    LOG_IF(WARNING, !s.ok()) << s;
+    if (ctx_.env->FileExists(wal)) (void)ctx_.env->DeleteDirRecursively(wal);
+    return;
+  }
+  absl::StatusOr<ReplicaFileHeader> header = ReadHeader(id);
+  absl::Status s = header.status();
+  if (s.ok() && header->state == ReplicaDataState::kCopying) {
+    LOG(WARNING) << "tablet " << id << ": cleaning up a tablet copy that did not complete";
+    s = CleanUpIncompleteCopy(ctx_.env, ctx_.block_manager, dir, wal);
+    if (s.ok()) header->state = ReplicaDataState::kTombstoned;
+  } else if (s.ok() && header->state == ReplicaDataState::kTombstoned) {
+    s = FinishTombstone(ctx_.env, ctx_.block_manager, dir, wal);
+  }
+  if (s.ok() && header->state == ReplicaDataState::kTombstoned) {
+    absl::MutexLock l(&mu_);
+    tombstones_[id] = *header;
+    return;
+  }
+  std::shared_ptr<TabletReplica> replica;
+  if (s.ok()) {
+    absl::StatusOr<std::shared_ptr<TabletReplica>> r = TabletReplica::Open(ctx_, id);
+    s = r.ok() ? (*r)->Start() : r.status();
+    if (r.ok()) replica = std::move(*r);
+  }
+  absl::MutexLock l(&mu_);
+  if (s.ok()) {
+    replicas_[id] = std::move(replica);
+  } else {
+    LOG(ERROR) << "tablet " << id << " failed to open: " << s;
+    failed_[id] = s;
+  }
 }
 
 absl::Status TsTabletManager::CreateTablet(TabletReplicaMeta meta, const Schema& schema,
@@ -67,6 +103,10 @@ absl::Status TsTabletManager::CreateTablet(TabletReplicaMeta meta, const Schema&
     if (live != replicas_.end()) {
       return absl::AlreadyExistsError(ToAbsl(StrCat("tablet ", id, " already exists")));
     }
+    // A tombstone's replica left the group; it comes back only through a tablet copy.
+    if (tombstones_.contains(id)) {
+      return absl::AlreadyExistsError(ToAbsl(StrCat("tablet ", id, " is tombstoned here")));
+    }
     busy_.insert(id);
   }
   absl::StatusOr<std::shared_ptr<TabletReplica>> r =
@@ -82,8 +122,10 @@ absl::Status TsTabletManager::CreateTablet(TabletReplicaMeta meta, const Schema&
   return absl::OkStatus();
 }
 
-absl::Status TsTabletManager::DeleteTablet(const std::string& tablet_id) {
+absl::Status TsTabletManager::DeleteTablet(const std::string& tablet_id, DeleteMode mode,
+                                           std::optional<uint64_t> cas_config_index) {
   std::shared_ptr<TabletReplica> replica;
+  bool was_tombstone = false;
   {
     absl::MutexLock l(&mu_);
     if (busy_.contains(tablet_id)) {
@@ -91,26 +133,173 @@ absl::Status TsTabletManager::DeleteTablet(const std::string& tablet_id) {
     }
     auto it = replicas_.find(tablet_id);
     if (it != replicas_.end()) {
+      if (cas_config_index.has_value() && it->second->raft() != nullptr) {
+        const uint64_t index = it->second->raft()->committed_config().second;
+        if (index > *cas_config_index) {
+          return absl::FailedPreconditionError(ToAbsl(
+              StrCat("cas_config_index: tablet ", tablet_id, " has committed configuration index ",
+                     index, ", above ", *cas_config_index)));
+        }
+      }
       replica = std::move(it->second);
       replicas_.erase(it);
+    } else if (tombstones_.contains(tablet_id)) {
+      if (mode == DeleteMode::kTombstone) return absl::OkStatus();
+      was_tombstone = true;
+      tombstones_.erase(tablet_id);
     } else if (failed_.erase(tablet_id) == 0) {
       return TabletNotFoundError(tablet_id);
     }
     busy_.insert(tablet_id);
   }
+  const std::string dir = TabletReplica::TabletDir(ctx_, tablet_id);
+  const std::string wal = TabletReplica::WalDir(ctx_, tablet_id);
   absl::Status s;
-  if (replica != nullptr) {
-    replica->Shutdown();
+  if (replica != nullptr) replica->Shutdown();
+  if (mode == DeleteMode::kTombstone) {
+    s = TombstoneReplica(ctx_.env, ctx_.block_manager, dir, wal);
+  } else if (replica != nullptr) {
     s = replica->DeleteData();
   } else {
-    s = ctx_.env->DeleteDirRecursively(TabletReplica::TabletDir(ctx_, tablet_id));
-    const std::string wal = TabletReplica::WalDir(ctx_, tablet_id);
+    // A replica that failed to open, or a tombstone: nothing is readable enough to do better.
+    if (!was_tombstone) LOG(WARNING) << "deleting failed tablet " << tablet_id << " by directory";
+    s = ctx_.env->DeleteDirRecursively(dir);
     if (s.ok() && ctx_.env->FileExists(wal)) s = ctx_.env->DeleteDirRecursively(wal);
   }
+  absl::StatusOr<ReplicaFileHeader> header = absl::NotFoundError("not a tombstone");
+  if (mode == DeleteMode::kTombstone && s.ok()) header = ReadHeader(tablet_id);
   absl::MutexLock l(&mu_);
   busy_.erase(tablet_id);
-  if (!s.ok()) failed_[tablet_id] = s;
+  if (!s.ok()) {
+    failed_[tablet_id] = s;
+  } else if (mode == DeleteMode::kTombstone) {
+    if (header.ok()) {
+      tombstones_[tablet_id] = *header;
+    } else {
+      failed_[tablet_id] = header.status();
+    }
+  }
   return s;
+}
+
+absl::StatusOr<uint64_t> TsTabletManager::StartTabletCopy(const std::string& tablet_id,
+                                                          const std::string& source_uuid,
+                                                          const std::string& source_address,
+                                                          uint64_t caller_term,
+                                                          uint64_t leader_log_first_index) {
+  std::shared_ptr<TabletReplica> replaced;
+  {
+    absl::MutexLock l(&mu_);
+    if (shut_down_) return absl::UnavailableError("the tablet server is shutting down");
+    if (busy_.contains(tablet_id)) {
+      return absl::AlreadyExistsError(ToAbsl(
+          StrCat("tablet ", tablet_id, " is being copied or changed on this server already")));
+    }
+    if (auto f = failed_.find(tablet_id); f != failed_.end()) {
+      return absl::FailedPreconditionError(ToAbsl(StrCat(
+          "tablet ", tablet_id, " failed here (", f->second.ToString(), "); delete it first")));
+    }
+    if (auto it = replicas_.find(tablet_id); it != replicas_.end()) {
+      const ReplicaStatus st = it->second->GetStatus();
+      RaftNode* node = it->second->raft();
+      if (st.state == ReplicaState::kFailed || node == nullptr) {
+        return absl::FailedPreconditionError(ToAbsl(StrCat(
+            "tablet ", tablet_id, " failed here (", st.error.ToString(), "); delete it first")));
+      }
+      if (st.term > caller_term) {
+        return absl::FailedPreconditionError(
+            ToAbsl(StrCat("tablet ", tablet_id, ": the local replica is at term ", st.term,
+                          ", above the caller's term ", caller_term)));
+      }
+      const uint64_t last = node->log().LastIndex();
+      if (last + 1 >= leader_log_first_index) {
+        return absl::AlreadyExistsError(ToAbsl(StrCat(
+            "tablet ", tablet_id, ": the local replica (last log index ", last,
+            ") can catch up from the leader's log, which starts at ", leader_log_first_index)));
+      }
+      replaced = std::move(it->second);
+      replicas_.erase(it);
+    }
+    busy_.insert(tablet_id);
+  }
+  absl::StatusOr<uint64_t> result =
+      CopyAndStart(tablet_id, std::move(replaced), source_uuid, source_address);
+  absl::MutexLock l(&mu_);
+  busy_.erase(tablet_id);
+  return result;
+}
+
+absl::StatusOr<uint64_t> TsTabletManager::CopyAndStart(const std::string& tablet_id,
+                                                       std::shared_ptr<TabletReplica> replaced,
+                                                       const std::string& source_uuid,
+                                                       const std::string& source_address) {
+  const std::string dir = TabletReplica::TabletDir(ctx_, tablet_id);
+  const std::string wal = TabletReplica::WalDir(ctx_, tablet_id);
+  if (replaced != nullptr) {
+    LOG(INFO) << "tablet " << tablet_id << ": replacing the local replica, which fell behind the "
+              << "leader's log, by a copy from " << source_uuid;
+    replaced->Shutdown();
+    BASALT_RETURN_IF_ERROR(TombstoneReplica(ctx_.env, ctx_.block_manager, dir, wal));
+    absl::StatusOr<ReplicaFileHeader> h = ReadHeader(tablet_id);
+    absl::MutexLock l(&mu_);
+    if (h.ok()) tombstones_[tablet_id] = *h;
+  }
+  TabletCopyClientOptions o;
+  o.env = ctx_.env;
+  o.block_manager = ctx_.block_manager;
+  o.local_uuid = ctx_.server_uuid;
+  o.tablet_id = tablet_id;
+  o.source_address = source_address;
+  o.tablet_dir = dir;
+  o.wal_dir = wal;
+  o.cancelled = [this] {
+    absl::MutexLock l(&mu_);
+    return shut_down_;
+  };
+  const std::string cmeta = TabletReplica::CmetaPath(ctx_, tablet_id);
+  if (ctx_.env->FileExists(cmeta)) {
+    BASALT_ASSIGN_OR_RETURN(std::unique_ptr<ConsensusMetadata> m,
+                            ConsensusMetadata::Load(ctx_.env, cmeta));
+    o.local_hard_state = m->hard_state();
+  }
+  if (ctx_.env->FileExists(wal)) BASALT_RETURN_IF_ERROR(ctx_.env->DeleteDirRecursively(wal));
+  LOG(INFO) << "tablet " << tablet_id << ": copying from " << source_uuid << " (" << source_address
+            << ")";
+  const absl::Time start = absl::Now();
+  absl::StatusOr<uint64_t> last = RunTabletCopy(o);
+  if (!last.ok()) {
+    LOG(WARNING) << "tablet " << tablet_id << ": copy from " << source_uuid
+                 << " failed: " << last.status();
+    absl::StatusOr<ReplicaFileHeader> h = ReadHeader(tablet_id);
+    absl::Status s;
+    if (h.ok() && h->state == ReplicaDataState::kCopying) {
+      s = CleanUpIncompleteCopy(ctx_.env, ctx_.block_manager, dir, wal);
+      if (s.ok()) h->state = ReplicaDataState::kTombstoned;
+    } else if (!h.ok() && !ctx_.env->FileExists(TabletReplica::ReplicaFilePath(ctx_, tablet_id))) {
+      // The copy failed before it wrote anything that names the tablet.
+      if (ctx_.env->FileExists(dir)) s = ctx_.env->DeleteDirRecursively(dir);
+    }
+    absl::MutexLock l(&mu_);
+    if (!s.ok()) {
+      failed_[tablet_id] = s;
+    } else if (h.ok()) {
+      tombstones_[tablet_id] = *h;
+    }
+    return last.status();
+  }
+  absl::StatusOr<std::shared_ptr<TabletReplica>> r = TabletReplica::Open(ctx_, tablet_id);
+  absl::Status s = r.ok() ? (*r)->Start() : r.status();
+  absl::MutexLock l(&mu_);
+  tombstones_.erase(tablet_id);
+  if (!s.ok()) {
+    failed_[tablet_id] = s;
+    return s;
+  }
+  replicas_[tablet_id] = std::move(*r);
+  LOG(INFO) << "tablet " << tablet_id << ": copied from " << source_uuid << " in "
+            << absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(1)))
+            << " up to log index " << *last << "; replica started";
+  return *last;
 }
 
 absl::StatusOr<std::shared_ptr<TabletReplica>> TsTabletManager::Lookup(
@@ -135,6 +324,11 @@ std::vector<std::shared_ptr<TabletReplica>> TsTabletManager::List() const {
 std::map<std::string, absl::Status> TsTabletManager::Failed() const {
   absl::MutexLock l(&mu_);
   return failed_;
+}
+
+std::map<std::string, ReplicaFileHeader> TsTabletManager::Tombstones() const {
+  absl::MutexLock l(&mu_);
+  return tombstones_;
 }
 
 void TsTabletManager::Shutdown() {

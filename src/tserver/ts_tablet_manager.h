@@ -10,6 +10,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "tserver/replica_file.h"
 #include "tserver/tablet_replica.h"
 
 namespace basalt {
@@ -40,9 +42,31 @@ class TsTabletManager {
   absl::Status CreateTablet(TabletReplicaMeta meta, const Schema& schema, const RaftConfig& config,
                             const std::map<PeerId, std::string>& addresses)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Shuts the replica down and deletes its files and blocks. NOT_FOUND + TABLET_NOT_FOUND if
-  // absent.
-  absl::Status DeleteTablet(const std::string& tablet_id) ABSL_LOCKS_EXCLUDED(mu_);
+  enum class DeleteMode {
+    kDelete,     // Every file of the replica, its directory included (the table was dropped).
+    kTombstone,  // Data deleted, replica file and cmeta kept (replica_tombstone.h).
+  };
+  // Shuts the replica down and deletes its data (a tombstone, a replica that failed to open, or
+  // a live one). With `cas_config_index`, a live replica is only deleted if its committed
+  // configuration's index is at most that (FAILED_PRECONDITION otherwise: it was re-added since
+  // the caller looked). Tombstoning a tombstone is a no-op. NOT_FOUND + TABLET_NOT_FOUND if absent;
+  // UNAVAILABLE while the replica is being created, copied or deleted.
+  absl::Status DeleteTablet(const std::string& tablet_id, DeleteMode mode = DeleteMode::kDelete,
+                            std::optional<uint64_t> cas_config_index = std::nullopt)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Copies the replica of `tablet_id` from server `source_uuid` at `source_address` onto this
+  // server (ConsensusService.StartTabletCopy; docs/tablet_copy.md) and starts it; returns the last
+  // log index it holds. A tombstone is replaced; so is a running replica whose log ends before
+  // `leader_log_first_index` - 1 (it cannot catch up), after it is tombstoned. Errors:
+  // ALREADY_EXISTS (a copy or other change of the tablet is under way, or the local replica can
+  // catch up from the leader's log), FAILED_PRECONDITION (the local replica failed, or its term
+  // is above `caller_term`), the copy's errors (the directory is then a tombstone).
+  absl::StatusOr<uint64_t> StartTabletCopy(const std::string& tablet_id,
+                                           const std::string& source_uuid,
+                                           const std::string& source_address, uint64_t caller_term,
+                                           uint64_t leader_log_first_index)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // NOT_FOUND + TABLET_NOT_FOUND if absent.
   absl::StatusOr<std::shared_ptr<TabletReplica>> Lookup(const std::string& tablet_id) const
@@ -50,15 +74,28 @@ class TsTabletManager {
   std::vector<std::shared_ptr<TabletReplica>> List() const ABSL_LOCKS_EXCLUDED(mu_);
   // Replicas that failed to open, with why.
   std::map<std::string, absl::Status> Failed() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Tombstoned replicas, by tablet id.
+  std::map<std::string, ReplicaFileHeader> Tombstones() const ABSL_LOCKS_EXCLUDED(mu_);
 
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // Opens one directory found at start (OpenAll).
+  void OpenOne(const std::string& id) ABSL_LOCKS_EXCLUDED(mu_);
+  // StartTabletCopy once the tablet is marked busy_ and any live replica was taken out.
+  absl::StatusOr<uint64_t> CopyAndStart(const std::string& tablet_id,
+                                        std::shared_ptr<TabletReplica> replaced,
+                                        const std::string& source_uuid,
+                                        const std::string& source_address);
+  // Reads the replica file header of `id` (DATA_LOSS if corrupt).
+  absl::StatusOr<ReplicaFileHeader> ReadHeader(const std::string& id) const;
+
   const TabletReplicaContext ctx_;
 
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<TabletReplica>> replicas_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, absl::Status> failed_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, ReplicaFileHeader> tombstones_ ABSL_GUARDED_BY(mu_);
   // Ids being created or deleted (their files are changing).
   absl::flat_hash_set<std::string> busy_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;

@@ -16,6 +16,7 @@
 #include "tablet/tablet.h"
 #include "tserver/address_book.h"
 #include "tserver/heartbeater.h"
+#include "tserver/replicated_tablet_test_util.h"
 #include "tserver/tablet_replica.h"
 #include "tserver/tablet_server.h"
 #include "tserver/ts_tablet_manager.h"
@@ -24,143 +25,10 @@
 namespace basalt {
 namespace {
 
-constexpr char kTablet[] = "tablet-r3";
-
-class TserverClusterTest : public ::testing::Test {
+class TserverClusterTest : public ReplicatedTabletTest {
  protected:
   static constexpr int kNumServers = 3;
-
-  TserverClusterTest() : schema_(TestSchema()) {
-    for (int i = 0; i < kNumServers; ++i) {
-      dirs_.push_back(std::make_unique<TestDir>(StrCat("tserver_cluster_test_", i)));
-    }
-    servers_.resize(kNumServers);
-    clients_.resize(kNumServers);
-  }
-
-  void SetUp() override {
-    for (int i = 0; i < kNumServers; ++i) StartServer(i);
-    pb::CreateTabletRequestPB req = CreateTabletRequest(kTablet, Peers());
-    for (int i = 0; i < kNumServers; ++i) {
-      req.set_dest_uuid(servers_[i]->uuid());
-      absl::Status s = clients_[i]->CreateTablet(req);
-      ASSERT_TRUE(s.ok()) << s;
-    }
-  }
-
-  void StartServer(int i) {
-    TabletServerOptions o = TestServerOptions(dirs_[i]->path());
-    // Elections after 300-600 ms of silence: rare spurious ones on a loaded 2-core machine.
-    o.raft_election_ticks = 15;
-    servers_[i] = std::make_unique<TabletServer>(o);
-    ASSERT_TRUE(servers_[i]->Start().ok());
-    // A restarted server has a new port: tell the others (as the master's heartbeat responses
-    // would).
-    for (int j = 0; j < kNumServers; ++j) {
-      if (j != i && servers_[j] != nullptr) {
-        servers_[j]->address_book()->Set(servers_[i]->uuid(), servers_[i]->advertised_address());
-      }
-    }
-    clients_[i] = std::make_unique<TsClient>(servers_[i]->advertised_address().ToString());
-  }
-
-  void StopServer(int i) {
-    clients_[i].reset();
-    servers_[i].reset();
-  }
-
-  std::vector<std::pair<std::string, HostPort>> Peers() const {
-    std::vector<std::pair<std::string, HostPort>> peers;
-    for (const auto& s : servers_) peers.push_back({s->uuid(), s->advertised_address()});
-    return peers;
-  }
-
-  std::shared_ptr<TabletReplica> Replica(int i) {
-    return *servers_[i]->tablet_manager()->Lookup(kTablet);
-  }
-
-  // The index of the server whose replica leads (and is ready), or -1.
-  int WaitForLeader(const std::set<int>& alive = {0, 1, 2}) {
-    int leader = -1;
-    WaitFor([&] {
-      for (int i : alive) {
-        auto r = Replica(i);
-        if (r->raft()->role() == RaftCore::Role::kLeader && r->GetStatus().last_applied_index > 0 &&
-            r->raft()->commit_index() == r->raft()->applied_index()) {
-          leader = i;
-          return true;
-        }
-      }
-      return false;
-    });
-    return leader;
-  }
-
-  // Runs fn(leader index) against the current leader among `alive`, again on a new leader while
-  // the answer is UNAVAILABLE (not the leader, or not ready yet); returns its last status.
-  template <typename Fn>
-  absl::Status OnLeader(Fn fn, const std::set<int>& alive = {0, 1, 2}) {
-    absl::Status s = absl::UnavailableError("no leader");
-    WaitFor([&] {
-      const int leader = WaitForLeader(alive);
-      if (leader < 0) return false;
-      s = fn(leader);
-      return !absl::IsUnavailable(s);
-    });
-    return s;
-  }
-
-  // Inserts keys [from, to) through the leader; the write's timestamp in *ts.
-  absl::Status Insert(int32_t from, int32_t to, uint64_t* ts = nullptr,
-                      const std::set<int>& alive = {0, 1, 2}) {
-    WriteBuilder w(&schema_);
-    for (int32_t k = from; k < to; ++k) w.Insert(k);
-    pb::WriteResponsePB resp;
-    BASALT_RETURN_IF_ERROR(OnLeader(
-        [&](int leader) {
-          resp.Clear();
-          return clients_[leader]->Write(w.Build(kTablet), &resp);
-        },
-        alive));
-    if (resp.per_row_errors_size() > 0) {
-      return absl::InternalError(resp.per_row_errors(0).error().message());
-    }
-    if (ts != nullptr) *ts = resp.timestamp();
-    return absl::OkStatus();
-  }
-
-  // The index every live replica must reach to hold everything written so far.
-  uint64_t LeaderAppliedIndex(const std::set<int>& alive = {0, 1, 2}) {
-    const int leader = WaitForLeader(alive);
-    return leader < 0 ? 0 : Replica(leader)->GetStatus().last_applied_index;
-  }
-
-  bool WaitForApplied(int i, uint64_t index) {
-    return WaitFor([&] { return Replica(i)->GetStatus().last_applied_index >= index; });
-  }
-
-  absl::StatusOr<pb::ChecksumResponsePB> Checksum(int i, uint64_t snap) {
-    pb::ChecksumRequestPB req;
-    req.set_tablet_id(kTablet);
-    req.set_snap_timestamp(snap);
-    pb::ChecksumResponsePB resp;
-    BASALT_RETURN_IF_ERROR(clients_[i]->Checksum(req, &resp));
-    return resp;
-  }
-
-  absl::StatusOr<int64_t> CountRows(int i) {
-    pb::ScanRequestPB req;
-    req.mutable_new_scan_request()->set_tablet_id(kTablet);
-    pb::ScanResponsePB resp;
-    BASALT_RETURN_IF_ERROR(clients_[i]->Scan(req, &resp));
-    if (resp.has_more_results()) return absl::InternalError("more than one batch");
-    return resp.data().num_rows();
-  }
-
-  Schema schema_;
-  std::vector<std::unique_ptr<TestDir>> dirs_;
-  std::vector<std::unique_ptr<TabletServer>> servers_;
-  std::vector<std::unique_ptr<TsClient>> clients_;
+  TserverClusterTest() : ReplicatedTabletTest(kNumServers, kNumServers) {}
 };
 
 TEST_F(TserverClusterTest, FollowerWritesGetTheLeaderAndReplicasAgree) {

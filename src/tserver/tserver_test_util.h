@@ -27,6 +27,8 @@
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "proto/common.pb.h"
+#include "proto/consensus.grpc.pb.h"
+#include "proto/tablet_copy.grpc.pb.h"
 #include "proto/tserver.grpc.pb.h"
 #include "proto/tserver.pb.h"
 #include "rpc/net_util.h"
@@ -144,7 +146,9 @@ struct TsClient {
   explicit TsClient(const std::string& address)
       : channel(NewChannel(address)),
         ts(pb::TabletServerService::NewStub(channel)),
-        admin(pb::TabletServerAdminService::NewStub(channel)) {}
+        admin(pb::TabletServerAdminService::NewStub(channel)),
+        consensus(pb::ConsensusService::NewStub(channel)),
+        copy(pb::TabletCopyService::NewStub(channel)) {}
 
   template <typename Req, typename Resp, typename Fn>
   absl::Status Call(Fn fn, const Req& req, Resp* resp, int timeout_ms = 10000) {
@@ -203,6 +207,8 @@ struct TsClient {
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<pb::TabletServerService::Stub> ts;
   std::unique_ptr<pb::TabletServerAdminService::Stub> admin;
+  std::unique_ptr<pb::ConsensusService::Stub> consensus;
+  std::unique_ptr<pb::TabletCopyService::Stub> copy;
 };
 
 // A CreateTablet request for the test schema over the whole key space (no partitioning).

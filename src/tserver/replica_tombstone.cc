@@ -1,0 +1,85 @@
+#include "tserver/replica_tombstone.h"
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include <glog/logging.h>
+
+#include "absl/strings/str_split.h"
+#include "cfile/block_manager.h"
+#include "common/env.h"
+#include "common/status_macros.h"
+#include "common/strings.h"
+#include "tablet/tablet_metadata.h"
+#include "tserver/replica_file.h"
+
+namespace basalt {
+namespace {
+
+absl::Status DeleteBlocks(BlockManager* block_manager, const std::vector<BlockId>& blocks) {
+  for (BlockId id : blocks) {
+    absl::Status s = block_manager->DeleteBlock(id);
+    if (!s.ok() && !absl::IsNotFound(s)) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status TombstoneReplica(Env* env, BlockManager* block_manager, const std::string& tablet_dir,
+                              const std::string& wal_dir) {
+  const std::string replica = JoinPath(tablet_dir, kReplicaFileName);
+  std::string data;
+  BASALT_RETURN_IF_ERROR(ReadFileToString(env, replica, &data));
+  BASALT_ASSIGN_OR_RETURN(std::string tombstone,
+                          ChangeReplicaFileState(data, replica, ReplicaDataState::kTombstoned));
+  BASALT_RETURN_IF_ERROR(WriteFileAtomically(env, replica, tombstone));
+  return FinishTombstone(env, block_manager, tablet_dir, wal_dir);
+}
+
+absl::Status FinishTombstone(Env* env, BlockManager* block_manager, const std::string& tablet_dir,
+                             const std::string& wal_dir) {
+  const std::string superblock = JoinPath(tablet_dir, kSuperBlockFileName);
+  if (env->FileExists(superblock)) {
+    absl::StatusOr<TabletSuperBlock> sb = ReadSuperBlock(env, superblock);
+    if (sb.ok()) {
+      std::vector<BlockId> blocks = sb->orphaned_blocks;
+      for (const RowSetMetadata& rs : sb->rowsets) {
+        for (BlockId id : rs.AllBlocks()) blocks.push_back(id);
+      }
+      BASALT_RETURN_IF_ERROR(DeleteBlocks(block_manager, blocks));
+    } else {
+      // Its blocks stay behind as orphans; deleting the tablet matters more.
+      LOG(WARNING) << "tombstoning " << tablet_dir << " without its superblock: " << sb.status();
+    }
+    BASALT_RETURN_IF_ERROR(env->DeleteFile(superblock));
+  }
+  if (env->FileExists(wal_dir)) BASALT_RETURN_IF_ERROR(env->DeleteDirRecursively(wal_dir));
+  const std::string list = JoinPath(tablet_dir, kCopyBlocksFileName);
+  if (env->FileExists(list)) BASALT_RETURN_IF_ERROR(env->DeleteFile(list));
+  return absl::OkStatus();
+}
+
+absl::Status CleanUpIncompleteCopy(Env* env, BlockManager* block_manager,
+                                   const std::string& tablet_dir, const std::string& wal_dir) {
+  const std::string list = JoinPath(tablet_dir, kCopyBlocksFileName);
+  if (env->FileExists(list)) {
+    std::string data;
+    BASALT_RETURN_IF_ERROR(ReadFileToString(env, list, &data));
+    std::vector<BlockId> blocks;
+    for (absl::string_view line : absl::StrSplit(data, '\n', absl::SkipEmpty())) {
+      std::optional<BlockId> id = BlockId::FromString(std::string_view(line.data(), line.size()));
+      if (id.has_value()) {
+        blocks.push_back(*id);
+      } else {
+        LOG(WARNING) << list << ": skipping a bad line '" << line << "'";
+      }
+    }
+    BASALT_RETURN_IF_ERROR(DeleteBlocks(block_manager, blocks));
+  }
+  // The copy's superblock names only blocks of copy_blocks: deleting them again is harmless.
+  return TombstoneReplica(env, block_manager, tablet_dir, wal_dir);
+}
+
+}  // namespace basalt
