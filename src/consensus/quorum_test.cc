@@ -89,6 +89,28 @@ TEST(RaftConfigTest, SingleServerChanges) {
       ApplyConfigChange(Voters({"a"}), {ConfigChange::Type::kRemovePeer, "a"}).status()));
 }
 
+TEST(RaftConfigTest, DemoteVoterMakesItALearner) {
+  const RaftConfig config = Voters({"a", "b", "c"}, {"d"});
+  auto demoted = ApplyConfigChange(config, {ConfigChange::Type::kDemoteVoter, "b"});
+  ASSERT_TRUE(demoted.ok()) << demoted.status();
+  EXPECT_EQ(*demoted, Voters({"a", "c"}, {"b", "d"}));
+  // The demoted voter no longer counts toward commitment or elections.
+  EXPECT_EQ(CommittedIndex(*demoted, {{"a", 5}, {"b", 5}, {"c", 1}}), 1u);
+  EXPECT_EQ(TallyVotes(*demoted, {{"a", true}, {"b", true}}), VoteResult::kPending);
+  EXPECT_FALSE(QuorumActive(*demoted, {{"a", true}, {"b", true}}));
+  // And a promotion undoes it.
+  auto promoted = ApplyConfigChange(*demoted, {ConfigChange::Type::kPromoteLearner, "b"});
+  ASSERT_TRUE(promoted.ok()) << promoted.status();
+  EXPECT_EQ(*promoted, config);
+
+  for (const char* not_voter : {"d", "z"}) {
+    auto s = ApplyConfigChange(config, {ConfigChange::Type::kDemoteVoter, not_voter});
+    EXPECT_TRUE(absl::IsFailedPrecondition(s.status())) << not_voter << ": " << s.status();
+  }
+  auto last = ApplyConfigChange(Voters({"a"}, {"l"}), {ConfigChange::Type::kDemoteVoter, "a"});
+  EXPECT_TRUE(absl::IsFailedPrecondition(last.status())) << last.status();
+}
+
 TEST(RaftConfigTest, ValidateRejectsMalformedConfigs) {
   EXPECT_TRUE(ValidateConfig(Voters({"a", "b"}, {"c"})).ok());
   EXPECT_FALSE(ValidateConfig(Voters({})).ok());

@@ -712,6 +712,69 @@ TEST(RaftCoreTest, RemovedVoterNoLongerCountsTowardQuorum) {
   EXPECT_EQ(net.core("a").role(), Role::kLeader);
 }
 
+TEST(RaftCoreTest, DemotedVoterStopsCountingAndCampaigning) {
+  Network net(Voters({"a", "b", "c"}));
+  ASSERT_EQ(net.Campaign("a"), Role::kLeader);
+  ASSERT_TRUE(net.core("a").ProposeConfigChange({ConfigChange::Type::kDemoteVoter, "c"}).ok());
+  net.Process("a");
+  net.Deliver();
+  net.TickAll(2);
+  for (const char* id : {"a", "b", "c"}) {
+    EXPECT_EQ(net.core(id).config(), Voters({"a", "b"}, {"c"})) << id;
+  }
+  // c still receives the log, but its acknowledgement no longer makes a majority with a's.
+  net.Cut("a", "b");
+  auto index = net.Propose("a", "x");
+  ASSERT_TRUE(index.ok()) << index.status();
+  EXPECT_EQ(net.node("c").log.LastIndex(), *index);
+  EXPECT_LT(net.core("a").log().committed(), *index);
+  net.Recover();
+  net.TickAll(2);
+  EXPECT_EQ(net.core("a").log().committed(), *index);
+  // Without a leader, the learner c never campaigns; b, still a voter, does.
+  net.node("a").up = false;
+  net.ClearQueue();
+  for (int i = 0; i < 100; ++i) {
+    net.Tick("c");
+    for (const RaftMessage& m : net.queue()) {
+      ASSERT_NE(m.type, MessageType::kPreVote) << "demoted c campaigned";
+      ASSERT_NE(m.type, MessageType::kVote) << "demoted c campaigned";
+    }
+  }
+  EXPECT_EQ(net.core("c").role(), Role::kFollower);
+  EXPECT_EQ(net.core("c").term(), 1u);
+  net.ClearQueue();
+  net.Tick("b", 20);
+  EXPECT_TRUE(net.SentVoteRequest("b"));
+}
+
+TEST(RaftCoreTest, LeaderCannotDemoteItselfOrTheLastVoter) {
+  Network net(Voters({"a", "b"}), nullptr, {"l"});
+  ASSERT_EQ(net.Campaign("a"), Role::kLeader);
+  auto self = net.core("a").ProposeConfigChange({ConfigChange::Type::kDemoteVoter, "a"});
+  EXPECT_TRUE(absl::IsFailedPrecondition(self.status())) << self.status();
+  auto learner = net.core("a").ProposeConfigChange({ConfigChange::Type::kDemoteVoter, "l"});
+  EXPECT_TRUE(absl::IsFailedPrecondition(learner.status())) << learner.status();
+  EXPECT_EQ(net.core("a").config(), Voters({"a", "b"}));
+  // The way to demote the leader: transfer leadership first, then the new leader demotes it.
+  ASSERT_TRUE(net.core("a").TransferLeadership("b").ok());
+  net.Process("a");
+  net.Deliver();
+  ASSERT_EQ(net.core("b").role(), Role::kLeader);
+  net.TickAll(2);  // b commits an entry of its term before it may change the configuration.
+  auto demote = net.core("b").ProposeConfigChange({ConfigChange::Type::kDemoteVoter, "a"});
+  ASSERT_TRUE(demote.ok()) << demote.status();
+  net.Process("b");
+  net.Deliver();
+  net.TickAll(2);
+  EXPECT_EQ(net.core("a").config(), Voters({"b"}, {"a"}));
+  // b is now the last voter (and the leader): demoting it is refused either way.
+  auto last = net.core("b").ProposeConfigChange({ConfigChange::Type::kDemoteVoter, "b"});
+  EXPECT_TRUE(absl::IsFailedPrecondition(last.status())) << last.status();
+  ASSERT_TRUE(net.Propose("b", "y").ok());  // A single voter commits alone.
+  EXPECT_EQ(net.core("b").log().committed(), net.core("b").log().LastIndex());
+}
+
 TEST(RaftCoreTest, UncommittedConfigRevertsWhenTruncated) {
   Network net(Voters({"a", "b", "c"}), nullptr, {"d"});
   ASSERT_EQ(net.Campaign("a"), Role::kLeader);
