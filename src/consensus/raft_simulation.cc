@@ -15,6 +15,7 @@
 #include "common/random.h"
 #include "common/strings.h"
 #include "consensus/memory_log.h"
+#include "consensus/raft_config.h"
 
 namespace basalt {
 namespace {
@@ -75,15 +76,32 @@ struct InFlight {
   RaftMessage msg;
 };
 
+// One replica process. Each belongs to a slot; a slot's node that was removed from the group may
+// be added back under its id (it keeps its log and hard state), or be deleted and its slot given
+// to a fresh node with a new id ("n3", then "n3.1", ...) and an empty log.
 struct SimNode {
+  enum class State {
+    kSpare,    // Never started; no configuration names it yet.
+    kLive,     // Running, or crashed and restarted by the fault injector.
+    kDeleted,  // Replaced by a fresh node. Stays down but keeps its durable state, and restarts
+               // at the end only if a configuration still names it.
+  };
   PeerId id;
+  size_t slot = 0;
+  State state = State::kLive;
   int phase = 0;  // Substep of each tick at which this node's clock ticks.
   std::unique_ptr<Random> rng;
   MemoryLog log;
   HardState durable_hard_state;
+  // The committed configuration the shell persists when it applies its entry (Ready step 4).
+  RaftConfig durable_config;
+  uint64_t durable_config_index = 0;
+  // The configuration entries in `log` (index -> configuration), kept in step with it.
+  std::map<uint64_t, RaftConfig> log_configs;
   std::unique_ptr<RaftCore> core;  // Null while crashed.
   KvStore kv;
   uint64_t applied = 0;
+  size_t applied_configs = 0;  // Configuration entries applied since the last start.
   uint64_t checked_commit = 0;
 };
 
@@ -116,11 +134,25 @@ class Simulation {
   void Trace(const std::function<std::string()>& line);
 
   // Nodes.
+  SimNode* AddNode(size_t slot, SimNode::State state);
   void Start(SimNode* n);
   void Crash(SimNode* n);
+  void Stop(SimNode* n);  // Crash() without counting it.
   void Process(SimNode* n);
+  void TrackLogConfigs(SimNode* n, const std::vector<LogEntry>& entries);
   void Apply(SimNode* n, const LogEntry& e);
-  SimNode* Node(const PeerId& id);
+  SimNode* Node(const PeerId& id) const;
+  std::vector<SimNode*> LiveNodes() const;
+  const RaftConfig& LogConfig(const SimNode& n) const;
+
+  // Membership.
+  enum class Action { kAdd, kReadd, kReplace, kPromote, kDemote, kRemove, kTransfer };
+  static constexpr int kNumActions = 7;
+  SimNode* CurrentLeader() const;
+  void ChangeMembership();
+  std::pair<Action, SimNode*> PickMembershipAction(const SimNode& leader);
+  void ProposeMembershipChange(SimNode* leader, Action action, SimNode* target);
+  void ReviveNamedDeletedNodes();
 
   // Network.
   void Send(RaftMessage m);
@@ -135,6 +167,7 @@ class Simulation {
   // Checks.
   void CheckNewEntries(SimNode* n, const std::vector<LogEntry>& entries);
   void CheckNode(SimNode* n);
+  void CheckNewLeader(SimNode* n);
   void CheckElectableLogsHoldCommitted();
   bool Converged();
   void FinalChecks();
@@ -145,9 +178,13 @@ class Simulation {
   Random rng_;
   SimulationOptions rates_;  // options_ with fault rates scaled for this seed (swarm testing).
   bool faulty_ = true;
-  uint64_t now_ = 0;  // Substeps.
-  std::vector<std::unique_ptr<SimNode>> nodes_;
-  RaftConfig config_;
+  uint64_t now_ = 0;                             // Substeps.
+  std::vector<std::unique_ptr<SimNode>> nodes_;  // Every node ever created, in creation order.
+  std::map<PeerId, SimNode*> by_id_;
+  std::vector<SimNode*> slots_;    // The current node of each slot.
+  std::vector<int> incarnations_;  // Per slot: how many nodes replaced the first.
+  RaftConfig config_;              // The initial configuration.
+  uint64_t learner_catch_up_entries_ = 100;
   std::vector<InFlight> network_;
   std::set<std::pair<PeerId, PeerId>> blocked_;
   std::vector<Client> clients_;
@@ -169,7 +206,11 @@ class Simulation {
     uint64_t commit_term;
   };
   std::vector<Committed> committed_;
+  // The committed configuration entries (index, configuration), in log order.
+  std::vector<std::pair<uint64_t, RaftConfig>> committed_configs_;
   std::map<uint64_t, std::pair<uint64_t, size_t>> applied_;  // index -> (term, hash)
+  // The configuration entries applied, in order: every replica applies a prefix of it.
+  std::vector<std::pair<uint64_t, RaftConfig>> applied_configs_;
   std::deque<std::string> trace_;
   SimulationResult result_;
 };
@@ -192,16 +233,20 @@ Simulation::Simulation(const SimulationOptions& options) : options_(options), rn
   }
   append_bytes_ = std::vector<uint64_t>{100, 300, 4096}[rng_.Uniform(3)];
   max_inflight_ = std::vector<size_t>{1, 2, 8}[rng_.Uniform(3)];
-  for (int i = 0; i < options_.num_nodes; ++i) {
-    auto n = std::make_unique<SimNode>();
-    n->id = StrCat("n", i);
-    n->phase = static_cast<int>(rng_.Uniform(options_.substeps_per_tick));
-    n->rng = std::make_unique<Random>(rng_.Next64());
-    config_.voters.push_back(n->id);
-    nodes_.push_back(std::move(n));
+  // Draws for membership only when it is on, so that runs without it replay as they always did.
+  if (options_.membership_per_mille_per_tick > 0) {
+    rates_.membership_per_mille_per_tick *= std::vector<int>{1, 2, 4}[rng_.Uniform(3)];
+    learner_catch_up_entries_ = std::vector<uint64_t>{1, 10, 100}[rng_.Uniform(3)];
+  }
+  for (int i = 0; i < options_.num_nodes; ++i) config_.voters.push_back(StrCat("n", i));
+  config_ = NormalizeConfig(config_);
+  for (int i = 0; i < options_.num_nodes + options_.spare_nodes; ++i) {
+    AddNode(i, i < options_.num_nodes ? SimNode::State::kLive : SimNode::State::kSpare);
   }
   clients_.resize(options_.clients);
-  for (auto& n : nodes_) Start(n.get());
+  for (auto& n : nodes_) {
+    if (n->state == SimNode::State::kLive) Start(n.get());
+  }
 }
 
 void Simulation::Fail(std::string what) {
@@ -218,14 +263,45 @@ void Simulation::Trace(const std::function<std::string()>& line) {
   if (trace_.size() > 600) trace_.pop_front();
 }
 
-SimNode* Simulation::Node(const PeerId& id) {
-  for (auto& n : nodes_) {
-    if (n->id == id) return n.get();
+SimNode* Simulation::Node(const PeerId& id) const {
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? nullptr : it->second;
+}
+
+// The nodes that run or may restart: the fault injector's targets.
+std::vector<SimNode*> Simulation::LiveNodes() const {
+  std::vector<SimNode*> live;
+  for (const auto& n : nodes_) {
+    if (n->state == SimNode::State::kLive) live.push_back(n.get());
   }
-  return nullptr;
+  return live;
 }
 
 // ---- Nodes ----------------------------------------------------------------------------------
+
+// Creates the next node of `slot` (its first, or one replacing a deleted one), not started.
+SimNode* Simulation::AddNode(size_t slot, SimNode::State state) {
+  if (slot == slots_.size()) {
+    slots_.push_back(nullptr);
+    incarnations_.push_back(0);
+  } else {
+    ++incarnations_[slot];
+  }
+  auto n = std::make_unique<SimNode>();
+  n->id =
+      incarnations_[slot] == 0 ? StrCat("n", slot) : StrCat("n", slot, ".", incarnations_[slot]);
+  n->slot = slot;
+  n->state = state;
+  n->phase = static_cast<int>(rng_.Uniform(options_.substeps_per_tick));
+  n->rng = std::make_unique<Random>(rng_.Next64());
+  // A new node starts from the initial configuration (index 0) and an empty log; the leader
+  // sends it the whole log, configuration entries included (logs are never compacted here).
+  n->durable_config = config_;
+  slots_[slot] = n.get();
+  by_id_[n->id] = n.get();
+  nodes_.push_back(std::move(n));
+  return nodes_.back().get();
+}
 
 void Simulation::Start(SimNode* n) {
   RaftOptions options;
@@ -234,14 +310,20 @@ void Simulation::Start(SimNode* n) {
   options.max_append_bytes = append_bytes_;
   options.max_inflight_appends = max_inflight_;
   options.testing_bug = options_.bug;
+  options.auto_promote_learners = options_.auto_promote_learners;
+  options.learner_catch_up_entries = learner_catch_up_entries_;
+  // Restart as the node shell does: the committed configuration persisted at apply time, and the
+  // configuration entries after it re-read from the log. The state machine is rebuilt from index 1.
   RaftBootState boot;
   boot.hard_state = n->durable_hard_state;
-  boot.config = config_;
+  boot.config = n->durable_config;
+  boot.config_index = n->durable_config_index;
   auto core = RaftCore::Create(options, &n->log, boot, n->rng.get());
   CHECK(core.ok()) << core.status();
   n->core = std::move(*core);
   n->kv = KvStore();
   n->applied = 0;
+  n->applied_configs = 0;
   n->checked_commit = 0;
   Trace([&] { return StrCat("start ", n->core->DebugString()); });
   Process(n);
@@ -249,9 +331,36 @@ void Simulation::Start(SimNode* n) {
 
 void Simulation::Crash(SimNode* n) {
   Trace([&] { return StrCat("crash ", n->id); });
+  Stop(n);
+  ++result_.crashes;
+}
+
+void Simulation::Stop(SimNode* n) {
   n->core.reset();
   n->log.Crash();
-  ++result_.crashes;
+  // The log reverted to its last sync: find its configuration entries again.
+  n->log_configs.clear();
+  TrackLogConfigs(n, n->log.entries());
+}
+
+// Records the configuration entries among `entries`, just written to `n`'s log (which dropped
+// its own entries from the first index on).
+void Simulation::TrackLogConfigs(SimNode* n, const std::vector<LogEntry>& entries) {
+  if (entries.empty()) return;
+  auto overwritten = n->log_configs.lower_bound(entries.front().index);
+  result_.configs_overwritten += static_cast<int>(std::distance(overwritten, n->log_configs.end()));
+  n->log_configs.erase(overwritten, n->log_configs.end());
+  for (const LogEntry& e : entries) {
+    if (e.type != EntryType::kConfigChange) continue;
+    absl::StatusOr<RaftConfig> config = DecodeConfig(e.data);
+    CHECK(config.ok()) << config.status();  // Only RaftCore writes configuration entries.
+    n->log_configs.emplace(e.index, std::move(*config));
+  }
+}
+
+// The configuration `n`'s log implies: that of its last configuration entry, or the initial one.
+const RaftConfig& Simulation::LogConfig(const SimNode& n) const {
+  return n.log_configs.empty() ? config_ : n.log_configs.rbegin()->second;
 }
 
 void Simulation::Process(SimNode* n) {
@@ -259,6 +368,7 @@ void Simulation::Process(SimNode* n) {
     Ready ready = n->core->GetReady();
     CheckNewEntries(n, ready.entries);
     n->log.Append(ready.entries);
+    TrackLogConfigs(n, ready.entries);
     const bool wrote = ready.hard_state.has_value() || !ready.entries.empty();
     if (faulty_ && wrote && Chance(rates_.crash_mid_ready_per_mille)) {
       Crash(n);  // Before the sync: the write is lost, and nothing that depends on it was sent.
@@ -284,6 +394,23 @@ void Simulation::Apply(SimNode* n, const LogEntry& e) {
     return Fail(StrCat("state machine safety: ", n->id, " applied term ", e.term, " at index ",
                        e.index, " where another replica applied term ", it->second.first));
   }
+  if (e.type == EntryType::kConfigChange) {
+    // Every replica applies the same configurations in the same order: a prefix of one sequence.
+    absl::StatusOr<RaftConfig> config = DecodeConfig(e.data);
+    CHECK(config.ok()) << config.status();
+    const size_t k = n->applied_configs++;
+    if (k == applied_configs_.size()) {
+      applied_configs_.emplace_back(e.index, *config);
+    } else if (applied_configs_[k] != std::make_pair(e.index, *config)) {
+      return Fail(StrCat("configuration safety: ", n->id, " applied ", ConfigToString(*config),
+                         " at index ", e.index, " as configuration #", k, " where another replica",
+                         " applied ", ConfigToString(applied_configs_[k].second), " at index ",
+                         applied_configs_[k].first));
+    }
+    n->durable_config = std::move(*config);
+    n->durable_config_index = e.index;
+    return;
+  }
   if (e.type != EntryType::kNormal) return;
   std::optional<KvOp> op = DecodeOp(e.data);
   if (!op) return Fail(StrCat("undecodable entry at ", e.index));
@@ -307,6 +434,10 @@ void Simulation::Apply(SimNode* n, const LogEntry& e) {
 
 void Simulation::Send(RaftMessage m) {
   const int s = options_.substeps_per_tick;
+  if ((m.type == MessageType::kPreVote || m.type == MessageType::kVote) &&
+      !IsMember(committed_configs_.empty() ? config_ : committed_configs_.back().second, m.from)) {
+    ++result_.removed_node_campaigns;
+  }
   if (faulty_ && Chance(rates_.loss_per_mille)) {
     Trace([&] { return StrCat("lose ", MessageToString(m)); });
     return;
@@ -344,11 +475,12 @@ void Simulation::DeliverDue() {
 
 void Simulation::Partition() {
   ++result_.partitions;
-  const size_t n = nodes_.size();
+  const std::vector<SimNode*> nodes = LiveNodes();
+  const size_t n = nodes.size();
   switch (rng_.Uniform(3)) {
     case 0: {  // Isolate one node.
-      const PeerId& id = nodes_[rng_.Uniform(n)]->id;
-      for (auto& other : nodes_) {
+      const PeerId& id = nodes[rng_.Uniform(n)]->id;
+      for (SimNode* other : nodes) {
         blocked_.insert({id, other->id});
         blocked_.insert({other->id, id});
       }
@@ -360,15 +492,15 @@ void Simulation::Partition() {
       for (size_t i = 0; i < n; ++i) side[i] = rng_.OneIn(2);
       for (size_t i = 0; i < n; ++i) {
         for (size_t j = 0; j < n; ++j) {
-          if (side[i] != side[j]) blocked_.insert({nodes_[i]->id, nodes_[j]->id});
+          if (side[i] != side[j]) blocked_.insert({nodes[i]->id, nodes[j]->id});
         }
       }
       Trace([] { return std::string("split partition"); });
       break;
     }
     default: {  // Cut one direction of one link.
-      const PeerId& a = nodes_[rng_.Uniform(n)]->id;
-      const PeerId& b = nodes_[rng_.Uniform(n)]->id;
+      const PeerId& a = nodes[rng_.Uniform(n)]->id;
+      const PeerId& b = nodes[rng_.Uniform(n)]->id;
       blocked_.insert({a, b});
       Trace([&] { return StrCat("cut ", a, "->", b); });
       break;
@@ -382,13 +514,166 @@ void Simulation::InjectFaults() {
     blocked_.clear();
     Trace([] { return std::string("heal"); });
   }
-  for (auto& n : nodes_) {
+  for (SimNode* n : LiveNodes()) {
     const bool leader = n->core && n->core->role() == RaftCore::Role::kLeader;
     if (n->core && (Chance(rates_.crash_per_mille_per_tick) ||
                     (leader && Chance(rates_.crash_leader_per_mille_per_tick)))) {
-      Crash(n.get());
+      Crash(n);
     } else if (!n->core && Chance(rates_.restart_per_mille_per_tick)) {
-      Start(n.get());
+      Start(n);
+    }
+  }
+  // No draw when off, so that runs without membership changes replay as they always did.
+  if (rates_.membership_per_mille_per_tick > 0 && Chance(rates_.membership_per_mille_per_tick)) {
+    ChangeMembership();
+  }
+}
+
+// ---- Membership -----------------------------------------------------------------------------
+
+// The running leader of the highest term, or null.
+SimNode* Simulation::CurrentLeader() const {
+  SimNode* leader = nullptr;
+  for (const auto& n : nodes_) {
+    if (n->core && n->core->role() == RaftCore::Role::kLeader &&
+        (leader == nullptr || n->core->term() > leader->core->term())) {
+      leader = n.get();
+    }
+  }
+  return leader;
+}
+
+// Proposes a random single-server change (or a leadership transfer) on the leader, as an
+// operator or the master would. Refusals (a change pending, a learner not caught up, no entry of
+// the leader's term committed yet) are normal and only traced.
+void Simulation::ChangeMembership() {
+  SimNode* leader = CurrentLeader();
+  if (leader == nullptr) return;
+  const auto [action, target] = PickMembershipAction(*leader);
+  if (target == nullptr) return;
+  if (action == Action::kTransfer) {
+    const absl::Status s = leader->core->TransferLeadership(target->id);
+    Trace([&] { return StrCat("transfer ", leader->id, " -> ", target->id, ": ", s.ToString()); });
+  } else {
+    ProposeMembershipChange(leader, action, target);
+  }
+  Process(leader);
+}
+
+// Picks an action and its target among those the leader's configuration allows, with weights
+// that steer the number of voters back toward num_nodes. Returns a null target if none applies.
+std::pair<Simulation::Action, SimNode*> Simulation::PickMembershipAction(const SimNode& leader) {
+  const RaftConfig& config = leader.core->config();
+  std::vector<SimNode*> targets[kNumActions];
+  auto add = [&](Action action, SimNode* n) { targets[static_cast<int>(action)].push_back(n); };
+  for (SimNode* n : slots_) {
+    if (IsMember(config, n->id)) continue;
+    if (n->state == SimNode::State::kSpare) {
+      add(Action::kAdd, n);
+    } else {
+      add(Action::kReadd, n);
+      add(Action::kReplace, n);
+    }
+  }
+  for (const PeerId& id : config.learners) {
+    add(Action::kPromote, Node(id));
+    add(Action::kRemove, Node(id));
+  }
+  for (const PeerId& id : config.voters) {
+    if (id == leader.id) continue;
+    for (Action action : {Action::kDemote, Action::kRemove, Action::kTransfer}) {
+      add(action, Node(id));
+    }
+  }
+  const bool few = config.voters.size() < static_cast<size_t>(options_.num_nodes);
+  const bool many = config.voters.size() > static_cast<size_t>(options_.num_nodes);
+  // In the order of Action.
+  const int weights[kNumActions] = {2, 1, 1, few ? 6 : 2, many ? 4 : 1, many ? 4 : 1, 1};
+  int total = 0;
+  for (int a = 0; a < kNumActions; ++a) total += targets[a].empty() ? 0 : weights[a];
+  if (total == 0) return {Action::kAdd, nullptr};
+  int pick = static_cast<int>(rng_.Uniform(total));
+  int a = 0;
+  for (; targets[a].empty() || pick >= weights[a]; ++a) pick -= targets[a].empty() ? 0 : weights[a];
+  return {static_cast<Action>(a), targets[a][rng_.Uniform(targets[a].size())]};
+}
+
+void Simulation::ProposeMembershipChange(SimNode* leader, Action action, SimNode* target) {
+  static constexpr ConfigChange::Type kTypes[] = {
+      ConfigChange::Type::kAddLearner,  ConfigChange::Type::kAddLearner,
+      ConfigChange::Type::kAddLearner,  ConfigChange::Type::kPromoteLearner,
+      ConfigChange::Type::kDemoteVoter, ConfigChange::Type::kRemovePeer};
+  static constexpr const char* kNames[] = {"add",     "re-add", "replace",
+                                           "promote", "demote", "remove"};
+  const int a = static_cast<int>(action);
+  ConfigChange change{kTypes[a], target->id};
+  if (action == Action::kReplace) {
+    // The new node's id: the next incarnation of the slot (AddNode names it the same way).
+    change.peer = StrCat("n", target->slot, ".", incarnations_[target->slot] + 1);
+  }
+  const absl::StatusOr<uint64_t> index = leader->core->ProposeConfigChange(change);
+  Trace([&] {
+    return StrCat("propose ", kNames[a], " ", change.peer, " at ", leader->id, ": ",
+                  index.ok() ? StrCat("#", *index) : index.status().ToString());
+  });
+  if (!index.ok()) return;
+  switch (action) {
+    case Action::kAdd:
+      ++result_.learners_added;
+      target->state = SimNode::State::kLive;
+      Start(target);
+      break;
+    case Action::kReplace: {
+      // The removed node is deleted and a fresh one with an empty log takes its slot.
+      ++result_.learners_added;
+      Stop(target);
+      target->state = SimNode::State::kDeleted;
+      SimNode* fresh = AddNode(target->slot, SimNode::State::kLive);
+      CHECK_EQ(fresh->id, change.peer);
+      Start(fresh);
+      break;
+    }
+    case Action::kReadd:
+      ++result_.nodes_readded;  // With its log and hard state; if down, it restarts later.
+      if (options_.readd_with_empty_log) {
+        // Deliberately unsafe: the node loses its log (keeping its term and vote).
+        Stop(target);
+        target->log = MemoryLog();
+        target->log_configs.clear();
+        target->durable_hard_state.commit = 0;
+        target->durable_config = config_;
+        target->durable_config_index = 0;
+        Start(target);
+      }
+      break;
+    case Action::kPromote:
+      ++result_.promotions;
+      break;
+    case Action::kDemote:
+      ++result_.demotions;
+      break;
+    case Action::kRemove:
+      ++result_.removals;
+      break;
+    case Action::kTransfer:
+      break;
+  }
+}
+
+// Restarts every deleted node that some running replica's configuration still names. Only at
+// the end: a deleted node has its durable state, so this is just a long crash, and it lets every
+// member of the final configuration converge even in the rare runs where a stale leader deleted
+// a node that a newer configuration names.
+void Simulation::ReviveNamedDeletedNodes() {
+  for (const auto& d : nodes_) {
+    if (d->state != SimNode::State::kDeleted) continue;
+    for (const auto& n : nodes_) {
+      if (n->core && IsMember(n->core->config(), d->id)) {
+        Trace([&] { return StrCat("revive ", d->id, ", named by ", n->id); });
+        d->state = SimNode::State::kLive;
+        Start(d.get());
+        break;
+      }
     }
   }
 }
@@ -462,25 +747,25 @@ void Simulation::CheckNewEntries(SimNode* n, const std::vector<LogEntry>& entrie
 void Simulation::CheckNode(SimNode* n) {
   RaftCore& core = *n->core;
   const RaftLog& log = core.log();
+  // A configuration takes effect when its entry is appended and reverts when that entry is
+  // overwritten: the configuration in force is always the last one in the log.
+  if (core.config() != LogConfig(*n)) {
+    return Fail(StrCat("configuration tracking: ", n->id, " uses ", ConfigToString(core.config()),
+                       " but the last configuration in its log is ",
+                       ConfigToString(LogConfig(*n))));
+  }
   if (core.role() == RaftCore::Role::kLeader) {
+    if (!IsVoter(core.config(), n->id)) {
+      return Fail(StrCat(n->id, " leads term ", core.term(), " but is not a voter of ",
+                         ConfigToString(core.config())));
+    }
     auto [it, inserted] = leaders_.emplace(core.term(), n->id);
     if (!inserted && it->second != n->id) {
       return Fail(StrCat("election safety: ", it->second, " and ", n->id, " both leaders of term ",
                          core.term()));
     }
-    if (inserted) {
-      ++result_.leaders_elected;
-      Trace([&] { return StrCat("elected ", core.DebugString()); });
-      // Leader completeness: an entry committed in a term is in the log of every leader of a
-      // higher term. (A leader of a lower term may finish its election late and lack it.)
-      for (size_t i = 1; i <= committed_.size(); ++i) {
-        if (committed_[i - 1].commit_term < core.term() &&
-            !log.MatchTerm(i, committed_[i - 1].term)) {
-          return Fail(StrCat("leader completeness: ", n->id, " leads term ", core.term(),
-                             " without committed entry ", i));
-        }
-      }
-    }
+    if (inserted) CheckNewLeader(n);
+    if (!ok()) return;
   }
   // Commit indexes: every replica commits the same entries.
   if (log.committed() > n->checked_commit) {
@@ -489,6 +774,10 @@ void Simulation::CheckNode(SimNode* n) {
     for (const LogEntry& e : *entries) {
       if (e.index > committed_.size()) {
         committed_.push_back(Committed{e.term, EntryHash(e), core.term()});
+        if (e.type == EntryType::kConfigChange) {
+          committed_configs_.emplace_back(e.index, *DecodeConfig(e.data));
+          ++result_.configs_committed;
+        }
       } else if (committed_[e.index - 1].term != e.term ||
                  committed_[e.index - 1].hash != EntryHash(e)) {
         return Fail(StrCat("commit safety: ", n->id, " committed term ", e.term, " at index ",
@@ -500,55 +789,117 @@ void Simulation::CheckNode(SimNode* n) {
   }
 }
 
-// Leader completeness, checked ahead of any election: a replica whose durable log is at least as
-// up to date (§5.4.1) as those of a majority could collect a majority of votes, so it must already
-// hold every committed entry. (By log matching, holding the last committed entry suffices.) This
-// catches a premature commit at once rather than only if the unlucky election happens.
+void Simulation::CheckNewLeader(SimNode* n) {
+  RaftCore& core = *n->core;
+  const RaftLog& log = core.log();
+  ++result_.leaders_elected;
+  Trace([&] { return StrCat("elected ", core.DebugString()); });
+  // Leader completeness: an entry committed in a term is in the log of every leader of a higher
+  // term. (A leader of a lower term may finish its election late and lack it.)
+  for (size_t i = 1; i <= committed_.size(); ++i) {
+    if (committed_[i - 1].commit_term < core.term() && !log.MatchTerm(i, committed_[i - 1].term)) {
+      return Fail(StrCat("leader completeness: ", n->id, " leads term ", core.term(),
+                         " without committed entry ", i));
+    }
+  }
+  // A node whose removal was committed before this term never leads it, unless its log adds it
+  // back after that configuration. (A removed node that missed its removal still campaigns with
+  // its stale configuration, but cannot collect a majority; and a stale leader of an older term
+  // may finish its election after its removal was committed in a newer one.)
+  const std::pair<uint64_t, RaftConfig>* last = nullptr;
+  for (auto it = committed_configs_.rbegin(); it != committed_configs_.rend(); ++it) {
+    if (committed_[it->first - 1].commit_term < core.term()) {
+      last = &*it;
+      break;
+    }
+  }
+  if (IsMember(last == nullptr ? config_ : last->second, n->id)) return;
+  const uint64_t since = last == nullptr ? 0 : last->first;
+  for (auto it = n->log_configs.upper_bound(since); it != n->log_configs.end(); ++it) {
+    if (IsMember(it->second, n->id)) return;
+  }
+  Fail(StrCat("membership: ", n->id, " leads term ", core.term(), " but the configuration ",
+              "committed before it (index ", since, ") excludes it and no later one in its log ",
+              "adds it back"));
+}
+
+// Leader completeness, checked ahead of any election: a replica that is a voter of the
+// configuration its log implies, and whose durable log is at least as up to date (§5.4.1) as
+// those of a majority of that configuration's voters, could collect a majority of votes (at a new
+// term, from voters that are running or restarted), so it must already hold every committed
+// entry. (By log matching, holding the last committed entry suffices.) This catches a premature
+// commit at once rather than only if the unlucky election happens. Deleted nodes count: they
+// keep their durable state and could be restarted.
 void Simulation::CheckElectableLogsHoldCommitted() {
   if (committed_.empty()) return;
   const uint64_t index = committed_.size();
-  for (auto& x : nodes_) {
-    const OpId last_x{*x->log.Term(x->log.LastIndex()), x->log.LastIndex()};
+  auto last_op = [](const SimNode& n) {
+    return OpId{*n.log.Term(n.log.LastIndex()), n.log.LastIndex()};
+  };
+  for (const auto& x : nodes_) {
+    if (x->state == SimNode::State::kSpare) continue;
+    const RaftConfig& config = LogConfig(*x);
+    if (!IsVoter(config, x->id)) continue;
+    const OpId last_x = last_op(*x);
     size_t not_newer = 0;
-    for (auto& y : nodes_) {
-      not_newer += OpId{*y->log.Term(y->log.LastIndex()), y->log.LastIndex()} <= last_x;
+    for (const PeerId& voter : config.voters) {
+      const SimNode* y = Node(voter);
+      not_newer += y != nullptr && y->state != SimNode::State::kSpare && last_op(*y) <= last_x;
     }
-    if (not_newer < nodes_.size() / 2 + 1) continue;
+    if (not_newer < config.voters.size() / 2 + 1) continue;
     absl::StatusOr<uint64_t> term = x->log.Term(index);
     if (!term.ok() || *term != committed_[index - 1].term) {
       return Fail(StrCat("leader completeness: ", x->id, " could win an election (log ends at ",
-                         last_x.term, "/", last_x.index, ") without committed entry ", index));
+                         last_x.term, "/", last_x.index, ", ", ConfigToString(config),
+                         ") without committed entry ", index));
     }
   }
 }
 
+// The group has converged when one leader has committed its whole log (so its configuration is
+// committed) and every member of that configuration, learners included, runs and has applied
+// all of it. Nodes outside the final configuration need not converge.
 bool Simulation::Converged() {
   for (const Client& c : clients_) {
     if (c.busy) return false;
   }
-  int leaders = 0;
+  SimNode* leader = nullptr;
   for (auto& n : nodes_) {
-    if (!n->core) return false;
-    const RaftLog& log = n->core->log();
-    if (log.committed() != nodes_[0]->core->log().LastIndex() ||
-        log.LastIndex() != log.committed() || n->applied != log.committed()) {
-      return false;
+    if (n->core && n->core->role() == RaftCore::Role::kLeader) {
+      if (leader != nullptr) return false;
+      leader = n.get();
     }
-    leaders += n->core->role() == RaftCore::Role::kLeader;
   }
-  return leaders == 1;
+  if (leader == nullptr) return false;
+  const uint64_t last = leader->core->log().LastIndex();
+  if (leader->core->log().committed() != last) return false;
+  const RaftConfig& config = leader->core->config();
+  for (const auto* ids : {&config.voters, &config.learners}) {
+    for (const PeerId& id : *ids) {
+      const SimNode* n = Node(id);
+      if (!n->core) return false;
+      const RaftLog& log = n->core->log();
+      if (log.committed() != last || log.LastIndex() != last || n->applied != last) return false;
+    }
+  }
+  return true;
 }
 
 void Simulation::FinalChecks() {
-  const SimNode& first = *nodes_[0];
+  const SimNode* leader = CurrentLeader();
+  const RaftConfig& config = leader->core->config();
   for (auto& n : nodes_) {
-    if (!(n->kv == first.kv)) return Fail(StrCat(n->id, " and ", first.id, " states differ"));
+    if (!n->core) continue;
+    if (IsMember(config, n->id) && !(n->kv == leader->kv)) {
+      return Fail(StrCat(n->id, " and ", leader->id, " states differ"));
+    }
     for (const auto& [req, count] : n->kv.applications()) {
       if (count != 1) return Fail(StrCat("request ", req, " applied ", count, " times"));
     }
   }
   // Replay the committed log: the linearization order is the log order.
-  auto entries = first.core->log().Entries(1, first.core->log().committed() + 1, UINT64_MAX);
+  const RaftLog& log = leader->core->log();
+  auto entries = log.Entries(1, log.committed() + 1, UINT64_MAX);
   CHECK(entries.ok());
   KvStore reference;
   std::map<uint64_t, uint64_t> position;  // req id -> index of its first entry
@@ -575,7 +926,7 @@ void Simulation::FinalChecks() {
       }
     }
   }
-  result_.final_commit_index = first.core->log().committed();
+  result_.final_commit_index = log.committed();
 }
 
 // ---- Driver ---------------------------------------------------------------------------------
@@ -583,6 +934,7 @@ void Simulation::FinalChecks() {
 void Simulation::RunSubstep() {
   const int sub = static_cast<int>(now_ % options_.substeps_per_tick);
   if (sub == 0 && faulty_) InjectFaults();
+  if (sub == 0 && !faulty_) ReviveNamedDeletedNodes();
   for (auto& n : nodes_) {
     if (ok() && n->core && n->phase == sub) {
       n->core->Tick();
@@ -601,15 +953,17 @@ SimulationResult Simulation::Run() {
   faulty_ = false;
   blocked_.clear();
   Trace([] { return std::string("heal all, restart all"); });
-  for (auto& n : nodes_) {
-    if (ok() && !n->core) Start(n.get());
+  for (SimNode* n : LiveNodes()) {
+    if (ok() && !n->core) Start(n);
   }
   const uint64_t deadline =
       now_ + static_cast<uint64_t>(options_.max_convergence_ticks) * options_.substeps_per_tick;
   while (ok() && now_ < deadline && !Converged()) RunSubstep();
   if (ok() && !Converged()) {
     std::string state;
-    for (auto& n : nodes_) StrAppend(&state, "\n  ", n->core->DebugString());
+    for (auto& n : nodes_) {
+      StrAppend(&state, "\n  ", n->core ? n->core->DebugString() : StrCat(n->id, " down"));
+    }
     Fail(StrCat("no convergence within ", options_.max_convergence_ticks, " ticks:", state));
   }
   if (ok()) FinalChecks();

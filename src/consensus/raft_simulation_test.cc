@@ -1,9 +1,10 @@
 // Seeded simulation of Raft groups under faults (raft_simulation.h).
 //
-//   BASALT_SIM_SEEDS=N     runs N seeds instead of the default 1,000;
+//   BASALT_SIM_SEEDS=N     runs N seeds instead of the default 1,000 (in each of the two suites);
 //   BASALT_SIM_SEED_BASE=B starts at seed B instead of 0;
 //   BASALT_TEST_SEED=S     runs exactly seed S (with a full trace on failure).
-// Even seeds simulate 3 replicas, odd seeds 5.
+// Even seeds simulate 3 replicas, odd seeds 5. The membership suite adds 2 spare nodes and random
+// membership changes, with automatic promotion of learners on seeds 2 and 3 modulo 4.
 
 #include "consensus/raft_simulation.h"
 
@@ -29,6 +30,14 @@ SimulationOptions OptionsForSeed(uint64_t seed) {
   return options;
 }
 
+SimulationOptions MembershipOptionsForSeed(uint64_t seed) {
+  SimulationOptions options = OptionsForSeed(seed);
+  options.spare_nodes = 2;
+  options.membership_per_mille_per_tick = 100;
+  options.auto_promote_learners = seed % 4 >= 2;
+  return options;
+}
+
 // Runs `seed`; on a violation, runs it again with tracing and prints how to reproduce it.
 bool RunSeed(SimulationOptions options) {
   SimulationResult r = RunRaftSimulation(options);
@@ -41,12 +50,13 @@ bool RunSeed(SimulationOptions options) {
   return false;
 }
 
-TEST(RaftSimulationTest, GroupsOfThreeAndFiveStaySafeUnderFaults) {
+// Runs the seeds the environment asks for (see the top of this file), stopping after 3 failures.
+void RunSeeds(SimulationOptions (*options_for_seed)(uint64_t)) {
   const char* single = std::getenv("BASALT_TEST_SEED");
   if (single != nullptr) {
     const uint64_t seed = std::strtoull(single, nullptr, 10);
     std::cerr << "running only seed " << seed << "\n";
-    RunSeed(OptionsForSeed(seed));
+    RunSeed(options_for_seed(seed));
     return;
   }
   const uint64_t n = EnvOr("BASALT_SIM_SEEDS", 1000);
@@ -54,8 +64,14 @@ TEST(RaftSimulationTest, GroupsOfThreeAndFiveStaySafeUnderFaults) {
   std::cerr << "simulating seeds [" << base << ", " << base + n << ")\n";
   int failures = 0;
   for (uint64_t seed = base; seed < base + n && failures < 3; ++seed) {
-    failures += !RunSeed(OptionsForSeed(seed));
+    failures += !RunSeed(options_for_seed(seed));
   }
+}
+
+TEST(RaftSimulationTest, GroupsOfThreeAndFiveStaySafeUnderFaults) { RunSeeds(OptionsForSeed); }
+
+TEST(RaftSimulationTest, MembershipChangesStaySafeUnderFaults) {
+  RunSeeds(MembershipOptionsForSeed);
 }
 
 TEST(RaftSimulationTest, SameSeedReplaysExactly) {
@@ -87,6 +103,42 @@ TEST(RaftSimulationTest, RunsExerciseElectionsFaultsAndClients) {
   EXPECT_GT(acked, 50 * 30);
 }
 
+// Membership runs are not vacuous either: leaders accept every kind of change, fresh nodes
+// replace deleted ones and removed ones come back, and many configurations commit.
+TEST(RaftSimulationTest, MembershipRunsExerciseEveryChange) {
+  SimulationResult sum;
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    const SimulationResult r = RunRaftSimulation(MembershipOptionsForSeed(seed));
+    ASSERT_TRUE(r.ok) << r.violation;
+    sum.leaders_elected += r.leaders_elected;
+    sum.ops_acknowledged += r.ops_acknowledged;
+    sum.learners_added += r.learners_added;
+    sum.nodes_readded += r.nodes_readded;
+    sum.promotions += r.promotions;
+    sum.demotions += r.demotions;
+    sum.removals += r.removals;
+    sum.configs_committed += r.configs_committed;
+    sum.configs_overwritten += r.configs_overwritten;
+    sum.removed_node_campaigns += r.removed_node_campaigns;
+  }
+  std::cerr << "50 seeds: " << sum.leaders_elected << " leaders, " << sum.ops_acknowledged
+            << " acks, " << sum.learners_added << " learners added, " << sum.nodes_readded
+            << " re-added, " << sum.promotions << " promotions, " << sum.demotions << " demotions, "
+            << sum.removals << " removals, " << sum.configs_committed
+            << " configurations committed, " << sum.configs_overwritten << " overwritten, "
+            << sum.removed_node_campaigns << " campaign messages from removed nodes\n";
+  EXPECT_GT(sum.leaders_elected, 100);
+  EXPECT_GT(sum.ops_acknowledged, 50 * 30);
+  EXPECT_GT(sum.learners_added, 50);
+  EXPECT_GT(sum.nodes_readded, 20);
+  EXPECT_GT(sum.promotions, 50);
+  EXPECT_GT(sum.demotions, 20);
+  EXPECT_GT(sum.removals, 50);
+  EXPECT_GT(sum.configs_committed, 200);
+  EXPECT_GT(sum.configs_overwritten, 0);
+  EXPECT_GT(sum.removed_node_campaigns, 0);
+}
+
 // Returns the first seed in [first, first + count) at which a run with `bug` reports a
 // violation. BASALT_SIM_BUG_SEED_BASE and BASALT_SIM_BUG_SEEDS override the range.
 std::optional<uint64_t> FirstViolation(RaftOptions::TestingBug bug, uint64_t first, uint64_t count,
@@ -94,7 +146,9 @@ std::optional<uint64_t> FirstViolation(RaftOptions::TestingBug bug, uint64_t fir
   first = EnvOr("BASALT_SIM_BUG_SEED_BASE", first);
   count = EnvOr("BASALT_SIM_BUG_SEEDS", count);
   for (uint64_t seed = first; seed < first + count; ++seed) {
-    SimulationOptions options = OptionsForSeed(seed);
+    SimulationOptions options = bug == RaftOptions::TestingBug::kAllowConcurrentConfigChanges
+                                    ? MembershipOptionsForSeed(seed)
+                                    : OptionsForSeed(seed);
     options.bug = bug;
     SimulationResult r = RunRaftSimulation(options);
     if (!r.ok) {
@@ -121,6 +175,34 @@ TEST(RaftSimulationTest, CatchesGrantingVotesWithoutLogCheck) {
       FirstViolation(RaftOptions::TestingBug::kGrantVoteWithoutLogCheck, 0, 200, &violation);
   ASSERT_TRUE(seed.has_value()) << "the checker missed a §5.4.1 violation";
   std::cerr << "caught at seed " << *seed << ": " << violation << "\n";
+}
+
+// Two uncommitted configuration changes at once move the majority by two servers, so the new one
+// need not overlap the old one: e.g. with "remove n1" and "promote n6" both pending in a group of
+// five, n2, n3 and n6 commit an entry that n0 lacks while n0, n1 and n4, a majority of the old
+// configuration, could still elect n0. Caught within the first seeds.
+TEST(RaftSimulationTest, CatchesConcurrentConfigChanges) {
+  std::string violation;
+  auto seed =
+      FirstViolation(RaftOptions::TestingBug::kAllowConcurrentConfigChanges, 0, 500, &violation);
+  ASSERT_TRUE(seed.has_value()) << "the checker missed two configuration changes in flight";
+  std::cerr << "caught at seed " << *seed << ": " << violation << "\n";
+}
+
+// A removed node must not come back under its id with an empty log while stale configurations
+// may still name it a voter (docs/raft.md "Membership"): it grants any vote, so a stale candidate
+// can win without committed entries.
+TEST(RaftSimulationTest, CatchesReaddingANodeWithAnEmptyLog) {
+  for (uint64_t seed = 0; seed < 2000; ++seed) {
+    SimulationOptions options = MembershipOptionsForSeed(seed);
+    options.readd_with_empty_log = true;
+    SimulationResult r = RunRaftSimulation(options);
+    if (!r.ok) {
+      std::cerr << "caught at seed " << seed << ": " << r.violation << "\n";
+      return;
+    }
+  }
+  FAIL() << "the checker missed a node re-added with an empty log";
 }
 
 }  // namespace
