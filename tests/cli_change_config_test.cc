@@ -31,6 +31,7 @@
 #include "testing/wait.h"
 #include "tests/cli_test_util.h"
 #include "tests/client_test_util.h"
+#include "tests/client_writer_util.h"
 
 namespace basalt::client_test {
 namespace {
@@ -53,74 +54,6 @@ std::string Join(const std::set<std::string>& uuids) {
   for (const auto& u : uuids) StrAppend(&out, out.empty() ? "" : ",", u);
   return out;
 }
-
-// Inserts Expected(k) for k = 0, 1, 2, ... in MANUAL_FLUSH batches on its own thread and records
-// which rows were acknowledged (flushed without a per-row error). Start() → Stop(); the
-// destructor stops it too.
-class Writer {
- public:
-  Writer(std::shared_ptr<client::Client> client, std::shared_ptr<Table> table)
-      : client_(std::move(client)), table_(std::move(table)) {}
-  ~Writer() { Stop().IgnoreError(); }
-
-  void Start() {
-    thread_ = std::thread([this] { Run(); });
-  }
-  // Stops and joins; returns the first error other than a per-row failure.
-  absl::Status Stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-    absl::MutexLock l(&mu_);
-    return status_;
-  }
-  std::vector<int32_t> acked() const {
-    absl::MutexLock l(&mu_);
-    return acked_;
-  }
-  absl::Status WaitForAcked(size_t n) const {
-    return WaitFor(absl::Seconds(60), StrCat(n, " acknowledged rows"), [&] {
-      const size_t now = acked().size();
-      return now >= n ? absl::OkStatus() : absl::UnavailableError(StrCat(now, " so far"));
-    });
-  }
-
- private:
-  static constexpr int kBatch = 100;
-
-  void Run() {
-    auto session = client_->NewSession();
-    absl::Status s = session->SetFlushMode(Session::MANUAL_FLUSH);
-    session->SetTimeoutMillis(60000);
-    for (int32_t first = 0; s.ok() && !stop_.load(); first += kBatch) {
-      for (int32_t k = first; k < first + kBatch && s.ok(); ++k) {
-        s = ApplyOp(session.get(), table_.get(), WriteOperation::INSERT, Expected(k));
-      }
-      if (!s.ok()) break;
-      session->Flush().IgnoreError();  // Failures are in the error collector.
-      std::set<int32_t> failed;
-      for (const auto& e : session->GetPendingErrors()) {
-        int32_t key = -1;
-        e->failed_op().row().GetInt32("key", &key).IgnoreError();
-        failed.insert(key);
-        LOG_EVERY_N(INFO, 20) << "not acknowledged: key " << key << ": " << e->status();
-      }
-      absl::MutexLock l(&mu_);
-      for (int32_t k = first; k < first + kBatch; ++k) {
-        if (failed.count(k) == 0) acked_.push_back(k);
-      }
-    }
-    absl::MutexLock l(&mu_);
-    status_ = s;
-  }
-
-  const std::shared_ptr<client::Client> client_;
-  const std::shared_ptr<Table> table_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-  mutable absl::Mutex mu_;
-  std::vector<int32_t> acked_ ABSL_GUARDED_BY(mu_);
-  absl::Status status_ ABSL_GUARDED_BY(mu_);
-};
 
 // A cluster of four tablet servers with a client, a one-tablet table "t" with three replicas,
 // and a scratch directory for the CLI's output.
@@ -399,7 +332,7 @@ TEST_F(CliChangeConfigTest, AddNonVoterThenPromoteAndDemote) {
 // acknowledged row is there. The generous --timeout_ms is for the tablet copy, which under writes
 // may need several attempts.
 TEST_F(CliChangeConfigTest, MoveReplicaUnderWritesLosesNothing) {
-  Writer writer(client_, table_);
+  BackgroundWriter writer(client_, table_);
   writer.Start();
   ASSERT_OK(writer.WaitForAcked(1000));
   auto leader = cluster_->WaitForTabletLeader(tablet_id_, absl::Seconds(30));
@@ -431,20 +364,9 @@ TEST_F(CliChangeConfigTest, MoveReplicaUnderWritesLosesNothing) {
   want.insert(spare_);
   ASSERT_NO_FATAL_FAILURE(WaitForVoterSet(want));
 
+  ASSERT_NO_FATAL_FAILURE(writer.Verify());
   std::vector<Row> rows;
   ASSERT_OK(ScanRows(table_.get(), nullptr, &rows));
-  std::set<int32_t> present;
-  for (const Row& r : rows) {
-    EXPECT_TRUE(present.insert(r.key).second) << "row returned twice: " << ToString(r);
-    EXPECT_EQ(r, Expected(r.key));
-  }
-  const std::vector<int32_t> acked = writer.acked();
-  size_t lost = 0;
-  for (int32_t k : acked) {
-    if (present.count(k) == 0 && ++lost <= 10) ADD_FAILURE() << "acknowledged row lost: " << k;
-  }
-  EXPECT_EQ(lost, 0u);
-  EXPECT_GE(rows.size(), acked.size());
   // The CLI's count agrees.
   const CliResult count = Basalt({"table", "count", master_, "t"});
   ASSERT_EQ(count.rc, 0) << count.err;

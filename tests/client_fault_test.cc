@@ -23,6 +23,7 @@
 #include "testing/external_mini_cluster.h"
 #include "testing/wait.h"
 #include "tests/client_test_util.h"
+#include "tests/client_writer_util.h"
 #include "tests/cluster_test_util.h"
 
 namespace basalt::client_test {
@@ -37,100 +38,6 @@ using client::Value;
 using client::WriteOperation;
 
 using ClientFaultTest = ClientClusterTestBase;
-
-// Inserts Expected(k) for k = 0, 1, 2, ... in MANUAL_FLUSH batches on its own thread and records
-// which rows were acknowledged (flushed without a per-row error). Start() → Stop(); the destructor
-// stops it too.
-class BackgroundWriter {
- public:
-  BackgroundWriter(std::shared_ptr<client::Client> client, std::shared_ptr<Table> table)
-      : client_(std::move(client)), table_(std::move(table)) {}
-  ~BackgroundWriter() { Stop().IgnoreError(); }
-
-  void Start() {
-    thread_ = std::thread([this] { Run(); });
-  }
-  // Stops and joins; returns the first error other than a per-row failure.
-  absl::Status Stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-    absl::MutexLock l(&mu_);
-    return status_;
-  }
-  size_t acked_count() const {
-    absl::MutexLock l(&mu_);
-    return acked_.size();
-  }
-  // Waits until at least `n` rows are acknowledged.
-  absl::Status WaitForAcked(size_t n) const {
-    return WaitFor(absl::Seconds(60), StrCat(n, " acknowledged rows"), [&] {
-      size_t now = acked_count();
-      return now >= n ? absl::OkStatus() : absl::UnavailableError(StrCat(now, " so far"));
-    });
-  }
-  // Checks the table after Stop(): every acknowledged row is there with its contents, no row is
-  // returned twice, and no row that was never sent is there.
-  void Verify() const {
-    std::vector<Row> rows;
-    ASSERT_OK(ScanRows(table_.get(), nullptr, &rows));
-    absl::MutexLock l(&mu_);
-    std::set<int32_t> present;
-    for (const Row& r : rows) {
-      EXPECT_TRUE(present.insert(r.key).second) << "row returned twice: " << ToString(r);
-      EXPECT_EQ(r, Expected(r.key));
-      EXPECT_LT(r.key, attempted_end_) << "a row that was never written";
-    }
-    size_t lost = 0;
-    for (int32_t k : acked_) {
-      if (present.count(k) == 0 && ++lost <= 10) ADD_FAILURE() << "acknowledged row lost: " << k;
-    }
-    EXPECT_EQ(lost, 0u);
-    LOG(INFO) << acked_.size() << " rows acknowledged, " << rows.size() << " present";
-  }
-
- private:
-  static constexpr int kBatch = 200;
-
-  void Run() {
-    auto session = client_->NewSession();
-    absl::Status s = session->SetFlushMode(Session::MANUAL_FLUSH);
-    session->SetTimeoutMillis(60000);
-    for (int32_t first = 0; s.ok() && !stop_.load(); first += kBatch) {
-      {
-        absl::MutexLock l(&mu_);
-        attempted_end_ = first + kBatch;
-      }
-      for (int32_t k = first; k < first + kBatch && s.ok(); ++k) {
-        s = ApplyOp(session.get(), table_.get(), WriteOperation::INSERT, Expected(k));
-      }
-      if (!s.ok()) break;
-      session->Flush().IgnoreError();  // Failures are in the error collector.
-      std::set<int32_t> failed;
-      for (const auto& e : session->GetPendingErrors()) {
-        int32_t key = -1;
-        e->failed_op().row().GetInt32("key", &key).IgnoreError();
-        failed.insert(key);
-        LOG_EVERY_N(INFO, 20) << "not acknowledged: key " << key << ": " << e->status()
-                              << (e->was_possibly_successful() ? " (possibly applied)" : "");
-      }
-      absl::MutexLock l(&mu_);
-      for (int32_t k = first; k < first + kBatch; ++k) {
-        if (failed.count(k) == 0) acked_.push_back(k);
-      }
-    }
-    absl::MutexLock l(&mu_);
-    status_ = s;
-  }
-
-  const std::shared_ptr<client::Client> client_;
-  const std::shared_ptr<Table> table_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-  mutable absl::Mutex mu_;
-  std::vector<int32_t> acked_ ABSL_GUARDED_BY(mu_);
-  int32_t attempted_end_ ABSL_GUARDED_BY(mu_) = 0;  // Keys [0, attempted_end_) were sent.
-  absl::Status status_ ABSL_GUARDED_BY(mu_);
-};
 
 TEST_F(ClientFaultTest, KillLeaderDuringWritesLosesNoAcknowledgedRow) {
   std::shared_ptr<Table> table;

@@ -171,14 +171,17 @@ void ClientClusterTestBase::CreateTable(const std::string& name, int hash_bucket
 }
 
 std::vector<std::string> ClientClusterTestBase::TabletIds(const std::string& name) {
-  pb::ListTabletsResponsePB listing;
-  absl::Status s = cluster_->ListTablets(0, &listing);
-  EXPECT_TRUE(s.ok()) << s;
-  std::vector<std::string> ids;
-  for (const auto& t : listing.tablets()) {
-    if (t.table_name() == name) ids.push_back(t.tablet_id());
+  std::set<std::string> ids;
+  for (int i = 0; i < cluster_->num_tablet_servers(); ++i) {
+    if (!cluster_->tablet_server(i)->IsRunning()) continue;
+    pb::ListTabletsResponsePB listing;
+    absl::Status s = cluster_->ListTablets(i, &listing);
+    EXPECT_TRUE(s.ok()) << s;
+    for (const auto& t : listing.tablets()) {
+      if (t.table_name() == name && t.state() != pb::TABLET_DELETED) ids.insert(t.tablet_id());
+    }
   }
-  return ids;
+  return {ids.begin(), ids.end()};
 }
 
 }  // namespace basalt::client_test

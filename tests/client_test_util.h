@@ -69,8 +69,7 @@ class ClientClusterTestBase : public ::testing::Test {
   // `splits`, 3 replicas. Fails the test on error (use ASSERT_NO_FATAL_FAILURE).
   void CreateTable(const std::string& name, int hash_buckets, const std::vector<int32_t>& splits,
                    std::shared_ptr<client::Table>* table);
-  // The ids of the tablets of table `name`, from tablet server 0 (which holds a replica of every
-  // tablet when there are 3 servers and 3 replicas).
+  // The ids of the tablets of table `name`, as the running tablet servers list them.
   std::vector<std::string> TabletIds(const std::string& name);
 
   absl::Time start_;

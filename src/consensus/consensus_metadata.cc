@@ -35,6 +35,7 @@ void ToPB(const ConsensusMetadataContents& c, pb::ConsensusMetadataPB* pb) {
   pb->set_commit_index(c.hard_state.commit);
   for (const PeerId& p : c.committed_config.voters) pb->add_voters(p);
   for (const PeerId& p : c.committed_config.learners) pb->add_learners(p);
+  for (const PeerId& p : c.committed_config.promote) pb->add_promote(p);
   pb->set_committed_config_index(c.committed_config_index);
   for (const auto& [peer, address] : c.peer_addresses) {
     pb::ConsensusMetadataPB::PeerAddressPB* a = pb->add_peer_addresses();
@@ -50,6 +51,7 @@ ConsensusMetadataContents FromPB(const pb::ConsensusMetadataPB& pb) {
   c.hard_state.commit = pb.commit_index();
   c.committed_config.voters.assign(pb.voters().begin(), pb.voters().end());
   c.committed_config.learners.assign(pb.learners().begin(), pb.learners().end());
+  c.committed_config.promote.assign(pb.promote().begin(), pb.promote().end());
   c.committed_config_index = pb.committed_config_index();
   for (const auto& a : pb.peer_addresses()) c.peer_addresses[a.peer_id()] = a.address();
   return c;

@@ -170,6 +170,7 @@ class GrpcTransport::Peer {
   // When the oldest queued heartbeat must go; not before not_before_ (after a failed RPC).
   absl::Time flush_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   absl::Time not_before_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  int consecutive_failures_ ABSL_GUARDED_BY(mu_) = 0;
   // What the sender waits for: InfiniteFuture while the queue was empty.
   absl::Time wait_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
@@ -243,10 +244,18 @@ absl::Status GrpcTransport::Peer::SendRpc(std::vector<GroupMessage> batch) {
   }
   absl::MutexLock l(&mu_);
   in_flight_ = nullptr;
-  if (!s.ok()) {
-    // Do not spin on a peer that is down: its next batch waits one coalescing window.
-    not_before_ =
-        absl::Now() + absl::Milliseconds(std::max(transport_->options_.heartbeat_coalesce_ms, 1));
+  if (s.ok()) {
+    consecutive_failures_ = 0;
+  } else {
+    // Do not spin on a peer that is down: its next batch waits one coalescing window, doubling
+    // with each further failure (with +-25% jitter) up to 1 s, so a dead peer costs a few RPCs a
+    // second whatever the number of groups, and one that comes back is reached within a second.
+    const int shift = std::min(consecutive_failures_++, 4);
+    const absl::Duration window =
+        absl::Milliseconds(std::max(transport_->options_.heartbeat_coalesce_ms, 1));
+    const double jitter =
+        0.75 + 0.5 * static_cast<double>(absl::GetCurrentTimeNanos() % 1000) / 1000;
+    not_before_ = absl::Now() + std::min(window * (1 << shift), absl::Seconds(1)) * jitter;
   }
   return FromGrpc(s);
 }

@@ -136,6 +136,48 @@ TEST(RaftConfigTest, EncodingRoundTripsAndGoldenBytes) {
   EXPECT_EQ(*decoded, config);
 }
 
+TEST(RaftConfigTest, PromoteListIsVersionTwo) {
+  RaftConfig config = Voters({"a"}, {"d", "e"});
+  config.promote = {"e"};
+  const std::string encoded = EncodeConfig(config);
+  EXPECT_EQ(encoded, std::string("\x02\x01\x01"
+                                 "a"
+                                 "\x02\x01"
+                                 "d"
+                                 "\x01"
+                                 "e"
+                                 "\x01\x01"
+                                 "e",
+                                 12));
+  auto decoded = DecodeConfig(encoded);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(*decoded, config);
+  for (size_t len = 0; len < encoded.size(); ++len) {
+    EXPECT_TRUE(absl::IsDataLoss(DecodeConfig(encoded.substr(0, len)).status())) << len;
+  }
+  // Promoting, removing, or version 2 with nothing to promote.
+  auto promoted = ApplyConfigChange(config, {ConfigChange::Type::kPromoteLearner, "e"});
+  ASSERT_TRUE(promoted.ok()) << promoted.status();
+  EXPECT_TRUE(promoted->promote.empty());
+  EXPECT_EQ(EncodeConfig(*promoted)[0], '\x01');
+  auto removed = ApplyConfigChange(config, {ConfigChange::Type::kRemovePeer, "e"});
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_TRUE(removed->promote.empty());
+  EXPECT_TRUE(absl::IsDataLoss(DecodeConfig(std::string("\x02\x01\x01"
+                                                        "a"
+                                                        "\x00\x00",
+                                                        6))
+                                   .status()));
+  // A promote entry that is no learner fails validation.
+  config.promote = {"a"};
+  EXPECT_FALSE(ValidateConfig(config).ok());
+  ConfigChange add{ConfigChange::Type::kAddLearner, "f"};
+  add.promote = true;
+  auto added = ApplyConfigChange(Voters({"a"}), add);
+  ASSERT_TRUE(added.ok()) << added.status();
+  EXPECT_EQ(added->promote, std::vector<PeerId>{"f"});
+}
+
 TEST(RaftConfigTest, CorruptEncodingIsDataLossNeverACrash) {
   const std::string encoded = EncodeConfig(Voters({"alpha", "beta", "gamma"}, {"delta"}));
   for (size_t len = 0; len < encoded.size(); ++len) {

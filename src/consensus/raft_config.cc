@@ -12,8 +12,10 @@
 namespace basalt {
 namespace {
 
-// First byte of an encoded configuration; bump when the layout changes.
+// First byte of an encoded configuration. Version 2 adds the promote list; a configuration
+// without one is still written as version 1 (the same bytes as before it existed).
 constexpr uint8_t kConfigFormatVersion = 1;
+constexpr uint8_t kConfigFormatVersionWithPromote = 2;
 
 bool Contains(const std::vector<PeerId>& sorted, const PeerId& peer) {
   return std::binary_search(sorted.begin(), sorted.end(), peer);
@@ -75,12 +77,22 @@ absl::Status ValidateConfig(const RaftConfig& config) {
       return absl::InvalidArgumentError(StrCat("peer ", id, " is both voter and learner"));
     }
   }
+  if (!std::is_sorted(config.promote.begin(), config.promote.end()) ||
+      std::adjacent_find(config.promote.begin(), config.promote.end()) != config.promote.end()) {
+    return absl::InvalidArgumentError("promote list is not sorted and unique");
+  }
+  for (const PeerId& id : config.promote) {
+    if (!Contains(config.learners, id)) {
+      return absl::InvalidArgumentError(StrCat("peer ", id, " is to be promoted but no learner"));
+    }
+  }
   return absl::OkStatus();
 }
 
 RaftConfig NormalizeConfig(RaftConfig config) {
   SortUnique(&config.voters);
   SortUnique(&config.learners);
+  SortUnique(&config.promote);
   return config;
 }
 
@@ -93,6 +105,7 @@ absl::StatusOr<RaftConfig> ApplyConfigChange(const RaftConfig& config, const Con
             StrCat("cannot add learner '", change.peer, "': empty id or already a member"));
       }
       Insert(&next.learners, change.peer);
+      if (change.promote) Insert(&next.promote, change.peer);
       return next;
     case ConfigChange::Type::kPromoteLearner:
       if (!IsLearner(config, change.peer)) {
@@ -100,6 +113,7 @@ absl::StatusOr<RaftConfig> ApplyConfigChange(const RaftConfig& config, const Con
             StrCat("cannot promote ", change.peer, ": not a learner"));
       }
       Erase(&next.learners, change.peer);
+      Erase(&next.promote, change.peer);
       Insert(&next.voters, change.peer);
       return next;
     case ConfigChange::Type::kRemovePeer:
@@ -112,6 +126,7 @@ absl::StatusOr<RaftConfig> ApplyConfigChange(const RaftConfig& config, const Con
       }
       Erase(&next.voters, change.peer);
       Erase(&next.learners, change.peer);
+      Erase(&next.promote, change.peer);
       return next;
     case ConfigChange::Type::kDemoteVoter:
       if (!IsVoter(config, change.peer)) {
@@ -130,20 +145,28 @@ absl::StatusOr<RaftConfig> ApplyConfigChange(const RaftConfig& config, const Con
 
 std::string EncodeConfig(const RaftConfig& config) {
   std::string out;
-  out.push_back(static_cast<char>(kConfigFormatVersion));
+  const bool promote = !config.promote.empty();
+  out.push_back(
+      static_cast<char>(promote ? kConfigFormatVersionWithPromote : kConfigFormatVersion));
   PutIds(&out, config.voters);
   PutIds(&out, config.learners);
+  if (promote) PutIds(&out, config.promote);
   return out;
 }
 
 absl::StatusOr<RaftConfig> DecodeConfig(std::string_view data) {
-  if (data.empty() || static_cast<uint8_t>(data[0]) != kConfigFormatVersion) {
+  const uint8_t version = data.empty() ? 0 : static_cast<uint8_t>(data[0]);
+  if (version != kConfigFormatVersion && version != kConfigFormatVersionWithPromote) {
     return absl::DataLossError("config entry: missing or unknown format version byte");
   }
   data.remove_prefix(1);
   RaftConfig config;
-  if (!GetIds(&data, &config.voters) || !GetIds(&data, &config.learners)) {
+  if (!GetIds(&data, &config.voters) || !GetIds(&data, &config.learners) ||
+      (version == kConfigFormatVersionWithPromote && !GetIds(&data, &config.promote))) {
     return absl::DataLossError("config entry: truncated peer list");
+  }
+  if (version == kConfigFormatVersionWithPromote && config.promote.empty()) {
+    return absl::DataLossError("config entry: version 2 with an empty promote list");
   }
   if (!data.empty()) return absl::DataLossError("config entry: trailing bytes");
   absl::Status s = ValidateConfig(config);
@@ -152,8 +175,10 @@ absl::StatusOr<RaftConfig> DecodeConfig(std::string_view data) {
 }
 
 std::string ConfigToString(const RaftConfig& config) {
-  return StrCat("voters={", absl::StrJoin(config.voters, ","), "} learners={",
-                absl::StrJoin(config.learners, ","), "}");
+  return StrCat(
+      "voters={", absl::StrJoin(config.voters, ","), "} learners={",
+      absl::StrJoin(config.learners, ","), "}",
+      config.promote.empty() ? "" : StrCat(" promote={", absl::StrJoin(config.promote, ","), "}"));
 }
 
 }  // namespace basalt

@@ -22,8 +22,8 @@ struct ConfigChange {
   };
   Type type = Type::kAddLearner;
   PeerId peer;
-  // kAddLearner only: the leader that appended the change proposes the learner's promotion as
-  // soon as it has caught up (soft state: a later leader does not know it).
+  // kAddLearner only: the learner is listed in RaftConfig::promote, and whichever replica leads
+  // proposes its promotion once it has caught up.
   bool promote = false;
 };
 

@@ -122,7 +122,6 @@ void RaftCore::BecomeCandidate() {
 
 void RaftCore::BecomeLeader() {
   role_ = Role::kLeader;
-  promote_on_catch_up_.clear();
   leader_ = options_.id;
   votes_.clear();
   failed_elections_ = 0;
@@ -422,10 +421,11 @@ void RaftCore::HandleAppendResponse(const RaftMessage& m, Progress* pr) {
     return;
   }
   const bool was_paused = pr->IsPaused();
-  if (!pr->MaybeUpdate(m.index)) {
+  // A probe that confirms the match already known (after a tablet copy set it) also ends the
+  // probing, as in etcd.
+  const bool probe_confirmed = pr->state() == Progress::State::kProbe && pr->match() == m.index;
+  if (!pr->MaybeUpdate(m.index) && !probe_confirmed) {
     if (was_paused && !pr->IsPaused()) SendAppend(m.from, pr, false);
-    // A learner that caught up by a tablet copy (its match set by ReportSnapshotDone) and sees
-    // no new entries is promoted here.
     MaybeAutoPromote(m.from, *pr);
     return;
   }
@@ -538,10 +538,21 @@ void RaftCore::MaybeSendTimeoutNow(const PeerId& to, const Progress& pr) {
   Send(std::move(m));
 }
 
+// A learner has caught up once it acknowledges appends (it is not being probed or copied) and
+// is within learner_catch_up_entries of the last index: promoting one that is still being
+// copied would make the group wait for it.
+bool RaftCore::CaughtUp(const Progress& pr) const {
+  return pr.state() == Progress::State::kReplicate &&
+         pr.match() + options_.learner_catch_up_entries >= log_.LastIndex();
+}
+
 void RaftCore::MaybeAutoPromote(const PeerId& peer, const Progress& pr) {
   if (!IsLearner(config_, peer)) return;
-  if (!options_.auto_promote_learners && !promote_on_catch_up_.contains(peer)) return;
-  if (pr.match() + options_.learner_catch_up_entries < log_.LastIndex()) return;
+  if (!options_.auto_promote_learners &&
+      !std::binary_search(config_.promote.begin(), config_.promote.end(), peer)) {
+    return;
+  }
+  if (!CaughtUp(pr)) return;
   absl::StatusOr<uint64_t> index =
       ProposeConfigChange(ConfigChange{ConfigChange::Type::kPromoteLearner, peer});
   VLOG(1) << options_.id << " auto-promoting " << peer << ": " << index.status();
@@ -588,7 +599,7 @@ absl::StatusOr<uint64_t> RaftCore::ProposeConfigChange(const ConfigChange& chang
   }
   if (change.type == ConfigChange::Type::kPromoteLearner) {
     const Progress* pr = progress(change.peer);
-    if (pr != nullptr && pr->match() + options_.learner_catch_up_entries < log_.LastIndex()) {
+    if (pr != nullptr && !CaughtUp(*pr)) {
       return absl::FailedPreconditionError(StrCat("learner ", change.peer,
                                                   " has not caught up (match ", pr->match(),
                                                   ", last ", log_.LastIndex(), ")"));
@@ -597,11 +608,6 @@ absl::StatusOr<uint64_t> RaftCore::ProposeConfigChange(const ConfigChange& chang
   BASALT_ASSIGN_OR_RETURN(RaftConfig next, ApplyConfigChange(config_, change));
   AppendLeaderEntry(EntryType::kConfigChange, EncodeConfig(next), 0);
   OnConfigAppended(log_.LastIndex(), term_, std::move(next));
-  if (change.type == ConfigChange::Type::kAddLearner && change.promote) {
-    promote_on_catch_up_.insert(change.peer);
-  } else {
-    promote_on_catch_up_.erase(change.peer);
-  }
   return log_.LastIndex();
 }
 

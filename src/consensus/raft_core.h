@@ -142,6 +142,10 @@ class RaftCore {
   // The last committed configuration and the index of its entry (0: the initial one).
   const RaftConfig& committed_config() const { return committed_config_; }
   uint64_t committed_config_index() const { return committed_config_index_; }
+  // The index of the entry carrying config() (committed or not; 0: the initial configuration).
+  uint64_t config_index() const {
+    return pending_configs_.empty() ? committed_config_index_ : pending_configs_.back().index;
+  }
   const RaftLog& log() const { return log_; }
   // The leader's replication state for `peer`, or nullptr (not leader / not a member).
   const Progress* progress(const PeerId& peer) const;
@@ -186,6 +190,7 @@ class RaftCore {
   void AppendLeaderEntry(EntryType type, std::string data, uint64_t timestamp);
   void MaybeSendTimeoutNow(const PeerId& to, const Progress& pr);
   void MaybeAutoPromote(const PeerId& peer, const Progress& pr);
+  bool CaughtUp(const Progress& pr) const;
 
   // Configuration tracking.
   void OnConfigAppended(uint64_t index, uint64_t term, RaftConfig config);
@@ -226,7 +231,6 @@ class RaftCore {
   std::map<PeerId, bool> votes_;         // Candidates: voter -> granted.
   std::map<PeerId, Progress> progress_;  // Leader: every member but itself.
   PeerId lead_transferee_;               // Leader: transfer in progress to this peer.
-  std::set<PeerId> promote_on_catch_up_;  // Leader: learners added with ConfigChange::promote.
   bool broadcast_pending_ = false;       // Leader: new entries not yet sent (batched).
 
   std::vector<RaftMessage> outbox_;

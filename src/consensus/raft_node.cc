@@ -282,12 +282,15 @@ void RaftNode::WorkerLoop() {
     // ticks that accumulated meanwhile could start an election.
     for (const RaftMessage& m : messages) {
       if (m.type == MessageType::kPeerMissing) {
+        // A peer being copied to is alive and being repaired, however long the copy takes.
+        if (copies_in_flight_.contains(m.from)) heard_[m.from] = absl::Now();
         // Not while a failed copy to that peer waits for its retry (the core would ask at once).
         if (!copy_retries_.contains(m.from)) core_->ReportPeerMissing(m.from);
         continue;
       }
       core_->Step(m);
       MaybeDeliverSafeTime(m);
+      heard_[m.from] = absl::Now();
     }
     for (Task& task : tasks) task(absl::OkStatus());
     if (ticks > 0) RetryDueSnapshotCopies();
@@ -385,9 +388,11 @@ absl::Status RaftNode::Persist(const Ready& ready) {
 
 void RaftNode::StartSnapshotCopies(const std::vector<PeerId>& peers) {
   for (const PeerId& peer : peers) {
+    copies_in_flight_.insert(peer);
     state_machine_->StartSnapshotCopy(peer, [this, peer](const absl::Status& s, uint64_t index) {
       Enqueue([this, peer, s, index](const absl::Status& cancel) {
         if (!cancel.ok()) return;
+        copies_in_flight_.erase(peer);
         if (s.ok()) {
           copy_backoff_.erase(peer);
           core_->ReportSnapshotDone(peer, index);
@@ -491,7 +496,22 @@ void RaftNode::PublishState() {
                      {{"tablet_id", options_.group_id}})
         ->Increment();
   }
+  if (core_->role() == RaftCore::Role::kLeader) {
+    // A new leader has not heard from anyone yet, and a member just added has not spoken yet:
+    // each gets a full period from now.
+    const bool new_leader = role_before_publish_ != RaftCore::Role::kLeader;
+    const absl::Time now = absl::Now();
+    for (const auto* ids : {&core_->config().voters, &core_->config().learners}) {
+      for (const PeerId& peer : *ids) {
+        if (new_leader || !heard_.contains(peer)) heard_[peer] = now;
+      }
+    }
+    // A member removed and added back later starts afresh.
+    std::erase_if(heard_, [&](const auto& e) { return !IsMember(core_->config(), e.first); });
+  }
+  role_before_publish_ = core_->role();
   absl::MutexLock l(&mu_);
+  peer_last_heard_ = heard_;
   role_ = core_->role();
   leader_ = core_->leader();
   term_ = core_->term();
@@ -500,6 +520,7 @@ void RaftNode::PublishState() {
   config_ = core_->config();
   committed_config_ = core_->committed_config();
   committed_config_index_ = core_->committed_config_index();
+  config_index_ = core_->config_index();
   last_index_ = core_->log().LastIndex();
 }
 
@@ -551,6 +572,16 @@ RaftConfig RaftNode::config() const {
 std::pair<RaftConfig, uint64_t> RaftNode::committed_config() const {
   absl::MutexLock l(&mu_);
   return {committed_config_, committed_config_index_};
+}
+
+std::map<PeerId, absl::Time> RaftNode::peer_last_heard() const {
+  absl::MutexLock l(&mu_);
+  return peer_last_heard_;
+}
+
+uint64_t RaftNode::config_index() const {
+  absl::MutexLock l(&mu_);
+  return config_index_;
 }
 
 uint64_t RaftNode::last_index() const {

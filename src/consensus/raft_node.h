@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -148,7 +149,12 @@ class RaftNode {
   RaftConfig config() const ABSL_LOCKS_EXCLUDED(mu_);
   // The last committed configuration and the index of its entry (0: the initial one).
   std::pair<RaftConfig, uint64_t> committed_config() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The index of the entry carrying config(), committed or not (0: the initial configuration).
+  uint64_t config_index() const ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t last_index() const ABSL_LOCKS_EXCLUDED(mu_);
+  // When this replica last received a message from each peer (a new leader counts every member
+  // as heard when it took office). A leader judges followers' health by it.
+  std::map<PeerId, absl::Time> peer_last_heard() const ABSL_LOCKS_EXCLUDED(mu_);
   // OK, or the persistence error that stopped the node.
   absl::Status health() const ABSL_LOCKS_EXCLUDED(mu_);
   const PeerId& peer_id() const { return options_.peer_id; }
@@ -220,6 +226,9 @@ class RaftNode {
   // which each failure is reported to the core.
   std::map<PeerId, absl::Duration> copy_backoff_;
   std::map<PeerId, absl::Time> copy_retries_;
+  std::map<PeerId, absl::Time> heard_;  // See peer_last_heard().
+  std::set<PeerId> copies_in_flight_;   // Peers a tablet copy is running to.
+  RaftCore::Role role_before_publish_ = RaftCore::Role::kFollower;
   // The safe time pair a leader sends (term 0: none yet), and the last pair a follower delivered.
   struct SafeTimePair {
     uint64_t term = 0;
@@ -247,7 +256,9 @@ class RaftNode {
   RaftConfig config_ ABSL_GUARDED_BY(mu_);
   RaftConfig committed_config_ ABSL_GUARDED_BY(mu_);
   uint64_t committed_config_index_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t config_index_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t last_index_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<PeerId, absl::Time> peer_last_heard_ ABSL_GUARDED_BY(mu_);
 
   std::thread ticker_;  // Started by Start(), joined by Shutdown().
   std::thread worker_;

@@ -55,6 +55,10 @@ struct HardState {
 struct RaftConfig {
   std::vector<PeerId> voters;
   std::vector<PeerId> learners;
+  // Learners the leader promotes to voters once they have caught up (added with
+  // ConfigChange::promote); a subset of `learners`. Part of the configuration, so every later
+  // leader knows it.
+  std::vector<PeerId> promote;
   bool operator==(const RaftConfig&) const = default;
 };
 

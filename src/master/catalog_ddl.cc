@@ -440,4 +440,39 @@ absl::Status CatalogManager::AlterTable(const pb::AlterTableRequestPB& req,
   return absl::OkStatus();
 }
 
+// ---- Tablet server states ----------------------------------------------------------------------
+
+absl::Status CatalogManager::ChangeTServerState(const pb::ChangeTServerStateRequestPB& req) {
+  if (req.ts_uuid().empty()) return absl::InvalidArgumentError("ts_uuid: empty");
+  if (req.change() != pb::ChangeTServerStateRequestPB::ENTER_MAINTENANCE_MODE &&
+      req.change() != pb::ChangeTServerStateRequestPB::EXIT_MAINTENANCE_MODE) {
+    return absl::InvalidArgumentError(
+        StrCat("change: unknown change ", static_cast<int>(req.change())));
+  }
+  if (!ts_manager_->Get(req.ts_uuid()).has_value()) {
+    return absl::NotFoundError(
+        StrCat("ts_uuid: no tablet server ", req.ts_uuid(), " has registered with this master"));
+  }
+  absl::MutexLock ddl(&ddl_mu_);
+  BASALT_RETURN_IF_ERROR(BeginCatalogWriteLocked());
+  const bool enter = req.change() == pb::ChangeTServerStateRequestPB::ENTER_MAINTENANCE_MODE;
+  {
+    absl::MutexLock l(&mu_);
+    if (maintenance_.contains(req.ts_uuid()) == enter) return absl::OkStatus();
+  }
+  pb::SysCatalogWriteBatchPB batch;
+  if (enter) {
+    pb::SysTServerStateEntryPB* e = batch.add_upsert_tserver_states();
+    e->set_ts_uuid(req.ts_uuid());
+    e->set_state(pb::SysTServerStateEntryPB::MAINTENANCE_MODE);
+    e->set_update_time_micros(NowWallMicros(clock_));
+  } else {
+    batch.add_delete_tserver_state_ids(req.ts_uuid());
+  }
+  BASALT_RETURN_IF_ERROR(WriteCatalog(batch));
+  LOG(INFO) << "tablet server " << req.ts_uuid() << (enter ? " entered" : " left")
+            << " maintenance mode";
+  return absl::OkStatus();
+}
+
 }  // namespace basalt

@@ -8,6 +8,7 @@
 // the lock.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "common/partition.h"
 #include "common/schema.h"
 #include "proto/common.pb.h"
+#include "proto/master.pb.h"
 #include "proto/master_catalog.pb.h"
 
 namespace basalt {
@@ -55,6 +57,10 @@ struct ReplicaReport {
   // The replica's committed Raft configuration and the op index of its entry.
   pb::RaftConfigPB config;
   uint64_t config_index = 0;
+  uint64_t latest_config_index = 0;  // Of the replica's newest configuration, committed or not.
+  // Leaders only: the health of each other member.
+  using PeerHealth = pb::TSHeartbeatRequestPB::ReportedTabletPB::PeerHealthPB;
+  std::map<std::string, PeerHealth::Status> peer_health;
 };
 
 }  // namespace basalt

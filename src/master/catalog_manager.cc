@@ -74,8 +74,10 @@ CatalogManager::CatalogManager(TsManager* ts_manager, TsAdminClient* admin,
       options_(options),
       clock_(options.clock != nullptr ? options.clock : Clock::Default()),
       placement_(options.placement_seed != 0 ? options.placement_seed
-                                             : static_cast<uint64_t>(absl::GetCurrentTimeNanos())) {
-}
+                                             : static_cast<uint64_t>(absl::GetCurrentTimeNanos())),
+      repair_placement_(options.placement_seed != 0
+                            ? options.placement_seed + 1
+                            : static_cast<uint64_t>(absl::GetCurrentTimeNanos()) + 1) {}
 
 CatalogManager::~CatalogManager() { Shutdown(); }
 
@@ -177,6 +179,14 @@ absl::Status CatalogManager::InstallLocked(const pb::SysCatalogWriteBatchPB& bat
     if (pos != m.end() && pos->second == id) m.erase(pos);
     tablets_.erase(it);
   }
+  for (const pb::SysTServerStateEntryPB& e : batch.upsert_tserver_states()) {
+    if (e.state() == pb::SysTServerStateEntryPB::MAINTENANCE_MODE) {
+      maintenance_.insert(e.ts_uuid());
+    } else {
+      maintenance_.erase(e.ts_uuid());
+    }
+  }
+  for (const std::string& id : batch.delete_tserver_state_ids()) maintenance_.erase(id);
   for (const std::string& id : batch.delete_table_ids()) {
     auto it = tables_.find(id);
     if (it == tables_.end()) continue;
@@ -405,6 +415,11 @@ absl::Status CatalogManager::GetTableLocations(const pb::GetTableLocationsReques
 }
 
 void CatalogManager::ListTabletServers(pb::ListTabletServersResponsePB* resp) const {
+  std::set<std::string> maintenance;
+  {
+    absl::MutexLock l(&mu_);
+    maintenance = maintenance_;
+  }
   for (const TsDescriptor& d : ts_manager_->GetAll()) {
     auto* s = resp->add_servers();
     s->set_uuid(d.uuid);
@@ -413,7 +428,48 @@ void CatalogManager::ListTabletServers(pb::ListTabletServersResponsePB* resp) co
     s->set_millis_since_heartbeat(d.millis_since_heartbeat);
     s->set_live(d.live);
     s->set_num_replicas(d.num_live_tablets);
+    s->set_maintenance_mode(maintenance.contains(d.uuid));
   }
+}
+
+std::vector<CatalogManager::TabletHealth> CatalogManager::UnhealthyTablets() const {
+  absl::MutexLock l(&mu_);
+  std::vector<TabletHealth> out;
+  for (const auto& [id, tablet] : tablets_) {
+    auto table = tables_.find(tablet->table_id());
+    if (tablet->deleted() || table == tables_.end() || table->second->deleted() ||
+        tablet->pb.state() != pb::SysTabletEntryPB::RUNNING) {
+      continue;
+    }
+    TabletHealth h{id, table->second->name(), "", ""};
+    const ReplicaReport* leader = LeaderReportLocked(id);
+    if (leader == nullptr) {
+      h.state = "UNAVAILABLE";
+      h.detail = "no leader reported";
+      out.push_back(std::move(h));
+      continue;
+    }
+    int voters = 0;
+    int learners = 0;
+    int failed = 0;
+    for (const pb::RaftPeerPB& p : tablet->pb.config().peers()) {
+      if (p.member_type() != pb::RaftPeerPB::VOTER) {
+        ++learners;
+        continue;
+      }
+      ++voters;
+      auto health = leader->peer_health.find(p.uuid());
+      failed += health != leader->peer_health.end() &&
+                health->second == ReplicaReport::PeerHealth::FAILED;
+    }
+    const int want = table->second->pb.num_replicas();
+    if (voters - failed >= want && learners == 0) continue;
+    h.state = learners > 0 ? "RECOVERING" : "UNDER_REPLICATED";
+    h.detail = StrCat(voters - failed, " healthy voter(s) of ", want, ", ", failed, " failed, ",
+                      learners, " learner(s)");
+    out.push_back(std::move(h));
+  }
+  return out;
 }
 
 // ---- Heartbeats -------------------------------------------------------------------------------
@@ -487,6 +543,9 @@ bool CatalogManager::ApplyReportLocked(const std::string& ts_uuid,
     r.schema_version = t.schema_version();
     r.config = t.config();
     r.config_index = t.committed_config_index();
+    r.latest_config_index = t.latest_config_index();
+    r.peer_health.clear();
+    for (const auto& h : t.peer_health()) r.peer_health[h.uuid()] = h.status();
     mine.insert(t.tablet_id());
   }
   return unknown;

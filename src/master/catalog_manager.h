@@ -71,6 +71,7 @@ class IsCreateTableDoneResponsePB;
 class ListTablesRequestPB;
 class ListTablesResponsePB;
 class ListTabletServersResponsePB;
+class ChangeTServerStateRequestPB;
 class TableIdentifierPB;
 class TabletLocationsPB;
 class TSHeartbeatRequestPB;
@@ -138,7 +139,9 @@ class CatalogManager : public SysCatalogListener {
                               pb::GetTableSchemaResponsePB* resp) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status GetTableLocations(const pb::GetTableLocationsRequestPB& req,
                                  pb::GetTableLocationsResponsePB* resp) ABSL_LOCKS_EXCLUDED(mu_);
-  void ListTabletServers(pb::ListTabletServersResponsePB* resp) const;
+  void ListTabletServers(pb::ListTabletServersResponsePB* resp) const ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status ChangeTServerState(const pb::ChangeTServerStateRequestPB& req)
+      ABSL_LOCKS_EXCLUDED(mu_, ddl_mu_);
   // Registers the server and its report. Sets needs_full_tablet_report when this master has no
   // full report of the server yet, and lists the other tablet servers' addresses.
   absl::Status ProcessHeartbeat(const pb::TSHeartbeatRequestPB& req,
@@ -150,6 +153,16 @@ class CatalogManager : public SysCatalogListener {
   void ApplyBatch(const pb::SysCatalogWriteBatchPB& batch) override ABSL_LOCKS_EXCLUDED(mu_);
 
   // ---- Observers for tests and the master ----
+  // A tablet whose replicas are not all healthy voters (docs/tablet_copy.md "Automatic repair").
+  struct TabletHealth {
+    std::string tablet_id;
+    std::string table_name;
+    // UNDER_REPLICATED (fewer healthy voters than the replication factor), RECOVERING (a
+    // replacement or added replica is on its way) or UNAVAILABLE (no leader reported).
+    std::string state;
+    std::string detail;
+  };
+  std::vector<TabletHealth> UnhealthyTablets() const ABSL_LOCKS_EXCLUDED(mu_);
   std::shared_ptr<const TableInfo> GetTableByName(const std::string& name) const
       ABSL_LOCKS_EXCLUDED(mu_);
   // The table's live tablets in partition-key order.
@@ -220,6 +233,15 @@ class CatalogManager : public SysCatalogListener {
   void CollectTabletTasksLocked(const TabletInfo& tablet, const TableInfo& table,
                                 const std::map<std::string, TsDescriptor>& live, int64_t now,
                                 std::vector<Task>* tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds a task of `kind` for server `uuid` (key letter `k`); nullptr if that server is not live
+  // or the task is not due.
+  using AddTaskFn = std::function<Task*(int kind, char k, const std::string& uuid)>;
+  // Automatic repair (replica_repair.h): at most one ChangeConfig to the tablet's leader.
+  void CollectRepairTaskLocked(const TabletInfo& tablet, const TableInfo& table,
+                               const std::map<std::string, ReplicaReport>& reports,
+                               const std::string& leader, const ReplicaReport& leader_report,
+                               const std::map<std::string, TsDescriptor>& servers,
+                               const AddTaskFn& add) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool TaskDueLocked(const std::string& key, int64_t now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunTask(Task* task);
   void RecordResults(const std::vector<Task>& tasks) ABSL_LOCKS_EXCLUDED(mu_);
@@ -254,6 +276,12 @@ class CatalogManager : public SysCatalogListener {
   absl::flat_hash_map<std::string, std::set<std::string>> ts_tablets_ ABSL_GUARDED_BY(mu_);
   // Retry bookkeeping of the reconciliation loop by task key.
   std::map<std::string, TaskState> task_states_ ABSL_GUARDED_BY(mu_);
+  // Replicas per server as of the current reconciliation round, and where repairs place
+  // replacements.
+  std::map<std::string, int64_t> replica_counts_ ABSL_GUARDED_BY(mu_);
+  PlacementPolicy repair_placement_ ABSL_GUARDED_BY(mu_);
+  // Tablet servers in maintenance (never considered failed, never given a replacement).
+  std::set<std::string> maintenance_ ABSL_GUARDED_BY(mu_);
 
   // The reconciliation thread.
   absl::Mutex loop_mu_;

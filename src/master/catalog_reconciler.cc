@@ -10,6 +10,8 @@
 
 #include "common/strings.h"
 #include "master/catalog_manager.h"
+#include "master/replica_repair.h"
+#include "proto/consensus.pb.h"
 #include "proto/master_catalog.pb.h"
 #include "proto/tserver.pb.h"
 
@@ -26,11 +28,15 @@ DEFINE_int32(catalog_manager_task_resend_ms, 10000,
              "server's report to confirm it before sending the request again.");
 DEFINE_int32(catalog_manager_max_concurrent_tasks, 8,
              "Admin requests the reconciliation loop sends in parallel.");
+DEFINE_bool(raft_prepare_replacement_before_eviction, true,
+            "When a tablet's leader reports a voter FAILED, first add a replacement replica on "
+            "another server and evict the failed voter only once the replacement is a voter "
+            "(3-4-3); when false, evict first (3-2-3).");
 
 namespace basalt {
 
 struct CatalogManager::Task {
-  enum class Kind { kCreate, kDelete, kAlter };
+  enum class Kind { kCreate, kDelete, kAlter, kChangeConfig };
   Kind kind = Kind::kCreate;
   std::string key;  // In task_states_.
   std::string ts_uuid;
@@ -39,6 +45,8 @@ struct CatalogManager::Task {
   pb::CreateTabletRequestPB create;
   pb::DeleteTabletRequestPB del;
   pb::AlterSchemaRequestPB alter;
+  pb::ChangeConfigRequestPB change;
+  std::string reason;  // kChangeConfig: why, for the log.
   // Results.
   absl::Status status;
   uint32_t schema_version = 0;
@@ -51,7 +59,8 @@ std::string TaskKey(char kind, const std::string& tablet_id, const std::string& 
 }
 
 const char* KindName(int kind) {
-  static const char* const kNames[] = {"CreateTablet", "DeleteTablet", "AlterSchema"};
+  static const char* const kNames[] = {"CreateTablet", "DeleteTablet", "AlterSchema",
+                                       "ChangeConfig"};
   return kNames[kind];
 }
 
@@ -133,6 +142,12 @@ std::vector<CatalogManager::Task> CatalogManager::CollectTasks() {
   const int64_t now = clock_->MonotonicMicros();
   std::vector<Task> tasks;
   absl::MutexLock l(&mu_);
+  // Replicas per server, for choosing where a replacement goes.
+  replica_counts_.clear();
+  for (const auto& [id, tablet] : tablets_) {
+    if (tablet->deleted()) continue;
+    for (const pb::RaftPeerPB& p : tablet->pb.config().peers()) ++replica_counts_[p.uuid()];
+  }
   std::set<std::string> needed;
   for (const auto& [id, tablet] : tablets_) {
     auto table = tables_.find(tablet->table_id());
@@ -188,7 +203,10 @@ void CatalogManager::CollectTabletTasksLocked(const TabletInfo& tablet, const Ta
   // the catalog's (the catalog has not caught up with a change yet); the tablet server checks the
   // same with cas_config_index, so a replica added back meanwhile is never touched.
   for (const auto& [uuid, r] : reports) {
-    if (r.state == pb::TABLET_DELETED || r.config_index > tablet.pb.config_index()) continue;
+    if (r.state == pb::TABLET_DELETED ||
+        std::max(r.config_index, r.latest_config_index) > tablet.pb.config_index()) {
+      continue;
+    }
     const bool member =
         std::any_of(tablet.pb.config().peers().begin(), tablet.pb.config().peers().end(),
                     [&uuid = uuid](const pb::RaftPeerPB& p) { return p.uuid() == uuid; });
@@ -228,6 +246,14 @@ void CatalogManager::CollectTabletTasksLocked(const TabletInfo& tablet, const Ta
   }
   std::string leader;
   const ReplicaReport* lr = LeaderReportLocked(tablet.id(), &leader);
+  if (lr != nullptr && lr->config_index == tablet.pb.config_index() &&
+      tablet.pb.state() == pb::SysTabletEntryPB::RUNNING) {
+    CollectRepairTaskLocked(tablet, table, reports, leader, *lr, servers,
+                            [&](int kind, char k, const std::string& uuid)
+                                ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                                  return add(static_cast<Task::Kind>(kind), k, uuid);
+                                });
+  }
   if (lr != nullptr && lr->schema_version < table.schema_version()) {
     if (Task* t = add(Task::Kind::kAlter, 'A', leader)) {
       t->alter.set_dest_uuid(leader);
@@ -236,6 +262,73 @@ void CatalogManager::CollectTabletTasksLocked(const TabletInfo& tablet, const Ta
       t->alter.set_new_table_name(table.name());
     }
   }
+}
+
+void CatalogManager::CollectRepairTaskLocked(const TabletInfo& tablet, const TableInfo& table,
+                                             const std::map<std::string, ReplicaReport>& reports,
+                                             const std::string& leader,
+                                             const ReplicaReport& leader_report,
+                                             const std::map<std::string, TsDescriptor>& servers,
+                                             const AddTaskFn& add) {
+  RepairInput in;
+  for (const pb::RaftPeerPB& p : tablet.pb.config().peers()) {
+    (p.member_type() == pb::RaftPeerPB::VOTER ? in.voters : in.learners).push_back(p.uuid());
+  }
+  in.num_replicas = table.pb.num_replicas();
+  in.leader = leader;
+  in.prepare_replacement_before_eviction = FLAGS_raft_prepare_replacement_before_eviction;
+  for (const auto& [uuid, status] : leader_report.peer_health) {
+    if (status == ReplicaReport::PeerHealth::FAILED) in.failed.insert(uuid);
+  }
+  for (const auto& [uuid, r] : reports) {
+    if (r.state == pb::TABLET_FAILED) in.failed.insert(uuid);
+  }
+  for (auto it = in.failed.begin(); it != in.failed.end();) {
+    // A server in maintenance is expected back: nothing of it is replaced.
+    it = maintenance_.contains(*it) ? in.failed.erase(it) : std::next(it);
+  }
+  for (const auto& [uuid, ts] : servers) {
+    if (!ts.live || maintenance_.contains(uuid)) continue;
+    auto n = replica_counts_.find(uuid);
+    in.candidates.push_back({uuid, n == replica_counts_.end() ? 0 : n->second});
+  }
+  std::optional<RepairChange> change = DecideRepair(in, &repair_placement_);
+  if (!change.has_value()) return;
+  using Kind = RepairChange::Kind;
+  const char kind = change->kind == Kind::kAddLearner       ? 'a'
+                    : change->kind == Kind::kPromoteLearner ? 'p'
+                                                            : 'r';
+  // One key per decision, so each step of a repair is due at once after the previous one.
+  Task* t = add(static_cast<int>(Task::Kind::kChangeConfig), 'M', leader);
+  if (t == nullptr) return;
+  t->key = StrCat(t->key, "/", std::string(1, kind), "/", change->peer);
+  if (!TaskDueLocked(t->key, clock_->MonotonicMicros())) {
+    t->address.clear();
+    return;
+  }
+  pb::ChangeConfigRequestPB& req = t->change;
+  req.set_dest_uuid(leader);
+  req.set_tablet_id(tablet.id());
+  req.set_peer_uuid(change->peer);
+  req.set_cas_config_index(tablet.pb.config_index());
+  switch (change->kind) {
+    case Kind::kAddLearner: {
+      req.set_type(pb::ADD_PEER);
+      req.set_member_type(pb::RaftPeerPB::VOTER);
+      auto ts = servers.find(change->peer);
+      if (ts != servers.end()) ts->second.rpc_address.ToPB(req.mutable_peer_address());
+      ++replica_counts_[change->peer];
+      break;
+    }
+    case Kind::kPromoteLearner:
+      req.set_type(pb::MODIFY_PEER);
+      req.set_member_type(pb::RaftPeerPB::VOTER);
+      break;
+    case Kind::kRemove:
+      req.set_type(pb::REMOVE_PEER);
+      break;
+  }
+  t->reason = change->reason;
 }
 
 // ---- Running tasks ----------------------------------------------------------------------------
@@ -256,6 +349,12 @@ void CatalogManager::RunTask(Task* t) {
       if (v.ok()) t->schema_version = *v;
       break;
     }
+    case Task::Kind::kChangeConfig:
+      t->status = admin_->ChangeConfig(t->address, t->change);
+      LOG(INFO) << "tablet " << t->tablet_id << ": "
+                << pb::ChangeConfigTypePB_Name(t->change.type()) << " " << t->change.peer_uuid()
+                << " (" << t->reason << "): " << t->status;
+      break;
   }
 }
 

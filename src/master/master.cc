@@ -259,6 +259,11 @@ void Master::RegisterMetrics() {
         [tsm] { return static_cast<double>(tsm->NumLive()); });
   gauge("basalt_master_is_leader", "1 if this master leads the catalog, else 0.",
         [this] { return is_leader() ? 1.0 : 0.0; });
+  gauge("basalt_master_tablets_under_replicated",
+        "Running tablets whose leader does not report the replication factor's number of healthy "
+        "voters, or no leader at all (UNDER_REPLICATED, RECOVERING or UNAVAILABLE; meaningful on "
+        "the leader master).",
+        [cm] { return static_cast<double>(cm->UnhealthyTablets().size()); });
 }
 
 std::string Master::TablesPage() const {
@@ -281,6 +286,14 @@ std::string Master::TabletServersPage() const {
   return HtmlTable({"uuid", "address", "live", "last heartbeat", "live replicas"}, rows);
 }
 
+std::string Master::UnhealthyTabletsPage() const {
+  std::vector<std::vector<std::string>> rows;
+  for (const CatalogManager::TabletHealth& h : catalog_manager_->UnhealthyTablets()) {
+    rows.push_back({h.tablet_id, h.table_name, h.state, h.detail});
+  }
+  return HtmlTable({"tablet id", "table", "health", "detail"}, rows);
+}
+
 absl::Status Master::StartWebserver() {
   if (options_.webserver_port < 0) return absl::OkStatus();
   BASALT_ASSIGN_OR_RETURN(
@@ -292,6 +305,8 @@ absl::Status Master::StartWebserver() {
   webserver_->RegisterPage("/tables", "Tables", [this] { return TablesPage(); });
   webserver_->RegisterPage("/tablet-servers", "Tablet servers",
                            [this] { return TabletServersPage(); });
+  webserver_->RegisterPage("/unhealthy-tablets", "Under-replicated tablets",
+                           [this] { return UnhealthyTabletsPage(); });
   BASALT_RETURN_IF_ERROR(webserver_->Start());
   webserver_port_.store(webserver_->port());
   return absl::OkStatus();

@@ -125,6 +125,7 @@ class Master {
   absl::Status StartWebserver();
   std::string TablesPage() const;
   std::string TabletServersPage() const;
+  std::string UnhealthyTabletsPage() const;
 
   MasterOptions options_;
   Env* env_;

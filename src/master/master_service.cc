@@ -55,6 +55,10 @@ class MasterServiceImpl final : public pb::MasterService::Service {
                                  pb::GetTableLocationsResponsePB* resp) override {
     return Serve([&] { return catalog_->GetTableLocations(*req, resp); });
   }
+  grpc::Status ChangeTServerState(grpc::ServerContext*, const pb::ChangeTServerStateRequestPB* req,
+                                  pb::ChangeTServerStateResponsePB*) override {
+    return Serve([&] { return catalog_->ChangeTServerState(*req); });
+  }
   grpc::Status ListTabletServers(grpc::ServerContext*, const pb::ListTabletServersRequestPB*,
                                  pb::ListTabletServersResponsePB* resp) override {
     return Serve([&] {

@@ -142,6 +142,13 @@ absl::Status SysCatalog::Load() {
         return absl::DataLossError(
             StrCat("catalog entry '", key, "' holds tablet '", t->tablet_id(), "'"));
       }
+    } else if (StartsWith(key, kSysTServerStateKeyPrefix)) {
+      pb::SysTServerStateEntryPB* t = all.add_upsert_tserver_states();
+      BASALT_RETURN_IF_ERROR(ParseEntry(key, value, t));
+      if (t->ts_uuid() != key.substr(std::string_view(kSysTServerStateKeyPrefix).size())) {
+        return absl::DataLossError(
+            StrCat("catalog entry '", key, "' holds tablet server '", t->ts_uuid(), "'"));
+      }
     } else {
       return absl::DataLossError(StrCat("unexpected key '", key, "' in the catalog"));
     }
@@ -288,6 +295,12 @@ absl::Status SysCatalog::Persist(const pb::SysCatalogWriteBatchPB* batch, uint64
     }
     for (const std::string& id : batch->delete_table_ids()) wb.Delete(TableKey(id));
     for (const std::string& id : batch->delete_tablet_ids()) wb.Delete(TabletKey(id));
+    for (const pb::SysTServerStateEntryPB& t : batch->upsert_tserver_states()) {
+      wb.Put(StrCat(kSysTServerStateKeyPrefix, t.ts_uuid()), EncodeValue(t.SerializeAsString()));
+    }
+    for (const std::string& id : batch->delete_tserver_state_ids()) {
+      wb.Delete(StrCat(kSysTServerStateKeyPrefix, id));
+    }
   }
   std::string idx;
   PutFixed64(&idx, index);

@@ -53,6 +53,7 @@ inline constexpr char kSysCatalogGroupId[] = "00000000000000000000000000000000";
 // Key layout in RocksDB (docs/master.md).
 inline constexpr char kSysTableKeyPrefix[] = "table/";
 inline constexpr char kSysTabletKeyPrefix[] = "tablet/";
+inline constexpr char kSysTServerStateKeyPrefix[] = "tserver_state/";
 inline constexpr char kSysAppliedIndexKey[] = "meta/applied_index";
 
 // Receives the catalog's contents: all of it once at Open, then every applied batch.

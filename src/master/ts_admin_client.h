@@ -1,7 +1,8 @@
 #pragma once
 
 // TsAdminClient: the master's admin requests to tablet servers (TabletServerAdminService in
-// proto/tserver.proto): CreateTablet, DeleteTablet, AlterSchema. An interface so that catalog
+// proto/tserver.proto): CreateTablet, DeleteTablet, AlterSchema, and ChangeConfig
+// (ConsensusService, proto/consensus.proto). An interface so that catalog
 // manager tests substitute a fake; NewGrpcTsAdminClient is the real one.
 //
 // Implementations are thread-safe: the reconciliation loop sends requests from several threads.
@@ -17,6 +18,7 @@ namespace basalt {
 
 namespace pb {
 class AlterSchemaRequestPB;
+class ChangeConfigRequestPB;
 class CreateTabletRequestPB;
 class DeleteTabletRequestPB;
 }  // namespace pb
@@ -34,6 +36,12 @@ class TsAdminClient {
   // The tablet's schema version afterwards.
   virtual absl::StatusOr<uint32_t> AlterSchema(const std::string& address,
                                                const pb::AlterSchemaRequestPB& request) = 0;
+  // ConsensusService.ChangeConfig to the tablet's leader. The default answers UNIMPLEMENTED
+  // (fakes in tests that do not care).
+  virtual absl::Status ChangeConfig(const std::string& address,
+                                    const pb::ChangeConfigRequestPB& request) {
+    return absl::UnimplementedError("ChangeConfig");
+  }
   // Cancels requests in flight (they return CANCELLED) and fails later ones with UNAVAILABLE,
   // so that a shutdown never waits for an unresponsive server. Idempotent.
   virtual void Shutdown() {}

@@ -106,12 +106,22 @@ std::string CheckChecksums(const pb::TabletLocationsPB& loc, const std::string& 
   return StrCat(ref->num_rows(), " rows, checksum ", ref->checksum());
 }
 
-// The problems of one tablet (empty: healthy). With --checksum, *agreed gets the replicas'
-// common result.
-std::vector<std::string> CheckTablet(const pb::TabletLocationsPB& loc,
-                                     const std::map<std::string, ServerReport>& servers,
-                                     std::string* agreed) {
+// One tablet's health and its problems (none: healthy). With --checksum, *agreed gets the
+// replicas' common result.
+struct TabletCheck {
+  // HEALTHY; UNAVAILABLE (not exactly one leader); UNDER_REPLICATED (fewer running voters than
+  // the replication factor, nothing on its way); RECOVERING (a replica being added or caught up,
+  // or a configuration change in flight).
+  std::string health = "HEALTHY";
   std::vector<std::string> problems;
+};
+
+TabletCheck CheckTablet(const pb::TabletLocationsPB& loc, int num_replicas,
+                        const std::map<std::string, ServerReport>& servers, std::string* agreed) {
+  TabletCheck check;
+  std::vector<std::string>& problems = check.problems;
+  int running_voters = 0;
+  bool in_motion = false;  // A learner, a bootstrapping replica or a differing configuration.
   std::set<std::string> master_peers;
   for (const auto& r : loc.replicas()) master_peers.insert(r.ts_uuid());
   std::string leader;
@@ -132,6 +142,14 @@ std::vector<std::string> CheckTablet(const pb::TabletLocationsPB& loc,
     const pb::TabletStatusPB& t = it->second;
     if (t.state() != pb::TABLET_RUNNING) {
       problems.push_back(StrCat(who, ": state ", pb::TabletStatePB_Name(t.state())));
+      in_motion |= t.state() == pb::TABLET_BOOTSTRAPPING;
+    }
+    if (t.role() == pb::LEARNER) {
+      problems.push_back(StrCat(who, ": a learner (being added or caught up)"));
+      in_motion = true;
+    } else if (t.state() == pb::TABLET_RUNNING &&
+               (t.role() == pb::LEADER || t.role() == pb::FOLLOWER)) {
+      ++running_voters;
     }
     if (t.role() == pb::LEADER) {
       if (leaders == 0 || t.term() > leader_term) leaders = 0;
@@ -146,11 +164,23 @@ std::vector<std::string> CheckTablet(const pb::TabletLocationsPB& loc,
     if (peers != master_peers) {
       problems.push_back(StrCat(who, ": Raft config has ", peers.size(),
                                 " peer(s) that differ from the master's ", master_peers.size()));
+      in_motion = true;
     }
   }
   if (leaders != 1) problems.push_back(StrCat(leaders, " leaders (want exactly 1)"));
+  if (running_voters < num_replicas) {
+    problems.push_back(
+        StrCat(running_voters, " running voter(s) of ", num_replicas, " (the replication factor)"));
+  }
   if (FLAGS_checksum && leaders == 1) *agreed = CheckChecksums(loc, leader, servers, &problems);
-  return problems;
+  if (leaders != 1) {
+    check.health = "UNAVAILABLE";
+  } else if (in_motion) {
+    check.health = "RECOVERING";
+  } else if (!problems.empty()) {
+    check.health = "UNDER_REPLICATED";
+  }
+  return check;
 }
 
 // Prints every master of the catalog group with its role; returns the problems (a master that
@@ -206,14 +236,29 @@ absl::Status Ksck(const ActionContext& ctx) {
                << ") is unreachable: " << sr.status.ToString() << "\n";
     }
   }
+  // Servers the master knows that hold no replica of any tablet: a dead one is only a warning
+  // (its replicas were replaced; remove it from service when convenient).
+  pb::ListTabletServersResponsePB all_servers;
+  if (CallMaster(ctx.args[0], &pb::MasterService::Stub::ListTabletServers,
+                 pb::ListTabletServersRequestPB(), &all_servers)
+          .ok()) {
+    for (const auto& s : all_servers.servers()) {
+      if (!s.live() && !servers.count(s.uuid())) {
+        *ctx.out << "Warning: tablet server " << s.uuid() << " (" << Address(s.rpc_address())
+                 << ") is not live; it holds no replica the master lists\n";
+      }
+    }
+  }
   for (int i = 0; i < tables.tables_size(); ++i) {
     *ctx.out << "Table " << tables.tables(i).name() << ":\n";
     for (const auto& loc : locations[i].tablet_locations()) {
       ++num_tablets;
       std::string agreed;
-      const std::vector<std::string> problems = CheckTablet(loc, servers, &agreed);
+      const TabletCheck check = CheckTablet(loc, tables.tables(i).num_replicas(), servers, &agreed);
+      const std::vector<std::string>& problems = check.problems;
       *ctx.out << "  tablet " << loc.tablet_id() << ": "
-               << (problems.empty() ? "OK" : StrCat(problems.size(), " problem(s)"))
+               << (problems.empty() ? "OK"
+                                    : StrCat(check.health, ", ", problems.size(), " problem(s)"))
                << (problems.empty() && !agreed.empty() ? StrCat(" (", agreed, ")") : "") << "\n";
       for (const auto& p : problems) *ctx.out << "    " << p << "\n";
       if (!problems.empty()) ++bad_tablets;
@@ -239,9 +284,12 @@ Command ClusterCommand() {
             "Check that every tablet's replicas are reachable, running and agree",
             "Every master of the catalog group answers and exactly one leads. For every tablet "
             "the master lists: each replica's tablet server answers, the replica "
-            "is there and RUNNING, exactly one replica leads, every replica's Raft config names "
-            "the master's replicas; with --checksum, every replica's checksum at one snapshot "
-            "matches the leader's. Exit code 1 when anything is wrong.",
+            "is there and RUNNING, exactly one replica leads, the running voters reach the "
+            "replication factor, every replica's Raft config names the master's replicas; with "
+            "--checksum, every replica's checksum at one snapshot matches the leader's. An "
+            "unhealthy tablet is UNAVAILABLE, UNDER_REPLICATED or RECOVERING. A dead tablet "
+            "server that holds no replica is only a warning. Exit code 1 when a tablet or a "
+            "master is unhealthy.",
             {MasterAddressesArg()},
             {"checksum", "ksck_checksum_timeout_ms"},
             Ksck}}};

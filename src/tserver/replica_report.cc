@@ -72,6 +72,13 @@ void ReplicaStatusToReport(const ReplicaStatus& st, const std::string& server_uu
   out->set_leader_uuid(st.leader_uuid);
   RaftConfigToPB(st.committed_config, book, out->mutable_config());
   out->set_committed_config_index(st.committed_config_index);
+  out->set_latest_config_index(st.config_index);
+  for (const auto& [peer, failed] : st.peer_failed) {
+    auto* h = out->add_peer_health();
+    h->set_uuid(peer);
+    h->set_status(failed ? pb::TSHeartbeatRequestPB::ReportedTabletPB::PeerHealthPB::FAILED
+                         : pb::TSHeartbeatRequestPB::ReportedTabletPB::PeerHealthPB::HEALTHY);
+  }
   out->set_schema_version(st.schema_version);
   if (!st.error.ok()) StatusToPB(st.error, out->mutable_error());
 }

@@ -371,7 +371,7 @@ TEST_F(TabletCopyTest, TombstonesAreListedAndSurviveRestarts) {
   EXPECT_EQ(clients_[leader]->DeleteTablet(del).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(MaybeReplica(leader)->state(), ReplicaState::kRunning);
   // The removed replica need not learn that its removal committed: its own index is what counts.
-  del.set_cas_config_index(MaybeReplica(removed)->raft()->committed_config().second);
+  del.set_cas_config_index(MaybeReplica(removed)->raft()->config_index());
   absl::Status s = clients_[removed]->DeleteTablet(del);
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_TRUE(clients_[removed]->DeleteTablet(del).ok());  // Tombstoning a tombstone.

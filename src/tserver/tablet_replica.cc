@@ -344,6 +344,18 @@ ReplicaStatus TabletReplica::GetStatus() const {
     st.leader_uuid = node->leader_id();
     st.config = node->config();
     std::tie(st.committed_config, st.committed_config_index) = node->committed_config();
+    st.config_index = node->config_index();
+    if (st.role == RaftCore::Role::kLeader) {
+      const absl::Time now = absl::Now();
+      const std::map<PeerId, absl::Time> heard = node->peer_last_heard();
+      for (const auto* ids : {&st.config.voters, &st.config.learners}) {
+        for (const PeerId& peer : *ids) {
+          if (peer == ctx_.server_uuid) continue;
+          auto it = heard.find(peer);
+          st.peer_failed[peer] = it == heard.end() || now - it->second > ctx_.follower_failed_after;
+        }
+      }
+    }
   }
   st.last_applied_index = last_applied_index_.load();
   const TabletStats stats = tablet_->GetStats();

@@ -101,6 +101,9 @@ struct TabletReplicaContext {
   // How long (at most; the RPC deadline may be shorter) a snapshot read on a follower waits for
   // its safe time to reach the snapshot before sending the client to the leader.
   absl::Duration follower_snapshot_wait = absl::Seconds(3);
+  // A leader reports a follower FAILED once it has heard nothing from it for this long
+  // (--follower_unavailable_considered_failed_sec); the master then replaces it.
+  absl::Duration follower_failed_after = absl::Seconds(300);
   // Called (on a RaftNode worker; must be quick) when a replica's reported status may have
   // changed: it became RUNNING, applied the first entry of a new term (a new leader) or a schema
   // change. The server wakes the heartbeater with it. May be empty.
@@ -123,7 +126,11 @@ struct ReplicaStatus {
   // The last committed configuration and the op index of its entry.
   RaftConfig committed_config;
   uint64_t committed_config_index = 0;
+  uint64_t config_index = 0;  // Of `config`.
   uint32_t schema_version = 0;
+  // A leader's view of the other members: true = failed (not heard from for
+  // TabletReplicaContext::follower_failed_after).
+  std::map<PeerId, bool> peer_failed;
   uint64_t last_applied_index = 0;
   uint64_t on_disk_bytes = 0;
   uint64_t memory_bytes = 0;

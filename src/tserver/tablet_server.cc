@@ -34,6 +34,10 @@
 
 DECLARE_int64(block_cache_capacity_mb);
 
+DEFINE_int32(follower_unavailable_considered_failed_sec, 300,
+             "A leader reports a follower FAILED to the master once it has heard nothing from it "
+             "for this long; the master then replaces it (docs/tablet_copy.md).");
+
 namespace basalt {
 
 TabletServer::TabletServer(TabletServerOptions options)
@@ -87,6 +91,8 @@ absl::Status TabletServer::Start() {
   ctx.raft_tick_interval_ms = options_.raft_tick_interval_ms;
   ctx.raft_election_ticks = options_.raft_election_ticks;
   ctx.on_status_change = [this] { OnReplicaStatusChange(); };
+  ctx.follower_failed_after =
+      absl::Seconds(std::max(FLAGS_follower_unavailable_considered_failed_sec, 1));
   tablet_manager_ = std::make_unique<TsTabletManager>(ctx);
   BASALT_RETURN_IF_ERROR(tablet_manager_->OpenAll());
 

@@ -47,10 +47,10 @@ class TsTabletManager {
     kTombstone,  // Data deleted, replica file and cmeta kept (replica_tombstone.h).
   };
   // Shuts the replica down and deletes its data (a tombstone, a replica that failed to open, or
-  // a live one). With `cas_config_index`, a live replica is only deleted if its committed
-  // configuration's index is at most that (FAILED_PRECONDITION otherwise: it was re-added since
-  // the caller looked). Tombstoning a tombstone is a no-op. NOT_FOUND + TABLET_NOT_FOUND if absent;
-  // UNAVAILABLE while the replica is being created, copied or deleted.
+  // a live one). With `cas_config_index`, a live replica is only deleted if the index of its
+  // newest configuration (committed or not) is at most that (FAILED_PRECONDITION otherwise: it
+  // was added or re-added since the caller looked). Tombstoning a tombstone is a no-op. NOT_FOUND +
+  // TABLET_NOT_FOUND if absent; UNAVAILABLE while the replica is being created, copied or deleted.
   absl::Status DeleteTablet(const std::string& tablet_id, DeleteMode mode = DeleteMode::kDelete,
                             std::optional<uint64_t> cas_config_index = std::nullopt)
       ABSL_LOCKS_EXCLUDED(mu_);

@@ -1,0 +1,173 @@
+// Re-replication (issue 13): a one-tablet table holding about --data_mb of rows (1 KiB string
+// payloads) on 3 of 4 tablet servers started as real processes; a replica is then added on the
+// fourth (ConsensusService.ChangeConfig ADD_PEER as VOTER: a tablet copy from the leader, then a
+// promotion) while a writer keeps inserting. Prints one JSON object: the copy's MB/s, the time
+// until the new replica is a voter, and the writer's rows/s without and during the copy
+// (target: at least 70% of without).
+//
+//   build/bench/rereplication_bench [--data_mb=1024] [--writer_baseline_sec=10]
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+#include <grpcpp/grpcpp.h>
+
+#include "bench_util.h"
+#include "client/client.h"
+#include "common/strings.h"
+#include "proto/consensus.grpc.pb.h"
+#include "proto/tserver.pb.h"
+#include "rpc/rpc_status.h"
+#include "testing/external_mini_cluster.h"
+
+DEFINE_int32(data_mb, 1024, "Megabytes of row payload loaded into the tablet before the copy.");
+DEFINE_int32(writer_baseline_sec, 10, "Seconds the writer runs alone to measure its rate.");
+
+namespace basalt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kPayloadBytes = 1024;
+
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+void CreateTable(client::Client* c) {
+  client::SchemaBuilder b;
+  b.AddColumn("key")->Type(client::ColumnSchema::INT64)->NotNull()->PrimaryKey();
+  b.AddColumn("payload")->Type(client::ColumnSchema::STRING)->NotNull();
+  client::Schema schema;
+  BENCH_CHECK_OK(b.Build(&schema));
+  BENCH_CHECK_OK(c->NewTableCreator()
+                     ->table_name("rereplication_bench")
+                     .schema(&schema)
+                     .set_range_partition_columns({})
+                     .num_replicas(3)
+                     .Create());
+}
+
+// Inserts rows from key `*next` on until `stop`, counting them.
+void Write(client::Table* table, client::Client* c, std::atomic<int64_t>* next,
+           std::atomic<bool>* stop) {
+  auto session = c->NewSession();
+  BENCH_CHECK_OK(session->SetFlushMode(client::Session::AUTO_FLUSH_BACKGROUND));
+  BENCH_CHECK_OK(session->SetMutationBufferSpace(size_t{32} << 20));
+  session->SetTimeoutMillis(120000);
+  const std::string payload(kPayloadBytes, 'x');
+  while (!stop->load()) {
+    auto insert = table->NewInsert();
+    BENCH_CHECK_OK(insert->mutable_row()->SetInt64("key", next->fetch_add(1)));
+    BENCH_CHECK_OK(insert->mutable_row()->SetString("payload", payload));
+    BENCH_CHECK_OK(session->Apply(std::move(insert)));
+  }
+  BENCH_CHECK_OK(session->Flush());
+  BENCH_CHECK_OK(session->Close());
+}
+
+// Rows/s of a writer running for `seconds`, or until `done` returns true when given.
+double MeasureWriter(client::Table* table, client::Client* c, std::atomic<int64_t>* next,
+                     double seconds, const std::function<bool()>& done, double* elapsed) {
+  std::atomic<bool> stop{false};
+  const int64_t first = next->load();
+  const Clock::time_point start = Clock::now();
+  std::thread writer([&] { Write(table, c, next, &stop); });
+  while (done ? !done() : Since(start) < seconds) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  stop = true;
+  writer.join();
+  *elapsed = Since(start);
+  return (next->load() - first) / *elapsed;
+}
+
+int VotersOn(ExternalMiniCluster* cluster, int ts, const std::string& tablet) {
+  pb::ListTabletsResponsePB listing;
+  if (!cluster->ListTablets(ts, &listing).ok()) return 0;
+  for (const auto& t : listing.tablets()) {
+    if (t.tablet_id() != tablet) continue;
+    int voters = 0;
+    for (const auto& p : t.config().peers()) voters += p.member_type() == pb::RaftPeerPB::VOTER;
+    return t.state() == pb::TABLET_RUNNING && (t.role() == pb::LEADER || t.role() == pb::FOLLOWER)
+               ? voters
+               : 0;
+  }
+  return 0;
+}
+
+void Run() {
+  ExternalMiniClusterOptions opts;
+  opts.num_tablet_servers = 4;
+  ExternalMiniCluster cluster(opts);
+  BENCH_CHECK_OK(cluster.Start());
+  std::shared_ptr<client::Client> c;
+  BENCH_CHECK_OK(
+      client::ClientBuilder().add_master_server_addr(cluster.master_addresses()).Build(&c));
+  CreateTable(c.get());
+  std::shared_ptr<client::Table> table;
+  BENCH_CHECK_OK(c->OpenTable("rereplication_bench", &table));
+
+  // Load.
+  std::atomic<int64_t> next{0};
+  const int64_t rows = int64_t{FLAGS_data_mb} * (1 << 20) / kPayloadBytes;
+  double load_seconds = 0;
+  MeasureWriter(
+      table.get(), c.get(), &next, 0, [&] { return next.load() >= rows; }, &load_seconds);
+
+  // The tablet, its leader and the server without a replica.
+  std::string tablet;
+  int spare = -1;
+  for (int i = 0; i < cluster.num_tablet_servers(); ++i) {
+    pb::ListTabletsResponsePB listing;
+    BENCH_CHECK_OK(cluster.ListTablets(i, &listing));
+    if (listing.tablets_size() == 0) spare = i;
+    for (const auto& t : listing.tablets()) tablet = t.tablet_id();
+  }
+  absl::StatusOr<TabletLeader> leader = cluster.WaitForTabletLeader(tablet, absl::Seconds(30));
+  BENCH_CHECK_OK(leader.status());
+
+  double baseline_seconds = 0;
+  const double baseline = MeasureWriter(table.get(), c.get(), &next, FLAGS_writer_baseline_sec,
+                                        nullptr, &baseline_seconds);
+
+  // Add the fourth replica while the writer runs; done once every replica sees four voters.
+  pb::ChangeConfigRequestPB req;
+  req.set_tablet_id(tablet);
+  req.set_type(pb::ADD_PEER);
+  req.set_peer_uuid(cluster.tablet_server(spare)->uuid());
+  req.set_member_type(pb::RaftPeerPB::VOTER);
+  req.mutable_peer_address()->set_host("127.0.0.1");
+  req.mutable_peer_address()->set_port(cluster.tablet_server(spare)->rpc_port());
+  const Clock::time_point added = Clock::now();
+  std::thread change([&] {
+    auto stub = pb::ConsensusService::NewStub(cluster.tserver_channel(leader->ts_index));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    pb::ChangeConfigResponsePB resp;
+    BENCH_CHECK_OK(FromGrpcStatus(stub->ChangeConfig(&ctx, req, &resp)));
+  });
+  double copy_seconds = 0;
+  const double during = MeasureWriter(
+      table.get(), c.get(), &next, 0,
+      [&] { return VotersOn(&cluster, spare, tablet) == 4 || Since(added) > 3600; }, &copy_seconds);
+  change.join();
+  const double data_mb = static_cast<double>(rows) * kPayloadBytes / (1 << 20);
+  std::printf(
+      "{\"benchmark\": \"rereplication\", \"data_mb\": %.0f, \"load_seconds\": %.1f, "
+      "\"seconds_to_voter\": %.2f, \"copy_mb_per_sec\": %.1f, \"writer_rows_per_sec_alone\": %.0f, "
+      "\"writer_rows_per_sec_during_copy\": %.0f, \"writer_ratio\": %.2f}\n",
+      data_mb, load_seconds, copy_seconds, data_mb / copy_seconds, baseline, during,
+      during / baseline);
+  BENCH_CHECK_OK(cluster.Shutdown());
+}
+
+}  // namespace
+}  // namespace basalt
+
+int main(int argc, char** argv) { return basalt::BenchMain(argc, argv, basalt::Run); }

@@ -1,0 +1,79 @@
+#pragma once
+
+// BackgroundWriter: a writer thread for cluster tests through the client library, which records
+// which rows were acknowledged so that a test can check that none was lost.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "client/client.h"
+#include "common/strings.h"
+#include "glog/logging.h"
+#include "testing/wait.h"
+#include "tests/client_test_util.h"
+
+namespace basalt::client_test {
+
+// Inserts Expected(k) for k = 0, 1, 2, ... in MANUAL_FLUSH batches on its own thread and records
+// which rows were acknowledged (flushed without a per-row error). Start() → Stop(); the destructor
+// stops it too.
+class BackgroundWriter {
+ public:
+  BackgroundWriter(std::shared_ptr<client::Client> client, std::shared_ptr<client::Table> table)
+      : client_(std::move(client)), table_(std::move(table)) {}
+  ~BackgroundWriter() { Stop().IgnoreError(); }
+
+  void Start() {
+    thread_ = std::thread([this] { Run(); });
+  }
+  // Stops and joins; returns the first error other than a per-row failure.
+  absl::Status Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    absl::MutexLock l(&mu_);
+    return status_;
+  }
+  size_t acked_count() const {
+    absl::MutexLock l(&mu_);
+    return acked_.size();
+  }
+  std::vector<int32_t> acked() const {
+    absl::MutexLock l(&mu_);
+    return acked_;
+  }
+  // Waits until at least `n` rows are acknowledged.
+  absl::Status WaitForAcked(size_t n) const {
+    return WaitFor(absl::Seconds(60), StrCat(n, " acknowledged rows"), [&] {
+      size_t now = acked_count();
+      return now >= n ? absl::OkStatus() : absl::UnavailableError(StrCat(now, " so far"));
+    });
+  }
+  // Checks the table after Stop(): every acknowledged row is there with its contents, no row is
+  // returned twice, and no row that was never sent is there.
+  void Verify() const;
+
+ private:
+  static constexpr int kBatch = 200;
+
+  void Run();
+
+  const std::shared_ptr<client::Client> client_;
+  const std::shared_ptr<client::Table> table_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  mutable absl::Mutex mu_;
+  std::vector<int32_t> acked_ ABSL_GUARDED_BY(mu_);
+  int32_t attempted_end_ ABSL_GUARDED_BY(mu_) = 0;  // Keys [0, attempted_end_) were sent.
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace basalt::client_test
