@@ -220,6 +220,31 @@ absl::Status ExternalMiniCluster::Restart() {
   return StartDaemons();
 }
 
+absl::StatusOr<int> ExternalMiniCluster::AddTabletServer() {
+  CHECK(prepared_) << "Start() the cluster first";
+  BASALT_ASSIGN_OR_RETURN(ReservedPort port, ReservedPort::Reserve());
+  tserver_ports_.push_back(std::move(port));
+  const int idx = num_tablet_servers();
+  tservers_.push_back(
+      NewDaemon(StrCat("ts-", idx), options_.tserver_exe, tserver_ports_.back(), TserverFlags()));
+  tserver_channels_.push_back(NewChannel(tservers_.back()->rpc_address()));
+  BASALT_RETURN_IF_ERROR(tservers_.back()->Start());
+  if (!options_.wait_for_tablet_servers) return idx;
+  // Only the new server: others may be stopped on purpose.
+  const std::string uuid = tservers_.back()->uuid();
+  BASALT_RETURN_IF_ERROR(WaitFor(
+      options_.registration_timeout, StrCat(tservers_.back()->name(), " to register"),
+      [&]() -> absl::Status {
+        pb::ListTabletServersResponsePB resp;
+        BASALT_RETURN_IF_ERROR(ListTabletServers(&resp));
+        for (const auto& ts : resp.servers()) {
+          if (ts.uuid() == uuid && ts.live()) return absl::OkStatus();
+        }
+        return absl::UnavailableError(StrCat("the master does not list ", uuid, " as live"));
+      }));
+  return idx;
+}
+
 int ExternalMiniCluster::TabletServerIndexByUuid(const std::string& uuid) const {
   for (int i = 0; i < num_tablet_servers(); ++i) {
     if (tservers_[i]->uuid() == uuid) return i;

@@ -25,7 +25,8 @@
 //
 // Not thread-safe; the caller serializes. After the first Start() the channel accessors,
 // master_addresses() and the daemons' constant accessors (ExternalDaemon) may be used from any
-// thread: they read state that never changes afterwards.
+// thread: they read state that never changes afterwards, except that AddTabletServer() appends a
+// daemon and its channel (call it while no other thread uses the cluster).
 
 #include <cstdint>
 #include <memory>
@@ -103,6 +104,13 @@ class ExternalMiniCluster {
   void KillAll();
   // Shutdown(), then starts every daemon again and waits for registration as Start() does.
   absl::Status Restart();
+  // Adds one more tablet server to the running cluster: reserves a port, starts ts-<n> (n =
+  // num_tablet_servers() before the call) with the flags the others got and, unless
+  // wait_for_tablet_servers is off, waits until the master lists it as live. Returns its index.
+  // REQUIRES: Start() was called. The daemon's start error (with its log tail) or
+  // DEADLINE_EXCEEDED if it does not register in time; the daemon stays in the cluster either
+  // way (a later Restart() starts it again).
+  absl::StatusOr<int> AddTabletServer();
 
   int num_masters() const { return static_cast<int>(masters_.size()); }
   int num_tablet_servers() const { return static_cast<int>(tservers_.size()); }

@@ -36,12 +36,9 @@ absl::StatusOr<LeaderReplica> FindLeader(const pb::ListTabletServersResponsePB& 
     // for long.
     if (!s.live()) continue;
     const std::string address = TabletServerAddress(s);
-    auto stub = pb::TabletServerService::NewStub(NewChannel(address));
-    grpc::ClientContext ctx;
-    ctx.set_deadline(deadline);
-    pb::ListTabletsResponsePB resp;
-    if (!stub->ListTablets(&ctx, pb::ListTabletsRequestPB(), &resp).ok()) continue;
-    for (const auto& t : resp.tablets()) {
+    auto resp = ListTabletsOn(address, deadline);
+    if (!resp.ok()) continue;
+    for (const auto& t : resp->tablets()) {
       if (t.tablet_id() != tablet_id) continue;
       // A tombstone is not a replica: a server whose replica was removed keeps the tablet id.
       if (t.state() == pb::TABLET_DELETED) continue;
@@ -62,9 +59,8 @@ absl::StatusOr<LeaderReplica> FindLeader(const std::string& masters, const std::
   return FindLeader(servers, tablet_id, OperationDeadline());
 }
 
-absl::StatusOr<pb::TabletStatusPB> GetReplicaStatus(const std::string& address,
-                                                    const std::string& tablet_id,
-                                                    Deadline deadline) {
+absl::StatusOr<pb::ListTabletsResponsePB> ListTabletsOn(const std::string& address,
+                                                        Deadline deadline) {
   auto stub = pb::TabletServerService::NewStub(NewChannel(address));
   grpc::ClientContext ctx;
   ctx.set_deadline(deadline);
@@ -72,6 +68,13 @@ absl::StatusOr<pb::TabletStatusPB> GetReplicaStatus(const std::string& address,
   BASALT_RETURN_IF_ERROR_PREPEND(
       FromGrpcStatus(stub->ListTablets(&ctx, pb::ListTabletsRequestPB(), &resp)),
       StrCat("tablet server at ", address));
+  return resp;
+}
+
+absl::StatusOr<pb::TabletStatusPB> GetReplicaStatus(const std::string& address,
+                                                    const std::string& tablet_id,
+                                                    Deadline deadline) {
+  BASALT_ASSIGN_OR_RETURN(pb::ListTabletsResponsePB resp, ListTabletsOn(address, deadline));
   for (const auto& t : resp.tablets()) {
     if (t.tablet_id() == tablet_id) return t;
   }

@@ -1,8 +1,8 @@
 #pragma once
 
-// Private to src/tools (.cc files only): calls to tablet servers for the `basalt tablet` verbs
-// (docs/cli.md): finding a tablet's leader, asking it to step down, reading its consensus state
-// and changing its Raft configuration.
+// Private to src/tools (.cc files only): calls to tablet servers for the `basalt tablet` verbs and
+// `basalt cluster rebalance` (docs/cli.md): listing a server's replicas, finding a tablet's
+// leader, asking it to step down, reading its consensus state and changing its Raft configuration.
 //
 // Every call here is one RPC (or one round of them) with the deadline its caller passes; nothing
 // retries. Errors are the server's status; most calls prefix its message with the server it came
@@ -45,8 +45,13 @@ absl::StatusOr<LeaderReplica> FindLeader(const pb::ListTabletServersResponsePB& 
 // The same with the servers ListTabletServers gives and the --timeout_ms deadline.
 absl::StatusOr<LeaderReplica> FindLeader(const std::string& masters, const std::string& tablet_id);
 
+// Every replica (tombstones included) the server at `address` reports (ListTablets). The
+// server's error, prefixed with "tablet server at <address>".
+absl::StatusOr<pb::ListTabletsResponsePB> ListTabletsOn(const std::string& address,
+                                                        Deadline deadline);
+
 // The replica of `tablet_id` as the server at `address` reports it (ListTablets). NOT_FOUND if it
-// has none; the server's error, prefixed with "tablet server at <address>".
+// has none; ListTabletsOn's errors.
 absl::StatusOr<pb::TabletStatusPB> GetReplicaStatus(const std::string& address,
                                                     const std::string& tablet_id,
                                                     Deadline deadline);

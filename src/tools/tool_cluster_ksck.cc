@@ -1,4 +1,5 @@
-// `basalt cluster ksck`: checks the health of every tablet of a cluster (docs/cli.md).
+// `basalt cluster ksck`: checks the health of every tablet of a cluster (docs/cli.md). The
+// command's other action, `cluster rebalance`, is in tool_cluster_rebalance.cc.
 
 #include <gflags/gflags.h>
 
@@ -292,7 +293,8 @@ Command ClusterCommand() {
             "master is unhealthy.",
             {MasterAddressesArg()},
             {"checksum", "ksck_checksum_timeout_ms"},
-            Ksck}}};
+            Ksck},
+           ClusterRebalanceAction()}};
 }
 
 }  // namespace basalt::tools
