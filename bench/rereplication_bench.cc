@@ -6,6 +6,7 @@
 // (target: at least 70% of without).
 //
 //   build/bench/rereplication_bench [--data_mb=1024] [--writer_baseline_sec=10]
+//                                   [--copy_max_mb_per_sec=0]
 
 #include <atomic>
 #include <chrono>
@@ -20,6 +21,7 @@
 
 #include "bench_util.h"
 #include "client/client.h"
+#include "common/random.h"
 #include "common/strings.h"
 #include "proto/consensus.grpc.pb.h"
 #include "proto/tserver.pb.h"
@@ -28,6 +30,8 @@
 
 DEFINE_int32(data_mb, 1024, "Megabytes of row payload loaded into the tablet before the copy.");
 DEFINE_int32(writer_baseline_sec, 10, "Seconds the writer runs alone to measure its rate.");
+DEFINE_int32(copy_max_mb_per_sec, 0,
+             "Passed to the tablet servers as --tablet_copy_max_mb_per_sec (0: no limit).");
 
 namespace basalt {
 namespace {
@@ -60,11 +64,17 @@ void Write(client::Table* table, client::Client* c, std::atomic<int64_t>* next,
   BENCH_CHECK_OK(session->SetFlushMode(client::Session::AUTO_FLUSH_BACKGROUND));
   BENCH_CHECK_OK(session->SetMutationBufferSpace(size_t{32} << 20));
   session->SetTimeoutMillis(120000);
-  const std::string payload(kPayloadBytes, 'x');
+  // Incompressible payloads (1 KiB windows of random bytes), so the copy moves what was written.
+  std::string random(kPayloadBytes * 64, '\0');
+  Random rng(42);
+  for (char& ch : random) ch = static_cast<char>(rng.Next64());
   while (!stop->load()) {
     auto insert = table->NewInsert();
-    BENCH_CHECK_OK(insert->mutable_row()->SetInt64("key", next->fetch_add(1)));
-    BENCH_CHECK_OK(insert->mutable_row()->SetString("payload", payload));
+    const int64_t key = next->fetch_add(1);
+    BENCH_CHECK_OK(insert->mutable_row()->SetInt64("key", key));
+    const size_t offset = static_cast<size_t>(key * 977) % (random.size() - kPayloadBytes);
+    BENCH_CHECK_OK(
+        insert->mutable_row()->SetString("payload", random.substr(offset, kPayloadBytes)));
     BENCH_CHECK_OK(session->Apply(std::move(insert)));
   }
   BENCH_CHECK_OK(session->Flush());
@@ -104,6 +114,8 @@ int VotersOn(ExternalMiniCluster* cluster, int ts, const std::string& tablet) {
 void Run() {
   ExternalMiniClusterOptions opts;
   opts.num_tablet_servers = 4;
+  opts.extra_tserver_flags.push_back(
+      StrCat("--tablet_copy_max_mb_per_sec=", FLAGS_copy_max_mb_per_sec));
   ExternalMiniCluster cluster(opts);
   BENCH_CHECK_OK(cluster.Start());
   std::shared_ptr<client::Client> c;
@@ -131,6 +143,13 @@ void Run() {
   }
   absl::StatusOr<TabletLeader> leader = cluster.WaitForTabletLeader(tablet, absl::Seconds(30));
   BENCH_CHECK_OK(leader.status());
+  // What the copy moves: the leader replica's on-disk bytes (blocks and WAL).
+  double disk_mb = 0;
+  {
+    pb::ListTabletsResponsePB listing;
+    BENCH_CHECK_OK(cluster.ListTablets(leader->ts_index, &listing));
+    for (const auto& t : listing.tablets()) disk_mb = t.on_disk_size_bytes() / double(1 << 20);
+  }
 
   double baseline_seconds = 0;
   const double baseline = MeasureWriter(table.get(), c.get(), &next, FLAGS_writer_baseline_sec,
@@ -159,11 +178,13 @@ void Run() {
   change.join();
   const double data_mb = static_cast<double>(rows) * kPayloadBytes / (1 << 20);
   std::printf(
-      "{\"benchmark\": \"rereplication\", \"data_mb\": %.0f, \"load_seconds\": %.1f, "
+      "{\"benchmark\": \"rereplication\", \"data_mb\": %.0f, \"replica_disk_mb\": %.0f, "
+      "\"load_seconds\": %.1f, "
       "\"seconds_to_voter\": %.2f, \"copy_mb_per_sec\": %.1f, \"writer_rows_per_sec_alone\": %.0f, "
-      "\"writer_rows_per_sec_during_copy\": %.0f, \"writer_ratio\": %.2f}\n",
-      data_mb, load_seconds, copy_seconds, data_mb / copy_seconds, baseline, during,
-      during / baseline);
+      "\"writer_rows_per_sec_during_copy\": %.0f, \"writer_ratio\": %.2f, "
+      "\"copy_max_mb_per_sec\": %d}\n",
+      data_mb, disk_mb, load_seconds, copy_seconds, disk_mb / copy_seconds, baseline, during,
+      during / baseline, FLAGS_copy_max_mb_per_sec);
   BENCH_CHECK_OK(cluster.Shutdown());
 }
 

@@ -282,8 +282,13 @@ void RaftNode::WorkerLoop() {
     // ticks that accumulated meanwhile could start an election.
     for (const RaftMessage& m : messages) {
       if (m.type == MessageType::kPeerMissing) {
-        // A peer being copied to is alive and being repaired, however long the copy takes.
-        if (copies_in_flight_.contains(m.from)) heard_[m.from] = absl::Now();
+        // A peer being copied to is alive and being repaired, however long the copy takes; not
+        // once copies to it have failed kMaxCopyFailuresStillHealthy times in a row (one that
+        // keeps failing must be reported failed and replaced elsewhere).
+        if (copies_in_flight_.contains(m.from) &&
+            copy_failures_[m.from] < kMaxCopyFailuresStillHealthy) {
+          heard_[m.from] = absl::Now();
+        }
         // Not while a failed copy to that peer waits for its retry (the core would ask at once).
         if (!copy_retries_.contains(m.from)) core_->ReportPeerMissing(m.from);
         continue;
@@ -395,6 +400,7 @@ void RaftNode::StartSnapshotCopies(const std::vector<PeerId>& peers) {
         copies_in_flight_.erase(peer);
         if (s.ok()) {
           copy_backoff_.erase(peer);
+          copy_failures_.erase(peer);
           core_->ReportSnapshotDone(peer, index);
         } else {
           DelaySnapshotRetry(peer, s);
@@ -409,6 +415,7 @@ void RaftNode::StartSnapshotCopies(const std::vector<PeerId>& peers) {
 // failure to the same peer, with +-25% jitter, up to the cap; one log line per attempt, so a copy
 // that keeps failing logs at most about once a cap interval.
 void RaftNode::DelaySnapshotRetry(const PeerId& peer, const absl::Status& s) {
+  ++copy_failures_[peer];
   absl::Duration& backoff = copy_backoff_[peer];
   const absl::Duration base = absl::Milliseconds(std::max(FLAGS_tablet_copy_retry_base_ms, 1));
   const absl::Duration cap = std::max(absl::Milliseconds(FLAGS_tablet_copy_retry_max_ms), base);
@@ -501,6 +508,10 @@ void RaftNode::PublishState() {
     // each gets a full period from now.
     const bool new_leader = role_before_publish_ != RaftCore::Role::kLeader;
     const absl::Time now = absl::Now();
+    if (new_leader) {  // Copies of an earlier term start afresh.
+      copy_backoff_.clear();
+      copy_failures_.clear();
+    }
     for (const auto* ids : {&core_->config().voters, &core_->config().learners}) {
       for (const PeerId& peer : *ids) {
         if (new_leader || !heard_.contains(peer)) heard_[peer] = now;

@@ -225,6 +225,8 @@ class RaftNode {
   // Tablet copies that failed: the current delay per peer (reset by a success), and the time at
   // which each failure is reported to the core.
   std::map<PeerId, absl::Duration> copy_backoff_;
+  std::map<PeerId, int> copy_failures_;  // Failed copies in a row per peer.
+  static constexpr int kMaxCopyFailuresStillHealthy = 5;
   std::map<PeerId, absl::Time> copy_retries_;
   std::map<PeerId, absl::Time> heard_;  // See peer_last_heard().
   std::set<PeerId> copies_in_flight_;   // Peers a tablet copy is running to.

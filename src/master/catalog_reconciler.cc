@@ -199,10 +199,16 @@ void CatalogManager::CollectTabletTasksLocked(const TabletInfo& tablet, const Ta
     }
     return;
   }
-  // Replicas the group removed: tombstoned, unless the replica's own configuration is newer than
-  // the catalog's (the catalog has not caught up with a change yet); the tablet server checks the
-  // same with cas_config_index, so a replica added back meanwhile is never touched.
+  // Replicas the group removed: tombstoned, but only while the catalog holds the leader's newest
+  // configuration (no change in flight: a replica just copied in may report before the change
+  // that added it commits) and unless the replica's own configuration is newer than the
+  // catalog's; the tablet server checks the same with cas_config_index.
+  std::string leader_uuid;
+  const ReplicaReport* current = LeaderReportLocked(tablet.id(), &leader_uuid);
+  const bool settled = current != nullptr && current->config_index == tablet.pb.config_index() &&
+                       current->latest_config_index <= tablet.pb.config_index();
   for (const auto& [uuid, r] : reports) {
+    if (!settled) break;
     if (r.state == pb::TABLET_DELETED ||
         std::max(r.config_index, r.latest_config_index) > tablet.pb.config_index()) {
       continue;

@@ -106,12 +106,18 @@ class ConsensusServiceImpl final : public pb::ConsensusService::Service {
     if (request.has_cas_config_index()) cas = request.cas_config_index();
     BASALT_ASSIGN_OR_RETURN(std::shared_ptr<TabletReplica> replica,
                             ctx_.tablet_manager->Lookup(request.tablet_id()));
-    if (address.has_value() && ctx_.address_book != nullptr) {
+    // A new peer's address is needed as soon as its entry is appended (to reach it); one already
+    // known is not replaced by a request that may yet be refused.
+    if (address.has_value() && ctx_.address_book != nullptr &&
+        !ctx_.address_book->Get(change.peer).has_value()) {
       ctx_.address_book->Set(change.peer, *address);
     }
     BASALT_ASSIGN_OR_RETURN(
         uint64_t index,
         replica->ChangeConfig(change, cas, RpcDeadline(context, ctx_.default_rpc_timeout)));
+    if (address.has_value() && ctx_.address_book != nullptr) {
+      ctx_.address_book->Set(change.peer, *address);
+    }
     response->set_config_index(index);
     return absl::OkStatus();
   }
@@ -140,10 +146,11 @@ class ConsensusServiceImpl final : public pb::ConsensusService::Service {
     }
     BASALT_ASSIGN_OR_RETURN(HostPort source,
                             CheckAddress(request.copy_peer_address(), "copy_peer_address"));
-    BASALT_ASSIGN_OR_RETURN(uint64_t last,
-                            ctx_.tablet_manager->StartTabletCopy(
-                                request.tablet_id(), request.copy_peer_uuid(), source.ToString(),
-                                request.caller_term(), request.leader_log_first_index()));
+    BASALT_ASSIGN_OR_RETURN(
+        uint64_t last,
+        ctx_.tablet_manager->StartTabletCopy(
+            request.tablet_id(), request.copy_peer_uuid(), source.ToString(), request.caller_term(),
+            request.leader_log_first_index(), request.caller_config_index()));
     response->set_copied_last_index(last);
     return absl::OkStatus();
   }

@@ -49,11 +49,12 @@ class ReplicatedTabletTest : public ::testing::Test {
     o.raft_election_ticks = 15;
     servers_[i] = std::make_unique<TabletServer>(o);
     ASSERT_TRUE(servers_[i]->Start().ok());
-    // A restarted server has a new port: tell the others (as the master's heartbeat responses
-    // would).
+    // A restarted server has a new port: tell the others, and tell it theirs (as the master's
+    // heartbeat responses would).
     for (int j = 0; j < num_servers_; ++j) {
       if (j != i && servers_[j] != nullptr) {
         servers_[j]->address_book()->Set(servers_[i]->uuid(), servers_[i]->advertised_address());
+        servers_[i]->address_book()->Set(servers_[j]->uuid(), servers_[j]->advertised_address());
       }
     }
     clients_[i] = std::make_unique<TsClient>(servers_[i]->advertised_address().ToString());

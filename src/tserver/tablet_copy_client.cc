@@ -24,6 +24,9 @@
 #include "tablet/tablet_metadata.h"
 #include "tserver/replica_file.h"
 
+DEFINE_int32(tablet_copy_max_mb_per_sec, 0,
+             "Most megabytes per second one tablet copy downloads (0: no limit). A limit leaves "
+             "more disk and CPU to the writes a server serves while it receives a copy.");
 DEFINE_int32(tablet_copy_inject_failures, 0,
              "Test only: the first N tablet copies this server receives fail on purpose after "
              "downloading their first block.");
@@ -68,7 +71,7 @@ class Download {
                             ChangeReplicaFileState(begin_.replica(), "the source's replica file",
                                                    ReplicaDataState::kCopying));
     BASALT_RETURN_IF_ERROR(WriteFileAtomically(o_.env, Path(kReplicaFileName), copying));
-    for (const auto& b : begin_.blocks()) BASALT_RETURN_IF_ERROR(CopyBlock(b.block_id(), b.size()));
+    for (const auto& [id, size] : wanted_blocks_) BASALT_RETURN_IF_ERROR(CopyBlock(id, size));
     BASALT_RETURN_IF_ERROR(CopyLog());
     BASALT_RETURN_IF_ERROR(InstallSuperBlock());
     BASALT_RETURN_IF_ERROR(InstallCmeta());
@@ -118,12 +121,19 @@ class Download {
                             begin_.log_last_index(), "] for durable index ", sb_.durable_op_index));
     }
     std::map<uint64_t, uint64_t> sizes;
-    for (const auto& b : begin_.blocks()) sizes[b.block_id()] = b.size();
+    for (const auto& b : begin_.blocks()) {
+      if (!sizes.emplace(b.block_id(), b.size()).second) {
+        return Corrupt(StrCat("block ", BlockId(b.block_id()).ToString(), " offered twice"));
+      }
+    }
+    // Only what the superblock names is copied (anything else would be left unreferenced).
     for (const RowSetMetadata& rs : sb_.rowsets) {
       for (BlockId id : rs.AllBlocks()) {
-        if (!sizes.contains(id.value())) {
+        auto it = sizes.find(id.value());
+        if (it == sizes.end()) {
           return Corrupt(StrCat("block ", id.ToString(), " of the superblock is not offered"));
         }
+        wanted_blocks_[id.value()] = it->second;
       }
     }
     return absl::OkStatus();
@@ -144,6 +154,7 @@ class Download {
     SetDeadline(&ctx);
     BASALT_RETURN_IF_ERROR(Call("FetchData", stub_->FetchData(&ctx, req, &resp)));
     *chunk = std::move(*resp.mutable_chunk());
+    Throttle(chunk->data().size());
     if (chunk->offset() != offset) {
       return Corrupt(StrCat("chunk at offset ", chunk->offset(), ", asked for ", offset));
     }
@@ -152,6 +163,20 @@ class Download {
                             " chunk at offset ", offset, ": checksum mismatch"));
     }
     return absl::OkStatus();
+  }
+
+  // Sleeps as long as the bytes fetched so far are ahead of --tablet_copy_max_mb_per_sec.
+  void Throttle(size_t bytes) {
+    fetched_bytes_ += bytes;
+    const int limit = FLAGS_tablet_copy_max_mb_per_sec;
+    if (limit <= 0) return;
+    const absl::Duration due = absl::Seconds(static_cast<double>(fetched_bytes_) /
+                                             (static_cast<double>(limit) * (1 << 20)));
+    // In short steps, so that a shutdown does not wait for the whole delay.
+    while (due - (absl::Now() - start_) > absl::ZeroDuration() &&
+           !(o_.cancelled && o_.cancelled())) {
+      absl::SleepFor(std::min(due - (absl::Now() - start_), absl::Milliseconds(100)));
+    }
   }
 
   absl::Status RecordBlock(BlockId local) {
@@ -267,8 +292,11 @@ class Download {
   bool succeeded_ = false;
   TabletSuperBlock sb_;
   ConsensusMetadataContents cmeta_;
-  std::map<uint64_t, BlockId> block_map_;  // Source id -> local block.
-  std::string copied_blocks_;              // Contents of copy_blocks.
+  std::map<uint64_t, BlockId> block_map_;       // Source id -> local block.
+  std::map<uint64_t, uint64_t> wanted_blocks_;  // Source id -> size, of the superblock's blocks.
+  std::string copied_blocks_;                   // Contents of copy_blocks.
+  const absl::Time start_ = absl::Now();
+  uint64_t fetched_bytes_ = 0;
 };
 
 }  // namespace

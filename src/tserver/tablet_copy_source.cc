@@ -82,7 +82,10 @@ absl::StatusOr<std::unique_ptr<TabletCopySource>> TabletCopySource::Begin(
   const Log& log = node->log();
   source->log_prev_index_ =
       std::max(static_cast<uint64_t>(sb->durable_op_index), log.FirstIndex() - 1);
-  source->log_last_index_ = std::max(log.LastIndex(), source->log_prev_index_);
+  // Only committed entries: they never change, so the copy holds one history however long it
+  // takes, and a leader of any later term may count the peer as holding them.
+  source->log_last_index_ =
+      std::max(std::min(log.LastIndex(), node->commit_index()), source->log_prev_index_);
   // Keep (prev, last] for the session; drop the capture's anchor at 0.
   replica->AnchorLog(source->log_prev_index_);
   replica->ReleaseLogAnchor(0);

@@ -10,7 +10,10 @@
 // P = max(D, first - 1) to `last` complete the snapshot: superblock + blocks + entries (P, last]
 // reproduce the replica as of `last`, because every entry below the log's first index is
 // reflected in the superblock on disk (log GC never passes the durable index), and replaying
-// the others is what a restart does. The anchor then moves to P for the session's life. A
+// the others is what a restart does. `last` is at most the commit index: committed entries never
+// change, so the chunks fetched later still form one history, and the leader that asked for the
+// copy (or any later one) may count the new replica as holding them. The anchor then moves to P
+// for the session's life. A
 // compaction between reading the superblock and opening its blocks can delete one; Begin then
 // starts over (a few times).
 //

@@ -210,6 +210,8 @@ absl::Status TabletReplica::Start() {
     BASALT_ASSIGN_OR_RETURN(std::unique_ptr<RaftNode> node,
                             RaftNode::Open(ctx_.env, o, ctx_.transport, this));
     replay_until_index_.store(node->log().LastIndex());
+    absl::StatusOr<uint64_t> last_term = node->log().Term(node->log().LastIndex());
+    replay_until_term_.store(last_term.ok() ? *last_term : 0);
     return node;
   };
   absl::StatusOr<std::unique_ptr<RaftNode>> node = start();
@@ -344,7 +346,7 @@ ReplicaStatus TabletReplica::GetStatus() const {
     st.leader_uuid = node->leader_id();
     st.config = node->config();
     std::tie(st.committed_config, st.committed_config_index) = node->committed_config();
-    st.config_index = node->config_index();
+    st.config_index = std::max(node->config_index(), member_since_config_index_.load());
     if (st.role == RaftCore::Role::kLeader) {
       const absl::Time now = absl::Now();
       const std::map<PeerId, absl::Time> heard = node->peer_last_heard();
@@ -683,6 +685,11 @@ uint64_t TabletReplica::DurableIndex() const {
 }
 
 void TabletReplica::Apply(const LogEntry& entry) {
+  // An entry of a term newer than the log had at open: a new leader overwrote the rest of the old
+  // log (every committed entry precedes it), so from here on entries are live, not replayed.
+  if (entry.term > replay_until_term_.load() && entry.index <= replay_until_index_.load()) {
+    replay_until_index_.store(entry.index - 1);
+  }
   bool schema_changed = false;
   if (entry.type == EntryType::kNormal) {
     pb::ReplicateMsgPB msg;
@@ -708,6 +715,8 @@ void TabletReplica::Apply(const LogEntry& entry) {
   last_applied_index_.store(entry.index);
   bool changed = last_applied_term_.exchange(entry.term) != entry.term || schema_changed;
   safe_time_.OnApplied(entry.index, entry.term);  // Signalled below.
+  // Bootstrapped once the log present at open is applied, or an entry of a newer term is (above;
+  // an idle tablet would otherwise wait for writes to pass the old last index).
   if (entry.index >= replay_until_index_.load()) {
     changed |= SetState(ReplicaState::kRunning);  // No-op unless bootstrapping.
   } else {

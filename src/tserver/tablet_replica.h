@@ -215,6 +215,12 @@ class TabletReplica : public StateMachine {
   void AnchorLog(uint64_t index) ABSL_LOCKS_EXCLUDED(mu_);
   void ReleaseLogAnchor(uint64_t index) ABSL_LOCKS_EXCLUDED(mu_);
   const TabletReplicaContext& context() const { return ctx_; }
+  // A replica installed by a tablet copy belongs to a configuration at least this new, even
+  // before its log holds that configuration's entry (StartTabletCopyRequestPB.caller_config_index).
+  void set_member_since_config_index(uint64_t index) { member_since_config_index_.store(index); }
+  // The index of the newest configuration this replica belongs to: its log's, or the one it was
+  // copied in for.
+  uint64_t NewestConfigIndex() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // ---- Observers ----
   const std::string& tablet_id() const { return tablet_id_; }
@@ -337,6 +343,8 @@ class TabletReplica : public StateMachine {
 
   // Written only by the RaftNode worker (Apply); atomics so observers read them without mu_.
   std::atomic<uint64_t> replay_until_index_{0};  // Entries up to it are applied with replay.
+  std::atomic<uint64_t> replay_until_term_{0};   // The term of that last entry at open.
+  std::atomic<uint64_t> member_since_config_index_{0};
   std::atomic<uint64_t> last_applied_term_{0};
   std::atomic<uint64_t> last_applied_index_{0};
   std::atomic<uint64_t> last_applied_ts_{0};

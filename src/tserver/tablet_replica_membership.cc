@@ -56,6 +56,13 @@ absl::Status TabletReplica::GetConsensusState(pb::ConsensusStatePB* out,
   return absl::OkStatus();
 }
 
+uint64_t TabletReplica::NewestConfigIndex() const {
+  RaftNode* node = raft();
+  const uint64_t from_log =
+      node == nullptr ? 0 : std::max(node->config_index(), node->committed_config().second);
+  return std::max(from_log, member_since_config_index_.load());
+}
+
 // ---- Tablet copy --------------------------------------------------------------------------
 
 void TabletReplica::AnchorLog(uint64_t index) {
@@ -79,7 +86,8 @@ void TabletReplica::StartSnapshotCopy(const PeerId& peer, SnapshotDoneCallback d
   RaftNode* node = raft();
   if (node == nullptr) return done(absl::UnavailableError("the replica is not running"), 0);
   LOG(INFO) << "tablet " << tablet_id_ << ": asking " << peer << " to copy this replica";
-  copy_trigger_->Start(peer, node->term(), node->log().FirstIndex(), std::move(done));
+  copy_trigger_->Start(peer, node->term(), node->log().FirstIndex(), node->config_index(),
+                       std::move(done));
 }
 
 }  // namespace basalt

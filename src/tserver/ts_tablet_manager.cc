@@ -134,11 +134,13 @@ absl::Status TsTabletManager::DeleteTablet(const std::string& tablet_id, DeleteM
     auto it = replicas_.find(tablet_id);
     if (it != replicas_.end()) {
       if (cas_config_index.has_value() && it->second->raft() != nullptr) {
-        const uint64_t index = it->second->raft()->committed_config().second;
+        // The newest configuration the replica has, committed or not: a replica just copied in
+        // belongs to a configuration its source had not committed yet.
+        const uint64_t index = it->second->NewestConfigIndex();
         if (index > *cas_config_index) {
-          return absl::FailedPreconditionError(ToAbsl(
-              StrCat("cas_config_index: tablet ", tablet_id, " has committed configuration index ",
-                     index, ", above ", *cas_config_index)));
+          return absl::FailedPreconditionError(
+              ToAbsl(StrCat("cas_config_index: tablet ", tablet_id, " has configuration index ",
+                            index, ", above ", *cas_config_index)));
         }
       }
       replica = std::move(it->second);
@@ -182,11 +184,9 @@ absl::Status TsTabletManager::DeleteTablet(const std::string& tablet_id, DeleteM
   return s;
 }
 
-absl::StatusOr<uint64_t> TsTabletManager::StartTabletCopy(const std::string& tablet_id,
-                                                          const std::string& source_uuid,
-                                                          const std::string& source_address,
-                                                          uint64_t caller_term,
-                                                          uint64_t leader_log_first_index) {
+absl::StatusOr<uint64_t> TsTabletManager::StartTabletCopy(
+    const std::string& tablet_id, const std::string& source_uuid, const std::string& source_address,
+    uint64_t caller_term, uint64_t leader_log_first_index, uint64_t caller_config_index) {
   std::shared_ptr<TabletReplica> replaced;
   {
     absl::MutexLock l(&mu_);
@@ -222,17 +222,26 @@ absl::StatusOr<uint64_t> TsTabletManager::StartTabletCopy(const std::string& tab
     }
     busy_.insert(tablet_id);
   }
-  absl::StatusOr<uint64_t> result =
-      CopyAndStart(tablet_id, std::move(replaced), source_uuid, source_address);
+  absl::StatusOr<uint64_t> result = CopyAndStart(tablet_id, std::move(replaced), source_uuid,
+                                                 source_address, caller_term, caller_config_index);
   absl::MutexLock l(&mu_);
   busy_.erase(tablet_id);
+  // A failure that left files no map accounts for (a replaced replica that could not be
+  // tombstoned): report it FAILED, so that it is seen and DeleteTablet can remove it.
+  if (!result.ok() && !replicas_.contains(tablet_id) && !tombstones_.contains(tablet_id) &&
+      !failed_.contains(tablet_id) &&
+      ctx_.env->FileExists(TabletReplica::TabletDir(ctx_, tablet_id))) {
+    failed_[tablet_id] = result.status();
+  }
   return result;
 }
 
 absl::StatusOr<uint64_t> TsTabletManager::CopyAndStart(const std::string& tablet_id,
                                                        std::shared_ptr<TabletReplica> replaced,
                                                        const std::string& source_uuid,
-                                                       const std::string& source_address) {
+                                                       const std::string& source_address,
+                                                       uint64_t caller_term,
+                                                       uint64_t caller_config_index) {
   const std::string dir = TabletReplica::TabletDir(ctx_, tablet_id);
   const std::string wal = TabletReplica::WalDir(ctx_, tablet_id);
   if (replaced != nullptr) {
@@ -261,6 +270,11 @@ absl::StatusOr<uint64_t> TsTabletManager::CopyAndStart(const std::string& tablet
     BASALT_ASSIGN_OR_RETURN(std::unique_ptr<ConsensusMetadata> m,
                             ConsensusMetadata::Load(ctx_.env, cmeta));
     o.local_hard_state = m->hard_state();
+    if (o.local_hard_state->term > caller_term) {
+      return absl::FailedPreconditionError(
+          ToAbsl(StrCat("tablet ", tablet_id, ": the tombstone here is at term ",
+                        o.local_hard_state->term, ", above the caller's term ", caller_term)));
+    }
   }
   if (ctx_.env->FileExists(wal)) BASALT_RETURN_IF_ERROR(ctx_.env->DeleteDirRecursively(wal));
   LOG(INFO) << "tablet " << tablet_id << ": copying from " << source_uuid << " (" << source_address
@@ -282,12 +296,19 @@ absl::StatusOr<uint64_t> TsTabletManager::CopyAndStart(const std::string& tablet
     absl::MutexLock l(&mu_);
     if (!s.ok()) {
       failed_[tablet_id] = s;
+      tombstones_.erase(tablet_id);
     } else if (h.ok()) {
       tombstones_[tablet_id] = *h;
     }
     return last.status();
   }
+  {
+    absl::MutexLock l(&mu_);
+    // The copy is complete on disk: the next start opens it.
+    if (shut_down_) return absl::UnavailableError("the tablet server is shutting down");
+  }
   absl::StatusOr<std::shared_ptr<TabletReplica>> r = TabletReplica::Open(ctx_, tablet_id);
+  if (r.ok()) (*r)->set_member_since_config_index(caller_config_index);
   absl::Status s = r.ok() ? (*r)->Start() : r.status();
   absl::MutexLock l(&mu_);
   tombstones_.erase(tablet_id);

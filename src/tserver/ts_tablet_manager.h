@@ -60,12 +60,14 @@ class TsTabletManager {
   // log index it holds. A tombstone is replaced; so is a running replica whose log ends before
   // `leader_log_first_index` - 1 (it cannot catch up), after it is tombstoned. Errors:
   // ALREADY_EXISTS (a copy or other change of the tablet is under way, or the local replica can
-  // catch up from the leader's log), FAILED_PRECONDITION (the local replica failed, or its term
-  // is above `caller_term`), the copy's errors (the directory is then a tombstone).
+  // catch up from the leader's log), FAILED_PRECONDITION (the local replica failed, or its or
+  // its tombstone's term is above `caller_term`), the copy's errors (the directory is then a
+  // tombstone).
   absl::StatusOr<uint64_t> StartTabletCopy(const std::string& tablet_id,
                                            const std::string& source_uuid,
                                            const std::string& source_address, uint64_t caller_term,
-                                           uint64_t leader_log_first_index)
+                                           uint64_t leader_log_first_index,
+                                           uint64_t caller_config_index = 0)
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // NOT_FOUND + TABLET_NOT_FOUND if absent.
@@ -86,7 +88,8 @@ class TsTabletManager {
   absl::StatusOr<uint64_t> CopyAndStart(const std::string& tablet_id,
                                         std::shared_ptr<TabletReplica> replaced,
                                         const std::string& source_uuid,
-                                        const std::string& source_address);
+                                        const std::string& source_address, uint64_t caller_term,
+                                        uint64_t caller_config_index);
   // Reads the replica file header of `id` (DATA_LOSS if corrupt).
   absl::StatusOr<ReplicaFileHeader> ReadHeader(const std::string& id) const;
 

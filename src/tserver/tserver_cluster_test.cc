@@ -170,6 +170,46 @@ TEST_F(TserverClusterTest, WritesResumeOnANewLeaderAndTheOldOneCatchesUp) {
   EXPECT_EQ(a->checksum(), b->checksum());
 }
 
+// A replica whose log ends in entries no majority ever took (written while its followers were
+// down) restarts after a new leader overwrote them: it must finish bootstrapping on the new
+// leader's first entry, not wait for writes to pass its old last index.
+TEST_F(TserverClusterTest, OverwrittenLogTailDoesNotKeepAReplicaBootstrapping) {
+  ASSERT_TRUE(Insert(0, 100).ok());
+  const int old_leader = WaitForLeader();
+  ASSERT_GE(old_leader, 0);
+  std::set<int> followers = {0, 1, 2};
+  followers.erase(old_leader);
+  for (int f : followers) StopServer(f);
+  for (int32_t k = 100; k < 110; ++k) {
+    WriteBuilder w(&schema_);
+    w.Insert(k);
+    pb::WriteResponsePB resp;
+    // Appended to the leader's log, never committed: the call times out.
+    absl::Status s = clients_[old_leader]->Call(
+        [&](grpc::ClientContext* c, const auto& rq, auto* rs) {
+          return clients_[old_leader]->ts->Write(c, rq, rs);
+        },
+        w.Build(kTablet), &resp, /*timeout_ms=*/100);
+    EXPECT_FALSE(s.ok());
+  }
+  const uint64_t old_last = Replica(old_leader)->raft()->log().LastIndex();
+  StopServer(old_leader);
+  for (int f : followers) StartServer(f);
+  ASSERT_GE(WaitForLeader(followers), 0);
+  ASSERT_LT(LeaderAppliedIndex(followers), old_last);  // The new leader's log is shorter.
+  StartServer(old_leader);
+  EXPECT_TRUE(WaitFor([&] { return Replica(old_leader)->state() == ReplicaState::kRunning; },
+                      absl::Seconds(20)))
+      << "still " << static_cast<int>(Replica(old_leader)->state());
+  uint64_t ts = 0;
+  ASSERT_TRUE(Insert(200, 210, &ts).ok());
+  const uint64_t index = LeaderAppliedIndex();
+  ASSERT_TRUE(WaitForApplied(old_leader, index));
+  absl::StatusOr<pb::ChecksumResponsePB> c = Checksum(old_leader, ts);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->num_rows(), 110u);  // The 10 writes that timed out were never committed.
+}
+
 TEST_F(TserverClusterTest, LeaderStepDownTransfersLeadership) {
   int target = -1;
   // Retried only if an election moves leadership meanwhile.
