@@ -30,6 +30,12 @@
 
 DEFINE_int32(data_mb, 1024, "Megabytes of row payload loaded into the tablet before the copy.");
 DEFINE_int32(writer_baseline_sec, 10, "Seconds the writer runs alone to measure its rate.");
+DEFINE_int32(max_copy_wait_sec, 120,
+             "Gives up (and says so) when the new replica is not a voter after this long; the "
+             "writer stops then too, so a copy that never finishes cannot fill the disk.");
+DEFINE_string(cluster_dir, "",
+              "Where the cluster's data and logs go (kept afterwards); empty: a temporary "
+              "directory, removed at the end.");
 DEFINE_int32(copy_max_mb_per_sec, 0,
              "Passed to the tablet servers as --tablet_copy_max_mb_per_sec (0: no limit).");
 
@@ -77,7 +83,13 @@ void Write(client::Table* table, client::Client* c, std::atomic<int64_t>* next,
         insert->mutable_row()->SetString("payload", random.substr(offset, kPayloadBytes)));
     BENCH_CHECK_OK(session->Apply(std::move(insert)));
   }
-  BENCH_CHECK_OK(session->Flush());
+  const absl::Status flushed = session->Flush();
+  if (!flushed.ok()) {
+    for (const auto& e : session->GetPendingErrors()) {
+      LOG(FATAL) << flushed << "; the first: " << e->status();
+    }
+  }
+  BENCH_CHECK_OK(flushed);
   BENCH_CHECK_OK(session->Close());
 }
 
@@ -114,6 +126,7 @@ int VotersOn(ExternalMiniCluster* cluster, int ts, const std::string& tablet) {
 void Run() {
   ExternalMiniClusterOptions opts;
   opts.num_tablet_servers = 4;
+  opts.root_dir = FLAGS_cluster_dir;
   opts.extra_tserver_flags.push_back(
       StrCat("--tablet_copy_max_mb_per_sec=", FLAGS_copy_max_mb_per_sec));
   ExternalMiniCluster cluster(opts);
@@ -174,8 +187,17 @@ void Run() {
   double copy_seconds = 0;
   const double during = MeasureWriter(
       table.get(), c.get(), &next, 0,
-      [&] { return VotersOn(&cluster, spare, tablet) == 4 || Since(added) > 3600; }, &copy_seconds);
+      [&] {
+        return VotersOn(&cluster, spare, tablet) == 4 || Since(added) > FLAGS_max_copy_wait_sec;
+      },
+      &copy_seconds);
   change.join();
+  if (VotersOn(&cluster, spare, tablet) != 4) {
+    std::printf("{\"benchmark\": \"rereplication\", \"error\": \"no voter after %d s\"}\n",
+                FLAGS_max_copy_wait_sec);
+    BENCH_CHECK_OK(cluster.Shutdown());
+    return;
+  }
   const double data_mb = static_cast<double>(rows) * kPayloadBytes / (1 << 20);
   std::printf(
       "{\"benchmark\": \"rereplication\", \"data_mb\": %.0f, \"replica_disk_mb\": %.0f, "

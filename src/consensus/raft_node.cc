@@ -474,13 +474,21 @@ void RaftNode::MaybeGcLog() {
                                         state_machine_->LogAnchorIndex()}) +
                               1;
   uint64_t retain = for_itself;
-  if (core_->role() == RaftCore::Role::kLeader &&
-      log_->SegmentSeqs().size() <=
-          static_cast<size_t>(std::max(FLAGS_log_max_segments_to_retain, 1))) {
+  if (core_->role() == RaftCore::Role::kLeader) {
+    // Over the cap, only peers heard from lately (catching up, not down) still hold the log.
+    const bool over_cap = log_->SegmentSeqs().size() >
+                          static_cast<size_t>(std::max(FLAGS_log_max_segments_to_retain, 1));
+    const absl::Time recent = absl::Now() - 3 * options_.raft.election_ticks * tick_interval_;
     const RaftConfig& config = core_->config();
     for (const auto* ids : {&config.voters, &config.learners}) {
       for (const PeerId& peer : *ids) {
-        if (const Progress* pr = core_->progress(peer)) retain = std::min(retain, pr->match() + 1);
+        // A peer waiting for a tablet copy needs nothing from here (the copy's anchor keeps
+        // what it will need); counting its match would pin the whole log.
+        const Progress* pr = core_->progress(peer);
+        if (pr == nullptr || pr->state() == Progress::State::kSnapshot) continue;
+        auto heard = heard_.find(peer);
+        if (over_cap && (heard == heard_.end() || heard->second < recent)) continue;
+        retain = std::min(retain, pr->match() + 1);
       }
     }
   }

@@ -86,8 +86,17 @@ void TabletReplica::StartSnapshotCopy(const PeerId& peer, SnapshotDoneCallback d
   RaftNode* node = raft();
   if (node == nullptr) return done(absl::UnavailableError("the replica is not running"), 0);
   LOG(INFO) << "tablet " << tablet_id_ << ": asking " << peer << " to copy this replica";
-  copy_trigger_->Start(peer, node->term(), node->log().FirstIndex(), node->config_index(),
-                       std::move(done));
+  // Until the copy is reported done, keep every entry above the durable index now: the copy ends
+  // at a commit index at or above it, and the new replica catches up from there (the session's
+  // own anchor is released when its download ends, before the replica has started).
+  const uint64_t anchor = DurableIndex();
+  AnchorLog(anchor);
+  copy_trigger_->Start(
+      peer, node->term(), node->log().FirstIndex(), node->config_index(),
+      [this, anchor, done = std::move(done)](const absl::Status& s, uint64_t index) {
+        ReleaseLogAnchor(anchor);
+        done(s, index);
+      });
 }
 
 }  // namespace basalt
