@@ -549,7 +549,10 @@ SimNode* Simulation::CurrentLeader() const {
 void Simulation::ChangeMembership() {
   SimNode* leader = CurrentLeader();
   if (leader == nullptr) return;
-  const auto [action, target] = PickMembershipAction(*leader);
+  // Not a structured binding: clang 14 (make tsa) cannot capture one in the lambda below.
+  const std::pair<Action, SimNode*> picked = PickMembershipAction(*leader);
+  const Action action = picked.first;
+  SimNode* const target = picked.second;
   if (target == nullptr) return;
   if (action == Action::kTransfer) {
     const absl::Status s = leader->core->TransferLeadership(target->id);
