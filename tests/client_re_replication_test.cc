@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "common/env.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "glog/logging.h"
 #include "proto/consensus.grpc.pb.h"
@@ -284,7 +285,7 @@ class InterruptedCopyTest : public ReReplicationTest {
   int Spare(const std::string& tablet) {
     for (int i = 0; i < cluster_->num_tablet_servers(); ++i) {
       pb::ListTabletsResponsePB listing;
-      EXPECT_TRUE(cluster_->ListTablets(i, &listing).ok());
+      BASALT_EXPECT_OK(cluster_->ListTablets(i, &listing));
       bool has = false;
       for (const auto& t : listing.tablets()) has |= t.tablet_id() == tablet;
       if (!has) return i;

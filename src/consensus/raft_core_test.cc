@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "consensus/memory_log.h"
 #include "consensus/raft_config.h"
 
@@ -715,7 +716,7 @@ TEST(RaftCoreTest, RemovedVoterNoLongerCountsTowardQuorum) {
 TEST(RaftCoreTest, DemotedVoterStopsCountingAndCampaigning) {
   Network net(Voters({"a", "b", "c"}));
   ASSERT_EQ(net.Campaign("a"), Role::kLeader);
-  ASSERT_TRUE(net.core("a").ProposeConfigChange({ConfigChange::Type::kDemoteVoter, "c"}).ok());
+  BASALT_ASSERT_OK(net.core("a").ProposeConfigChange({ConfigChange::Type::kDemoteVoter, "c"}));
   net.Process("a");
   net.Deliver();
   net.TickAll(2);
@@ -757,7 +758,7 @@ TEST(RaftCoreTest, LeaderCannotDemoteItselfOrTheLastVoter) {
   EXPECT_TRUE(absl::IsFailedPrecondition(learner.status())) << learner.status();
   EXPECT_EQ(net.core("a").config(), Voters({"a", "b"}));
   // The way to demote the leader: transfer leadership first, then the new leader demotes it.
-  ASSERT_TRUE(net.core("a").TransferLeadership("b").ok());
+  BASALT_ASSERT_OK(net.core("a").TransferLeadership("b"));
   net.Process("a");
   net.Deliver();
   ASSERT_EQ(net.core("b").role(), Role::kLeader);
@@ -771,7 +772,7 @@ TEST(RaftCoreTest, LeaderCannotDemoteItselfOrTheLastVoter) {
   // b is now the last voter (and the leader): demoting it is refused either way.
   auto last = net.core("b").ProposeConfigChange({ConfigChange::Type::kDemoteVoter, "b"});
   EXPECT_TRUE(absl::IsFailedPrecondition(last.status())) << last.status();
-  ASSERT_TRUE(net.Propose("b", "y").ok());  // A single voter commits alone.
+  BASALT_ASSERT_OK(net.Propose("b", "y"));  // A single voter commits alone.
   EXPECT_EQ(net.core("b").log().committed(), net.core("b").log().LastIndex());
 }
 

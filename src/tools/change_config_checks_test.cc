@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "rpc/rpc_status.h"
 
@@ -77,15 +78,15 @@ TEST(ChangeConfigChecksTest, DescribeConfigMarksTheLeader) {
 TEST(ChangeConfigChecksTest, ValidChangesPass) {
   const auto servers = Servers();
   const auto cstate = State();
-  EXPECT_TRUE(CheckChange(Change(pb::ADD_PEER, "d"), servers, cstate).ok());
+  BASALT_EXPECT_OK(CheckChange(Change(pb::ADD_PEER, "d"), servers, cstate));
   EXPECT_TRUE(
       CheckChange(Change(pb::ADD_PEER, "d", pb::RaftPeerPB::NON_VOTER), servers, cstate).ok());
-  EXPECT_TRUE(CheckChange(Change(pb::REMOVE_PEER, "b"), servers, cstate).ok());
+  BASALT_EXPECT_OK(CheckChange(Change(pb::REMOVE_PEER, "b"), servers, cstate));
   EXPECT_TRUE(
       CheckChange(Change(pb::MODIFY_PEER, "b", pb::RaftPeerPB::NON_VOTER), servers, cstate).ok());
   // A member the master does not list may be removed or promoted (a server gone for good).
-  EXPECT_TRUE(CheckChange(Change(pb::REMOVE_PEER, "gone"), servers, cstate).ok());
-  EXPECT_TRUE(CheckChange(Change(pb::MODIFY_PEER, "gone"), servers, cstate).ok());
+  BASALT_EXPECT_OK(CheckChange(Change(pb::REMOVE_PEER, "gone"), servers, cstate));
+  BASALT_EXPECT_OK(CheckChange(Change(pb::MODIFY_PEER, "gone"), servers, cstate));
 }
 
 TEST(ChangeConfigChecksTest, BadChangesNameTheProblem) {
@@ -140,10 +141,10 @@ TEST(ChangeConfigChecksTest, Move) {
   const auto cstate = State();
   ExpectError(CheckMoveArgs("b", "b"), absl::StatusCode::kInvalidArgument,
               "from_ts_uuid and to_ts_uuid are both b");
-  EXPECT_TRUE(CheckMoveArgs("b", "d").ok());
-  EXPECT_TRUE(CheckMove("t1", "b", "d", servers, cstate).ok());
+  BASALT_EXPECT_OK(CheckMoveArgs("b", "d"));
+  BASALT_EXPECT_OK(CheckMove("t1", "b", "d", servers, cstate));
   // Moving the leader's replica is allowed: move_replica moves leadership first.
-  EXPECT_TRUE(CheckMove("t1", "a", "d", servers, cstate).ok());
+  BASALT_EXPECT_OK(CheckMove("t1", "a", "d", servers, cstate));
   ExpectError(CheckMove("t1", "zz", "d", servers, cstate), absl::StatusCode::kNotFound,
               "unknown tablet server zz");
   ExpectError(CheckMove("t1", "d", "b", servers, cstate), absl::StatusCode::kNotFound,

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/status_test_util.h"
 #include "tserver/tablet_replica.h"
 #include "tserver/tablet_server.h"
 #include "tserver/ts_tablet_manager.h"
@@ -48,7 +49,7 @@ class ReplicatedTabletTest : public ::testing::Test {
     // Elections after 300-600 ms of silence: rare spurious ones on a loaded 2-core machine.
     o.raft_election_ticks = 15;
     servers_[i] = std::make_unique<TabletServer>(o);
-    ASSERT_TRUE(servers_[i]->Start().ok());
+    BASALT_ASSERT_OK(servers_[i]->Start());
     // A restarted server has a new port: tell the others, and tell it theirs (as the master's
     // heartbeat responses would).
     for (int j = 0; j < num_servers_; ++j) {

@@ -13,6 +13,7 @@
 
 #include "cfile/block_manager.h"
 #include "common/crc32c.h"
+#include "common/status_test_util.h"
 #include "consensus/raft_config.h"
 #include "proto/consensus.pb.h"
 #include "proto/tablet_copy.pb.h"
@@ -225,7 +226,7 @@ class TabletCopyTest : public ReplicatedTabletTest {
 TEST_F(TabletCopyTest, AddedVoterIsCopiedPromotedAndRemoved) {
   uint64_t ts = WriteRows(0, 4);
   // Blocks on the leader, so that the copy carries rowsets and the log above them.
-  ASSERT_TRUE(MaybeReplica(Leader())->tablet()->FlushMemRowSet().ok());
+  BASALT_ASSERT_OK(MaybeReplica(Leader())->tablet()->FlushMemRowSet());
   ts = WriteRows(2000, 2);
   absl::StatusOr<pb::GetConsensusStateResponsePB> before = ConsensusState(Leader());
   ASSERT_TRUE(before.ok()) << before.status();
@@ -248,7 +249,7 @@ TEST_F(TabletCopyTest, AddedVoterIsCopiedPromotedAndRemoved) {
   // Remove a follower; it keeps running (the master tombstones it) but is not a member.
   int leader = Leader();
   const int removed = leader == 0 ? 1 : 0;
-  ASSERT_TRUE(ChangeConfig(Change(pb::REMOVE_PEER, removed)).ok());
+  BASALT_ASSERT_OK(ChangeConfig(Change(pb::REMOVE_PEER, removed)));
   std::set<int> members = {0, 1, 2, 3};
   members.erase(removed);
   ASSERT_TRUE(WaitForVoters(members));
@@ -330,7 +331,7 @@ TEST_F(TabletCopySmallLogTest, FollowerBehindTheLeadersLogIsReplacedByACopy) {
     ts = WriteRows(500 + round * kBatches * 500, kBatches);
     const int l = WaitForLeader(alive);
     ASSERT_GE(l, 0);
-    ASSERT_TRUE(MaybeReplica(l)->tablet()->FlushMemRowSet().ok());
+    BASALT_ASSERT_OK(MaybeReplica(l)->tablet()->FlushMemRowSet());
   }
   const int l = WaitForLeader(alive);
   ASSERT_TRUE(
@@ -362,7 +363,7 @@ TEST_F(TabletCopyTest, TombstonesAreListedAndSurviveRestarts) {
   WriteRows(0, 1);
   const int leader = Leader();
   const int removed = (leader + 1) % 3;
-  ASSERT_TRUE(ChangeConfig(Change(pb::REMOVE_PEER, removed)).ok());
+  BASALT_ASSERT_OK(ChangeConfig(Change(pb::REMOVE_PEER, removed)));
   pb::DeleteTabletRequestPB del;
   del.set_tablet_id(kTablet);
   del.set_delete_type(pb::TABLET_DATA_TOMBSTONED);
@@ -374,10 +375,10 @@ TEST_F(TabletCopyTest, TombstonesAreListedAndSurviveRestarts) {
   del.set_cas_config_index(MaybeReplica(removed)->raft()->config_index());
   absl::Status s = clients_[removed]->DeleteTablet(del);
   ASSERT_TRUE(s.ok()) << s;
-  EXPECT_TRUE(clients_[removed]->DeleteTablet(del).ok());  // Tombstoning a tombstone.
+  BASALT_EXPECT_OK(clients_[removed]->DeleteTablet(del));  // Tombstoning a tombstone.
   auto listed_deleted = [&] {
     pb::ListTabletsResponsePB list;
-    EXPECT_TRUE(clients_[removed]->ListTablets(&list).ok());
+    BASALT_EXPECT_OK(clients_[removed]->ListTablets(&list));
     return list.tablets_size() == 1 && list.tablets(0).state() == pb::TABLET_DELETED &&
            list.tablets(0).table_name() == "test_table";
   };
@@ -398,18 +399,18 @@ TEST_F(TabletCopyTest, TombstonesAreListedAndSurviveRestarts) {
   EXPECT_EQ(clients_[removed]->CreateTablet(create).code(), absl::StatusCode::kAlreadyExists);
   del.clear_cas_config_index();
   del.set_delete_type(pb::TABLET_DATA_DELETED);
-  ASSERT_TRUE(clients_[removed]->DeleteTablet(del).ok());
+  BASALT_ASSERT_OK(clients_[removed]->DeleteTablet(del));
   pb::ListTabletsResponsePB list;
-  ASSERT_TRUE(clients_[removed]->ListTablets(&list).ok());
+  BASALT_ASSERT_OK(clients_[removed]->ListTablets(&list));
   EXPECT_EQ(list.tablets_size(), 0);
   EXPECT_FALSE(Env::Default()->FileExists(dir));
 }
 
 TEST_F(TabletCopyTest, CorruptChunksFailTheCopyCleanlyAndItIsRetried) {
   const uint64_t ts = WriteRows(0, 4);
-  ASSERT_TRUE(MaybeReplica(Leader())->tablet()->FlushMemRowSet().ok());
+  BASALT_ASSERT_OK(MaybeReplica(Leader())->tablet()->FlushMemRowSet());
   SetFlag(&FLAGS_tablet_copy_inject_corrupt_chunks, 3);
-  ASSERT_TRUE(ChangeConfig(Change(pb::ADD_PEER, 3)).ok());
+  BASALT_ASSERT_OK(ChangeConfig(Change(pb::ADD_PEER, 3)));
   ASSERT_TRUE(WaitForVoters({0, 1, 2, 3}));
   ExpectReplicasAgree({0, 1, 2, 3}, ts, 2000);
   EXPECT_TRUE(NoLeakedBlocks(3));
@@ -417,10 +418,10 @@ TEST_F(TabletCopyTest, CorruptChunksFailTheCopyCleanlyAndItIsRetried) {
 
 TEST_F(TabletCopyTest, CopiesThatKeepFailingBackOff) {
   const uint64_t ts = WriteRows(0, 2);
-  ASSERT_TRUE(MaybeReplica(Leader())->tablet()->FlushMemRowSet().ok());
+  BASALT_ASSERT_OK(MaybeReplica(Leader())->tablet()->FlushMemRowSet());
   constexpr int kLots = 1000000;
   SetFlag(&FLAGS_tablet_copy_inject_failures, kLots);
-  ASSERT_TRUE(ChangeConfig(Change(pb::ADD_PEER, 3)).ok());
+  BASALT_ASSERT_OK(ChangeConfig(Change(pb::ADD_PEER, 3)));
   // Retries start at 50 ms and double (with +-25% jitter) up to 400 ms: about 10 attempts in
   // 3 s. Without the backoff the leader would retry as fast as the copies fail (hundreds).
   absl::SleepFor(absl::Seconds(3));
@@ -439,7 +440,7 @@ TEST_F(TabletCopyTest, CopiesThatKeepFailingBackOff) {
 TEST_F(TabletCopyTest, SessionRequestsAreValidated) {
   WriteRows(0, 2);
   const int leader = Leader();
-  ASSERT_TRUE(MaybeReplica(leader)->tablet()->FlushMemRowSet().ok());
+  BASALT_ASSERT_OK(MaybeReplica(leader)->tablet()->FlushMemRowSet());
   TsClient& c = *clients_[leader];
   auto begin = [&](const std::string& tablet, pb::BeginTabletCopySessionResponsePB* resp) {
     pb::BeginTabletCopySessionRequestPB req;
@@ -465,7 +466,7 @@ TEST_F(TabletCopyTest, SessionRequestsAreValidated) {
   req.set_session_id(session.session_id());
   req.set_type(pb::BLOCK);
   req.set_block_id(session.blocks(0).block_id());
-  ASSERT_TRUE(fetch(req, &resp).ok());
+  BASALT_ASSERT_OK(fetch(req, &resp));
   EXPECT_EQ(resp.chunk().crc32c(), crc32c::Value(resp.chunk().data()));
   EXPECT_EQ(resp.chunk().total_length(), session.blocks(0).size());
   struct Bad {
@@ -496,7 +497,7 @@ TEST_F(TabletCopyTest, SessionRequestsAreValidated) {
   if (session.log_last_index() > session.log_prev_index()) {
     req.set_type(pb::LOG_ENTRIES);
     req.set_offset(session.log_prev_index() + 1);
-    ASSERT_TRUE(fetch(req, &resp).ok());
+    BASALT_ASSERT_OK(fetch(req, &resp));
     pb::LogEntryBatchPB batch;
     ASSERT_TRUE(batch.ParseFromString(resp.chunk().data()));
     EXPECT_GT(batch.entries_size(), 0);
@@ -509,7 +510,7 @@ TEST_F(TabletCopyTest, SessionRequestsAreValidated) {
                       auto* rs) { return c.copy->EndTabletCopySession(ctx, rq, rs); },
                   end, &end_resp);
   };
-  EXPECT_TRUE(end_call().ok());
+  BASALT_EXPECT_OK(end_call());
   EXPECT_EQ(end_call().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(fetch(req, &resp).code(), absl::StatusCode::kNotFound);
 }

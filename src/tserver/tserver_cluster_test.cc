@@ -11,6 +11,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include "common/status_test_util.h"
 #include "proto/master.grpc.pb.h"
 #include "proto/master.pb.h"
 #include "tablet/tablet.h"
@@ -78,7 +79,7 @@ TEST_F(TserverClusterTest, FollowerWritesGetTheLeaderAndReplicasAgree) {
 }
 
 TEST_F(TserverClusterTest, AlterSchemaAppliesOnEveryReplica) {
-  ASSERT_TRUE(Insert(0, 100).ok());
+  BASALT_ASSERT_OK(Insert(0, 100));
   absl::StatusOr<Schema> altered = schema_.AddColumn(ColumnSchema("extra", DataType::kInt64, true));
   ASSERT_TRUE(altered.ok());
   pb::AlterSchemaRequestPB req;
@@ -174,7 +175,7 @@ TEST_F(TserverClusterTest, WritesResumeOnANewLeaderAndTheOldOneCatchesUp) {
 // down) restarts after a new leader overwrote them: it must finish bootstrapping on the new
 // leader's first entry, not wait for writes to pass its old last index.
 TEST_F(TserverClusterTest, OverwrittenLogTailDoesNotKeepAReplicaBootstrapping) {
-  ASSERT_TRUE(Insert(0, 100).ok());
+  BASALT_ASSERT_OK(Insert(0, 100));
   const int old_leader = WaitForLeader();
   ASSERT_GE(old_leader, 0);
   std::set<int> followers = {0, 1, 2};
@@ -202,7 +203,7 @@ TEST_F(TserverClusterTest, OverwrittenLogTailDoesNotKeepAReplicaBootstrapping) {
                       absl::Seconds(20)))
       << "still " << static_cast<int>(Replica(old_leader)->state());
   uint64_t ts = 0;
-  ASSERT_TRUE(Insert(200, 210, &ts).ok());
+  BASALT_ASSERT_OK(Insert(200, 210, &ts));
   const uint64_t index = LeaderAppliedIndex();
   ASSERT_TRUE(WaitForApplied(old_leader, index));
   absl::StatusOr<pb::ChecksumResponsePB> c = Checksum(old_leader, ts);
