@@ -280,22 +280,23 @@ void RaftNode::WorkerLoop() {
     }
     // Messages before ticks: after a stall, heartbeats already queued must count before the
     // ticks that accumulated meanwhile could start an election.
+    const absl::Time now = messages.empty() ? absl::InfinitePast() : absl::Now();
     for (const RaftMessage& m : messages) {
       if (m.type == MessageType::kPeerMissing) {
-        // A peer being copied to is alive and being repaired, however long the copy takes; not
-        // once copies to it have failed kMaxCopyFailuresStillHealthy times in a row (one that
-        // keeps failing must be reported failed and replaced elsewhere).
-        if (copies_in_flight_.contains(m.from) &&
-            copy_failures_[m.from] < kMaxCopyFailuresStillHealthy) {
-          heard_[m.from] = absl::Now();
+        auto copy = copies_.find(m.from);
+        const bool copying = copy != copies_.end();
+        // A peer being copied to is alive and being repaired, however long the copy takes.
+        if (copying && copy->second.in_flight &&
+            copy->second.failures < kMaxCopyFailuresStillHealthy) {
+          heard_[m.from] = now;
         }
         // Not while a failed copy to that peer waits for its retry (the core would ask at once).
-        if (!copy_retries_.contains(m.from)) core_->ReportPeerMissing(m.from);
+        if (!copying || !copy->second.retry_at.has_value()) core_->ReportPeerMissing(m.from);
         continue;
       }
       core_->Step(m);
       MaybeDeliverSafeTime(m);
-      heard_[m.from] = absl::Now();
+      heard_[m.from] = now;
     }
     for (Task& task : tasks) task(absl::OkStatus());
     if (ticks > 0) RetryDueSnapshotCopies();
@@ -393,14 +394,12 @@ absl::Status RaftNode::Persist(const Ready& ready) {
 
 void RaftNode::StartSnapshotCopies(const std::vector<PeerId>& peers) {
   for (const PeerId& peer : peers) {
-    copies_in_flight_.insert(peer);
+    copies_[peer].in_flight = true;
     state_machine_->StartSnapshotCopy(peer, [this, peer](const absl::Status& s, uint64_t index) {
       Enqueue([this, peer, s, index](const absl::Status& cancel) {
         if (!cancel.ok()) return;
-        copies_in_flight_.erase(peer);
         if (s.ok()) {
-          copy_backoff_.erase(peer);
-          copy_failures_.erase(peer);
+          copies_.erase(peer);
           core_->ReportSnapshotDone(peer, index);
         } else {
           DelaySnapshotRetry(peer, s);
@@ -415,8 +414,10 @@ void RaftNode::StartSnapshotCopies(const std::vector<PeerId>& peers) {
 // failure to the same peer, with +-25% jitter, up to the cap; one log line per attempt, so a copy
 // that keeps failing logs at most about once a cap interval.
 void RaftNode::DelaySnapshotRetry(const PeerId& peer, const absl::Status& s) {
-  ++copy_failures_[peer];
-  absl::Duration& backoff = copy_backoff_[peer];
+  PeerCopy& copy = copies_[peer];
+  copy.in_flight = false;
+  ++copy.failures;
+  absl::Duration& backoff = copy.backoff;
   const absl::Duration base = absl::Milliseconds(std::max(FLAGS_tablet_copy_retry_base_ms, 1));
   const absl::Duration cap = std::max(absl::Milliseconds(FLAGS_tablet_copy_retry_max_ms), base);
   backoff = backoff == absl::ZeroDuration() ? base : std::min(backoff * 2, cap);
@@ -425,18 +426,15 @@ void RaftNode::DelaySnapshotRetry(const PeerId& peer, const absl::Status& s) {
   LOG(WARNING) << "raft replica " << options_.peer_id << " of " << options_.group_id
                << ": tablet copy to " << peer << " failed (retry in "
                << absl::FormatDuration(absl::Trunc(delay, absl::Milliseconds(100))) << "): " << s;
-  copy_retries_[peer] = absl::Now() + delay;
+  copy.retry_at = absl::Now() + delay;
 }
 
 void RaftNode::RetryDueSnapshotCopies() {
   const absl::Time now = absl::Now();
-  for (auto it = copy_retries_.begin(); it != copy_retries_.end();) {
-    if (it->second > now) {
-      ++it;
-      continue;
-    }
-    core_->ReportSnapshotFailed(it->first);  // Back to probing; a new copy if still needed.
-    it = copy_retries_.erase(it);
+  for (auto& [peer, copy] : copies_) {
+    if (!copy.retry_at.has_value() || *copy.retry_at > now) continue;
+    copy.retry_at.reset();
+    core_->ReportSnapshotFailed(peer);  // Back to probing; a new copy if still needed.
   }
 }
 
@@ -517,8 +515,10 @@ void RaftNode::PublishState() {
     const bool new_leader = role_before_publish_ != RaftCore::Role::kLeader;
     const absl::Time now = absl::Now();
     if (new_leader) {  // Copies of an earlier term start afresh.
-      copy_backoff_.clear();
-      copy_failures_.clear();
+      for (auto& [peer, copy] : copies_) {
+        copy.failures = 0;
+        copy.backoff = absl::ZeroDuration();
+      }
     }
     for (const auto* ids : {&core_->config().voters, &core_->config().learners}) {
       for (const PeerId& peer : *ids) {

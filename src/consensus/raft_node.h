@@ -31,7 +31,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -222,14 +221,18 @@ class RaftNode {
   std::unique_ptr<RaftCore> core_;
   std::map<uint64_t, Pending> pending_;  // By log index.
   int ticks_since_gc_ = 0;
-  // Tablet copies that failed: the current delay per peer (reset by a success), and the time at
-  // which each failure is reported to the core.
-  std::map<PeerId, absl::Duration> copy_backoff_;
-  std::map<PeerId, int> copy_failures_;  // Failed copies in a row per peer.
+  // Tablet copies to one peer (an entry exists from the first copy until one succeeds).
+  struct PeerCopy {
+    bool in_flight = false;
+    int failures = 0;                    // Failed copies in a row.
+    absl::Duration backoff;              // The current retry delay; doubles per failure.
+    std::optional<absl::Time> retry_at;  // When the last failure is reported to the core.
+  };
+  std::map<PeerId, PeerCopy> copies_;
+  // After this many failed copies in a row, a peer's "no such replica" answers no longer count as
+  // signs of life (a copy that keeps failing gets the peer reported failed and replaced).
   static constexpr int kMaxCopyFailuresStillHealthy = 5;
-  std::map<PeerId, absl::Time> copy_retries_;
   std::map<PeerId, absl::Time> heard_;  // See peer_last_heard().
-  std::set<PeerId> copies_in_flight_;   // Peers a tablet copy is running to.
   RaftCore::Role role_before_publish_ = RaftCore::Role::kFollower;
   // The safe time pair a leader sends (term 0: none yet), and the last pair a follower delivered.
   struct SafeTimePair {

@@ -199,14 +199,14 @@ void CatalogManager::CollectTabletTasksLocked(const TabletInfo& tablet, const Ta
     }
     return;
   }
+  std::string leader;
+  const ReplicaReport* lr = LeaderReportLocked(tablet.id(), &leader);
   // Replicas the group removed: tombstoned, but only while the catalog holds the leader's newest
   // configuration (no change in flight: a replica just copied in may report before the change
   // that added it commits) and unless the replica's own configuration is newer than the
   // catalog's; the tablet server checks the same with cas_config_index.
-  std::string leader_uuid;
-  const ReplicaReport* current = LeaderReportLocked(tablet.id(), &leader_uuid);
-  const bool settled = current != nullptr && current->config_index == tablet.pb.config_index() &&
-                       current->latest_config_index <= tablet.pb.config_index();
+  const bool settled = lr != nullptr && lr->config_index == tablet.pb.config_index() &&
+                       lr->latest_config_index <= tablet.pb.config_index();
   for (const auto& [uuid, r] : reports) {
     if (!settled) break;
     if (r.state == pb::TABLET_DELETED ||
@@ -250,8 +250,6 @@ void CatalogManager::CollectTabletTasksLocked(const TabletInfo& tablet, const Ta
       if (d != servers.end()) d->second.rpc_address.ToPB(p.mutable_address());
     }
   }
-  std::string leader;
-  const ReplicaReport* lr = LeaderReportLocked(tablet.id(), &leader);
   if (lr != nullptr && lr->config_index == tablet.pb.config_index() &&
       tablet.pb.state() == pb::SysTabletEntryPB::RUNNING) {
     CollectRepairTaskLocked(tablet, table, reports, leader, *lr, servers,

@@ -77,11 +77,6 @@ class TabletCopyServiceImpl final : public TabletCopyService,
 
   grpc::Service* service() override { return this; }
 
-  size_t num_sessions() const override {
-    absl::MutexLock l(&mu_);
-    return sessions_.size();
-  }
-
   grpc::Status BeginTabletCopySession(grpc::ServerContext* context,
                                       const pb::BeginTabletCopySessionRequestPB* request,
                                       pb::BeginTabletCopySessionResponsePB* response) override {

@@ -24,8 +24,6 @@ class TabletCopyService {
   virtual void Shutdown() = 0;
   // The gRPC service to register. Owned by this object.
   virtual grpc::Service* service() = 0;
-  // Open sessions (tests, metrics).
-  virtual size_t num_sessions() const = 0;
 };
 
 // `tablet_manager` is borrowed and outlives the service.
