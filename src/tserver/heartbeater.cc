@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <set>
 
 #include <glog/logging.h>
 #include <grpcpp/grpcpp.h>
 
+#include "absl/time/clock.h"
+#include "common/log_throttle.h"
+#include "common/random.h"
 #include "proto/master.grpc.pb.h"
 #include "proto/master.pb.h"
 #include "rpc/rpc_status.h"
@@ -16,19 +20,35 @@
 
 namespace basalt {
 
+absl::Duration HeartbeatRetryDelay(absl::Duration interval, absl::Duration max_backoff,
+                                   int consecutive_failures, double unit_random) {
+  const absl::Duration cap = std::max(max_backoff, interval);
+  absl::Duration backoff = interval;
+  // Doubling stops at the cap, so a long outage never overflows the duration.
+  for (int i = 1; i < consecutive_failures && backoff < cap; ++i) backoff *= 2;
+  return std::min(backoff, cap) * (0.75 + 0.5 * unit_random);
+}
+
 struct Heartbeater::Master {
+  explicit Master(uint64_t seed) : rng(seed) {}
+
   HostPort address;
   std::unique_ptr<pb::MasterService::Stub> stub;
   bool needs_full_report = true;
   // The report last acknowledged, serialized, by tablet id.
   std::map<std::string, std::string> acked;
   int consecutive_failures = 0;
+  Random rng;               // The retry jitter.
+  LogThrottle failure_log;  // The warnings about failed heartbeats.
 };
 
 Heartbeater::Heartbeater(HeartbeaterOptions options, TsTabletManager* manager, AddressBook* book)
     : options_(std::move(options)), manager_(manager), book_(book) {
+  // Servers that lost the same master must not retry in step: seeds differ by server and start.
+  const uint64_t seed = static_cast<uint64_t>(absl::GetCurrentTimeNanos()) ^
+                        std::hash<std::string>()(options_.server_uuid);
   for (const HostPort& hp : options_.masters) {
-    auto m = std::make_unique<Master>();
+    auto m = std::make_unique<Master>(seed + masters_.size());
     m->address = hp;
     m->stub = pb::MasterService::NewStub(NewChannel(hp.ToString()));
     masters_.push_back(std::move(m));
@@ -66,23 +86,41 @@ void Heartbeater::Loop(Master* m) {
     seen_epoch = trigger_epoch_;
   }
   while (true) {
-    absl::Status s = Beat(m);
-    if (s.ok()) {
-      m->consecutive_failures = 0;
-      acknowledged_.fetch_add(1);
-    } else if (m->consecutive_failures++ % 30 == 0) {
-      LOG(WARNING) << "heartbeat to master " << m->address.ToString() << " failed: " << s;
-    }
+    const absl::Duration wait = RecordOutcome(m, Beat(m));
     absl::MutexLock l(&mu_);
     auto wake = [this, &seen_epoch]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return stopping_ || trigger_epoch_ != seen_epoch;
     };
-    mu_.AwaitWithTimeout(absl::Condition(&wake),
-                         follow_up ? std::min(kFollowUp, options_.interval) : options_.interval);
+    mu_.AwaitWithTimeout(absl::Condition(&wake), follow_up ? std::min(kFollowUp, wait) : wait);
     if (stopping_) return;
     follow_up = trigger_epoch_ != seen_epoch;
     seen_epoch = trigger_epoch_;
   }
+}
+
+absl::Duration Heartbeater::RecordOutcome(Master* m, const absl::Status& s) {
+  if (s.ok()) {
+    acknowledged_.fetch_add(1);
+    if (m->consecutive_failures > 0) {
+      // One line per outage closes it, so the count of the failures after the last warning is
+      // not lost.
+      LOG(INFO) << "heartbeats to master " << m->address.ToString() << " succeed again after "
+                << m->consecutive_failures << " failures";
+      m->consecutive_failures = 0;
+      m->failure_log.Reset();
+    }
+    return options_.interval;
+  }
+  ++m->consecutive_failures;
+  const absl::Duration delay = HeartbeatRetryDelay(options_.interval, options_.max_failure_backoff,
+                                                   m->consecutive_failures, m->rng.NextDouble());
+  // The first failure at once, then one line a minute at most, however short the delays.
+  if (const int64_t n = m->failure_log.Record(absl::Now()); n > 0) {
+    LOG(WARNING) << "heartbeat to master " << m->address.ToString() << " failed"
+                 << LogThrottle::Times(n) << "; next in "
+                 << absl::FormatDuration(absl::Trunc(delay, absl::Milliseconds(1))) << ": " << s;
+  }
+  return delay;
 }
 
 absl::Status Heartbeater::Beat(Master* m) {

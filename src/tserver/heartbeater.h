@@ -7,6 +7,11 @@
 // removed since. Responses teach the server the other tablet servers' addresses.
 //
 // One thread per master, so a hung or paused master delays nobody's heartbeats but its own.
+// After a failed heartbeat a thread waits longer before the next one (HeartbeatRetryDelay: the
+// interval, doubled per failure in a row, capped, with jitter) and the first success goes back to
+// the interval; TriggerNow() still wakes it at once. A master that stays unreachable costs one
+// warning at once and then at most one a minute, each with the count of failures it stands for
+// (LogThrottle), and one line when heartbeats succeed again.
 //
 // Lifecycle: construct -> Start() -> Shutdown() (joins the threads). Thread-safe.
 
@@ -34,7 +39,18 @@ struct HeartbeaterOptions {
   HostPort rpc_address;  // Advertised.
   std::vector<HostPort> masters;
   absl::Duration interval = absl::Seconds(1);
+  // The longest backoff after failed heartbeats to one master (before jitter); an interval above
+  // it wins.
+  absl::Duration max_failure_backoff = absl::Seconds(10);
 };
+
+// The wait before the next heartbeat to a master after `consecutive_failures` failed ones in a
+// row: the backoff b = interval * 2^(consecutive_failures - 1), at most max(max_backoff,
+// interval), scaled by the jitter factor 0.75 + 0.5 * `unit_random` (+-25%). `unit_random` is a
+// uniform draw from [0, 1) (the caller's random source, so tests fix it).
+// REQUIRES: consecutive_failures >= 1; interval > 0; 0 <= unit_random < 1.
+absl::Duration HeartbeatRetryDelay(absl::Duration interval, absl::Duration max_backoff,
+                                   int consecutive_failures, double unit_random);
 
 class Heartbeater {
  public:
@@ -59,6 +75,9 @@ class Heartbeater {
   void Loop(Master* m) ABSL_LOCKS_EXCLUDED(mu_);
   // One heartbeat to `m`; the RPC's status.
   absl::Status Beat(Master* m);
+  // Counts the outcome `s` of a heartbeat to `m` and logs it if due; returns how long to wait
+  // before the next one (barring a trigger).
+  absl::Duration RecordOutcome(Master* m, const absl::Status& s);
 
   const HeartbeaterOptions options_;
   TsTabletManager* const manager_;

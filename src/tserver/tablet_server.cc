@@ -109,6 +109,7 @@ absl::Status TabletServer::Start() {
     h.rpc_address = advertised_;
     h.masters = options_.master_addresses;
     h.interval = absl::Milliseconds(options_.heartbeat_interval_ms);
+    h.max_failure_backoff = absl::Milliseconds(options_.heartbeat_max_failure_backoff_ms);
     heartbeater_ = std::make_unique<Heartbeater>(h, tablet_manager_.get(), address_book_.get());
     heartbeater_->Start();
     heartbeater_ptr_.store(heartbeater_.get());

@@ -58,6 +58,8 @@ struct TabletServerOptions {
   // Empty: no heartbeats.
   std::vector<HostPort> master_addresses;
   int heartbeat_interval_ms = 1000;
+  // The longest backoff between failed heartbeats to a master (HeartbeaterOptions).
+  int heartbeat_max_failure_backoff_ms = 10000;
   int scanner_ttl_ms = 60000;
   uint32_t scanner_default_batch_size_bytes = 1 << 20;
   size_t scanner_max_open = 100000;

@@ -27,6 +27,10 @@ DEFINE_string(server_dump_info_path, "",
 DEFINE_string(master_addresses, "127.0.0.1:7051", "Comma-separated addresses of the masters.");
 DEFINE_int32(heartbeat_interval_ms, 1000,
              "Interval between the tablet server's heartbeats to the masters.");
+DEFINE_int32(heartbeat_max_failure_backoff_ms, 10000,
+             "Longest wait between heartbeats to a master that keeps failing: after each failure "
+             "in a row the wait doubles, from --heartbeat_interval_ms up to this (each wait "
+             "jittered by +-25%); the first success returns to the interval.");
 DEFINE_int32(scanner_ttl_ms, 60000,
              "How long a scanner stays open without a call before it expires.");
 DEFINE_int32(webserver_port, 8050,
@@ -48,6 +52,7 @@ bool ValidatePositive(const char* flag, int32_t value) {
 }  // namespace
 
 DEFINE_validator(heartbeat_interval_ms, &ValidatePositive);
+DEFINE_validator(heartbeat_max_failure_backoff_ms, &ValidatePositive);
 DEFINE_validator(scanner_ttl_ms, &ValidatePositive);
 DEFINE_validator(scanner_default_batch_size_bytes, &ValidatePositive);
 
@@ -81,6 +86,7 @@ int Run() {
     o.master_addresses = *masters;
   }
   o.heartbeat_interval_ms = FLAGS_heartbeat_interval_ms;
+  o.heartbeat_max_failure_backoff_ms = FLAGS_heartbeat_max_failure_backoff_ms;
   o.scanner_ttl_ms = FLAGS_scanner_ttl_ms;
   o.scanner_default_batch_size_bytes =
       static_cast<uint32_t>(FLAGS_scanner_default_batch_size_bytes);
