@@ -79,7 +79,11 @@ absl::Status GrpcTransport::HandleUpdate(pb::UpdateConsensusRequestPB* request,
   }
   absl::StatusOr<std::vector<GroupMessage>> batch = BatchFromPB(request);
   if (!batch.ok()) {
-    LOG_EVERY_N(WARNING, 100) << "rejecting a consensus batch: " << batch.status();
+    // A peer that keeps sending bad batches costs a line a minute, with the count.
+    if (const int64_t n = rejected_log_.Record(absl::Now()); n > 0) {
+      LOG(WARNING) << "rejecting a consensus batch" << LogThrottle::Times(n) << ": "
+                   << batch.status();
+    }
     return batch.status();
   }
   uint32_t unknown = 0;

@@ -34,6 +34,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "common/log_throttle.h"
 #include "consensus/transport.h"
 
 namespace grpc {
@@ -164,6 +165,8 @@ class GrpcTransport : public Transport {
     std::atomic<int64_t> messages_received{0};
   };
   Counters counters_;
+  // The warnings about rejected batches (thread-safe itself: they arrive on any RPC thread).
+  LogThrottle rejected_log_;
 };
 
 }  // namespace basalt

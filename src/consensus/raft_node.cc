@@ -9,6 +9,7 @@
 #include <glog/logging.h>
 
 #include "absl/synchronization/notification.h"
+#include "common/log_throttle.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
@@ -399,6 +400,12 @@ void RaftNode::StartSnapshotCopies(const std::vector<PeerId>& peers) {
       Enqueue([this, peer, s, index](const absl::Status& cancel) {
         if (!cancel.ok()) return;
         if (s.ok()) {
+          if (auto it = copies_.find(peer); it != copies_.end() && it->second.failures > 0) {
+            // Closes the run of warnings, with the failures the last one did not report.
+            LOG(INFO) << "raft replica " << options_.peer_id << " of " << options_.group_id
+                      << ": tablet copy to " << peer << " succeeded after " << it->second.failures
+                      << " failed attempts";
+          }
           copies_.erase(peer);
           core_->ReportSnapshotDone(peer, index);
         } else {
@@ -411,8 +418,8 @@ void RaftNode::StartSnapshotCopies(const std::vector<PeerId>& peers) {
 
 // The core asks for a new copy as soon as it hears of a failure, so the failure is held back:
 // the peer stays in the snapshot state (no appends) until the delay passes. Delays double per
-// failure to the same peer, with +-25% jitter, up to the cap; one log line per attempt, so a copy
-// that keeps failing logs at most about once a cap interval.
+// failure to the same peer, with +-25% jitter, up to the cap. The first failure is logged at
+// once, later ones at most once a minute with their count (LogThrottle), whatever the cap.
 void RaftNode::DelaySnapshotRetry(const PeerId& peer, const absl::Status& s) {
   PeerCopy& copy = copies_[peer];
   copy.in_flight = false;
@@ -423,10 +430,14 @@ void RaftNode::DelaySnapshotRetry(const PeerId& peer, const absl::Status& s) {
   backoff = backoff == absl::ZeroDuration() ? base : std::min(backoff * 2, cap);
   const double jitter = 0.75 + 0.5 * (static_cast<double>(rng_.Next64() % 1000) / 1000.0);
   const absl::Duration delay = backoff * jitter;
-  LOG(WARNING) << "raft replica " << options_.peer_id << " of " << options_.group_id
-               << ": tablet copy to " << peer << " failed (retry in "
-               << absl::FormatDuration(absl::Trunc(delay, absl::Milliseconds(100))) << "): " << s;
-  copy.retry_at = absl::Now() + delay;
+  const absl::Time now = absl::Now();
+  if (const int64_t n = copy.failure_log.Record(now); n > 0) {
+    LOG(WARNING) << "raft replica " << options_.peer_id << " of " << options_.group_id
+                 << ": tablet copy to " << peer << " failed" << LogThrottle::Times(n)
+                 << " (retry in "
+                 << absl::FormatDuration(absl::Trunc(delay, absl::Milliseconds(100))) << "): " << s;
+  }
+  copy.retry_at = now + delay;
 }
 
 void RaftNode::RetryDueSnapshotCopies() {

@@ -42,6 +42,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/env.h"
+#include "common/log_throttle.h"
 #include "common/random.h"
 #include "consensus/consensus_metadata.h"
 #include "consensus/log.h"
@@ -227,6 +228,7 @@ class RaftNode {
     int failures = 0;                    // Failed copies in a row.
     absl::Duration backoff;              // The current retry delay; doubles per failure.
     std::optional<absl::Time> retry_at;  // When the last failure is reported to the core.
+    LogThrottle failure_log;             // The warnings about failed copies.
   };
   std::map<PeerId, PeerCopy> copies_;
   // After this many failed copies in a row, a peer's "no such replica" answers no longer count as

@@ -14,6 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/log_throttle.h"
 #include "common/random.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
@@ -106,10 +107,17 @@ class TabletCopyServiceImpl final : public TabletCopyService,
       if (it == sessions_.end()) return ToGrpcStatus(SessionNotFound(request->session_id()));
       session = std::move(it->second);
       sessions_.erase(it);
+      // The next copy of this tablet to the requestor (it fell behind again) is logged at once.
+      if (request->is_success()) {
+        session_logs_.erase({session->source->tablet_id(), session->requestor});
+      }
     }
-    LOG(INFO) << "tablet copy session " << request->session_id() << " of tablet "
-              << session->source->tablet_id() << " to " << session->requestor << " ended"
-              << (request->is_success() ? "" : " (the copy failed)");
+    // The end of every session whose start was logged, and of every successful one.
+    if (session->logged || request->is_success()) {
+      LOG(INFO) << "tablet copy session " << request->session_id() << " of tablet "
+                << session->source->tablet_id() << " to " << session->requestor << " ended"
+                << (request->is_success() ? "" : " (the copy failed)");
+    }
     return grpc::Status::OK;
   }
 
@@ -118,6 +126,7 @@ class TabletCopyServiceImpl final : public TabletCopyService,
     std::unique_ptr<TabletCopySource> source;
     std::string requestor;
     std::atomic<int64_t> last_used_nanos{0};
+    bool logged = false;  // Its start was logged. Set before the session is published.
   };
 
   absl::Duration IdleTimeout() const {
@@ -136,14 +145,24 @@ class TabletCopyServiceImpl final : public TabletCopyService,
     const std::string id = NewSessionId();
     response->set_session_id(id);
     response->set_session_idle_timeout_ms(absl::ToInt64Milliseconds(IdleTimeout()));
+    int64_t n = 0;
     {
       absl::MutexLock l(&mu_);
       if (stopping_) return absl::UnavailableError("the tablet server is shutting down");
+      // A copy that keeps failing brings a session per retry: the first is logged at once, the
+      // others at most once a minute with their count.
+      n = session_logs_[{request.tablet_id(), request.requestor_uuid()}].Record(absl::Now());
+      session->logged = n > 0;
       sessions_[id] = session;
     }
-    LOG(INFO) << "tablet copy session " << id << " of tablet " << request.tablet_id() << " to "
-              << request.requestor_uuid() << ": " << response->blocks_size() << " blocks, log ("
-              << response->log_prev_index() << ", " << response->log_last_index() << "]";
+    if (n > 0) {
+      LOG(INFO) << "tablet copy session " << id << " of tablet " << request.tablet_id() << " to "
+                << request.requestor_uuid() << ": " << response->blocks_size() << " blocks, log ("
+                << response->log_prev_index() << ", " << response->log_last_index() << "]"
+                << (n > 1 ? StrCat(" (", n, " sessions of this tablet to ",
+                                   request.requestor_uuid(), " since the last report)")
+                          : "");
+    }
     return absl::OkStatus();
   }
 
@@ -207,6 +226,9 @@ class TabletCopyServiceImpl final : public TabletCopyService,
   std::atomic<int> injected_corruptions_{0};
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
+  // The session lines by (tablet id, requestor); an entry lives from a session's start until a
+  // session of that pair succeeds. Lock order: mu_ before a LogThrottle's own lock.
+  std::map<std::pair<std::string, std::string>, LogThrottle> session_logs_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread reaper_;
 };

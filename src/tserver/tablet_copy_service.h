@@ -3,7 +3,9 @@
 // The tablet server's TabletCopyService (proto/tablet_copy.proto, docs/tablet_copy.md): copy
 // sessions (TabletCopySource) by id, each ended by EndTabletCopySession or after
 // --tablet_copy_session_idle_timeout_ms without a call (a reaper thread checks every quarter of
-// the timeout), so a receiver that dies mid-copy does not pin the source's log and blocks.
+// the timeout), so a receiver that dies mid-copy does not pin the source's log and blocks. The
+// start and end of a session are logged; while the copies of a tablet to one requestor keep
+// failing, only the sessions of one a minute (LogThrottle), the start line with their count.
 //
 // Lifecycle: construct -> Start() -> serve -> Shutdown() (ends every session). Thread-safe.
 

@@ -4,8 +4,10 @@
 #include <utility>
 
 #include <gflags/gflags.h>
+#include <glog/logging.h>
 #include <grpcpp/grpcpp.h>
 
+#include "absl/time/clock.h"
 #include "common/strings.h"
 #include "proto/consensus.grpc.pb.h"
 #include "proto/consensus.pb.h"
@@ -58,11 +60,17 @@ void TabletCopyTrigger::Start(const std::string& peer, uint64_t term, uint64_t l
   call->peer = peer;
   call->context.set_deadline(std::chrono::system_clock::now() +
                              std::chrono::seconds(std::max(FLAGS_tablet_copy_timeout_sec, 1)));
+  const std::string target = address->ToString();
   absl::MutexLock l(&mu_);
   if (shut_down_) return done(absl::UnavailableError("the replica is shutting down"), 0);
   ReapLocked();
+  // The first call to a peer is logged at once; the retries of a copy that keeps failing (the
+  // RaftNode's backoff may bring one every few seconds) at most once a minute, with their count.
+  if (const int64_t n = call_logs_[peer].Record(absl::Now()); n > 0) {
+    LOG(INFO) << "tablet " << tablet_id_ << ": asking " << peer << " (" << target
+              << ") to copy this replica" << LogThrottle::Times(n);
+  }
   calls_.push_back(call);
-  const std::string target = address->ToString();
   call->thread =
       std::thread([this, call, target, request = std::move(request), done = std::move(done)] {
         auto stub = pb::ConsensusService::NewStub(NewChannel(target));
@@ -75,6 +83,8 @@ void TabletCopyTrigger::Start(const std::string& peer, uint64_t term, uint64_t l
              response.copied_last_index());
         absl::MutexLock l(&mu_);
         call->finished = true;
+        // A later copy to the peer (it fell behind again) is logged at once.
+        if (s.ok()) call_logs_.erase(call->peer);
       });
 }
 

@@ -6,11 +6,14 @@
 // to copy the tablet from the leader: ConsensusService.StartTabletCopy, which answers once the
 // copy is installed and the new replica started (docs/tablet_copy.md). Each call runs on a thread
 // of its own so the Raft worker never waits; the RaftNode retries failures with a growing delay.
+// Each call to a peer is logged ("asking ... to copy"), the retries of a copy that keeps failing
+// at most once a minute with their count (LogThrottle), until a copy to that peer succeeds.
 //
 // Lifecycle: construct -> Start()* -> Shutdown() (cancels calls in flight, joins the threads).
 // Thread-safe.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -18,6 +21,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/log_throttle.h"
 #include "consensus/state_machine.h"
 
 namespace grpc {
@@ -60,6 +64,9 @@ class TabletCopyTrigger {
   absl::Mutex mu_;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::shared_ptr<Call>> calls_ ABSL_GUARDED_BY(mu_);
+  // The "asking ... to copy" lines, by peer; an entry lives from a peer's first call until a
+  // call to it succeeds. Lock order: mu_ before a LogThrottle's own lock.
+  std::map<std::string, LogThrottle> call_logs_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace basalt

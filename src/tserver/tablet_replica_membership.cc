@@ -85,7 +85,7 @@ void TabletReplica::StartSnapshotCopy(const PeerId& peer, SnapshotDoneCallback d
   // Called on the RaftNode worker: the node's published state lags by at most this round.
   RaftNode* node = raft();
   if (node == nullptr) return done(absl::UnavailableError("the replica is not running"), 0);
-  LOG(INFO) << "tablet " << tablet_id_ << ": asking " << peer << " to copy this replica";
+  // TabletCopyTrigger logs the call (throttled: the node retries a failing copy with backoff).
   // Until the copy is reported done, keep every entry above the durable index now: the copy ends
   // at a commit index at or above it, and the new replica catches up from there (the session's
   // own anchor is released when its download ends, before the replica has started).

@@ -277,13 +277,23 @@ absl::StatusOr<uint64_t> TsTabletManager::CopyAndStart(const std::string& tablet
     }
   }
   if (ctx_.env->FileExists(wal)) BASALT_RETURN_IF_ERROR(ctx_.env->DeleteDirRecursively(wal));
-  LOG(INFO) << "tablet " << tablet_id << ": copying from " << source_uuid << " (" << source_address
-            << ")";
+  // A copy that keeps failing is retried by the leader with backoff, each retry a call here: the
+  // first attempt is logged at once, the others (start and failure) once a minute at most.
+  int64_t attempts = 0;
+  {
+    absl::MutexLock l(&mu_);
+    attempts = copy_logs_[tablet_id].Record(absl::Now());
+  }
+  if (attempts > 0) {
+    LOG(INFO) << "tablet " << tablet_id << ": copying from " << source_uuid << " ("
+              << source_address << ")"
+              << (attempts > 1 ? StrCat(" (", attempts, " attempts since the last report)") : "");
+  }
   const absl::Time start = absl::Now();
   absl::StatusOr<uint64_t> last = RunTabletCopy(o);
   if (!last.ok()) {
-    LOG(WARNING) << "tablet " << tablet_id << ": copy from " << source_uuid
-                 << " failed: " << last.status();
+    LOG_IF(WARNING, attempts > 0) << "tablet " << tablet_id << ": copy from " << source_uuid
+                                  << " failed: " << last.status();
     absl::StatusOr<ReplicaFileHeader> h = ReadHeader(tablet_id);
     absl::Status s;
     if (h.ok() && h->state == ReplicaDataState::kCopying) {
@@ -312,6 +322,7 @@ absl::StatusOr<uint64_t> TsTabletManager::CopyAndStart(const std::string& tablet
   absl::Status s = r.ok() ? (*r)->Start() : r.status();
   absl::MutexLock l(&mu_);
   tombstones_.erase(tablet_id);
+  copy_logs_.erase(tablet_id);  // The copy is over; a later one is logged at once.
   if (!s.ok()) {
     failed_[tablet_id] = s;
     return s;

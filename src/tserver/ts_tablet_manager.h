@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/log_throttle.h"
 #include "tserver/replica_file.h"
 #include "tserver/tablet_replica.h"
 
@@ -101,6 +102,9 @@ class TsTabletManager {
   std::map<std::string, ReplicaFileHeader> tombstones_ ABSL_GUARDED_BY(mu_);
   // Ids being created or deleted (their files are changing).
   absl::flat_hash_set<std::string> busy_ ABSL_GUARDED_BY(mu_);
+  // The lines of incoming copies by tablet id, from a copy's first attempt until one succeeds.
+  // Lock order: mu_ before a LogThrottle's own lock.
+  std::map<std::string, LogThrottle> copy_logs_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };
 
