@@ -128,6 +128,12 @@ absl::Status CatalogManager::CheckReady() const {
 
 absl::Status CatalogManager::LoadEntries(const pb::SysCatalogWriteBatchPB& entries) {
   absl::MutexLock l(&mu_);
+  // The whole catalog: at Open, and again when a catalog image replaces it.
+  tables_.clear();
+  table_ids_by_name_.clear();
+  tablets_.clear();
+  table_tablets_.clear();
+  maintenance_.clear();
   absl::Status s = InstallLocked(entries, /*strict=*/true);
   for (const auto& [id, tablet] : tablets_) {
     if (!s.ok()) break;

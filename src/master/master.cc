@@ -117,6 +117,11 @@ absl::Status Master::Init() {
   so.uuid = instance_->uuid();
   so.voters = voters;
   so.tick_interval_ms = options_.catalog_tick_interval_ms;
+  so.joining = voters.empty();
+  so.on_masters = [this](const pb::MasterPeersPB& masters) { OnMastersChanged(masters); };
+  so.send_snapshot = [this](const std::string& peer, const pb::CatalogSnapshotPB& image) {
+    return SendCatalogSnapshot(peer, image);
+  };
   BASALT_ASSIGN_OR_RETURN(sys_catalog_,
                           SysCatalog::Open(env_, so, transport_.get(), catalog_manager_.get()));
   catalog_manager_->set_sys_catalog(sys_catalog_.get());
@@ -130,50 +135,68 @@ absl::Status Master::Init() {
   if (options_.start_reconciler) BASALT_RETURN_IF_ERROR(catalog_manager_->Start());
   RegisterMetrics();
   if (webserver_ != nullptr) webserver_->SetHealth(absl::OkStatus());
-  LOG(INFO) << "master " << instance_->uuid() << " serving on " << rpc_address_.ToString() << " ("
-            << voters.size() << " master" << (voters.size() == 1 ? "" : "s") << ")";
+  if (voters.empty()) {
+    LOG(INFO) << "master " << instance_->uuid() << " serving on " << rpc_address_.ToString()
+              << ", waiting to join the catalog group: run `basalt master add <master addresses> "
+              << rpc_address_.ToString() << "`";
+  } else {
+    LOG(INFO) << "master " << instance_->uuid() << " serving on " << rpc_address_.ToString()
+              << " (" << voters.size() << " master" << (voters.size() == 1 ? "" : "s") << ")";
+  }
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<std::string>> Master::SetUpPeers() {
   const std::vector<HostPort>& configured = configured_masters_;
   const std::string path = JoinPath(options_.fs_data_dir, "master_peers");
+  bool joined_list = false;
   BASALT_ASSIGN_OR_RETURN(std::optional<std::vector<MasterPeer>> stored,
-                          LoadMasterPeers(env_, path));
+                          LoadMasterPeers(env_, path, &joined_list));
+  const bool have_cmeta = env_->FileExists(JoinPath(options_.fs_data_dir, "cmeta"));
+  const MasterPeer self{instance_->uuid(), rpc_address_};
   std::vector<MasterPeer> peers;
-  if (configured.size() <= 1) {
-    if (stored.has_value()) {
-      return absl::InvalidArgumentError(StrCat("this master was formed as one of ", stored->size(),
-                                               " masters, but --master_addresses names ",
-                                               configured.size(), "; give every master's address"));
+  bool join = false;
+  if (stored.has_value() && joined_list && !have_cmeta) {
+    // Joined a group earlier but has no catalog image yet: still waiting for it.
+    BASALT_RETURN_IF_ERROR(CheckMasterPeersMatch(*stored, configured));
+    peers = std::move(*stored);
+    join = true;
+  } else if (stored.has_value()) {
+    // A group (formed, joined, or shrunk by `master remove`): the stored list rules.
+    if (std::find(stored->begin(), stored->end(), self) == stored->end()) {
+      return absl::DataLossError(
+          StrCat(path, " does not list this master (", self.uuid, " at ", self.address.ToString(),
+                 "): was it removed with `basalt master remove` (then wipe its directories to "
+                 "reuse it), or was the data directory copied from another master?"));
     }
-    peers.push_back({instance_->uuid(), rpc_address_});
+    if (!configured.empty() || stored->size() > 1) {
+      BASALT_RETURN_IF_ERROR(CheckMasterPeersMatch(
+          *stored, configured.empty() ? std::vector<HostPort>{rpc_address_} : configured));
+    }
+    peers = std::move(*stored);
+  } else if (configured.size() <= 1) {
+    peers.push_back(self);
   } else {
     BASALT_ASSIGN_OR_RETURN(int self_idx, FindSelfInMasters(configured, rpc_address_));
-    if (stored.has_value()) {
-      BASALT_RETURN_IF_ERROR(CheckMasterPeersMatch(*stored, configured));
-      const MasterPeer self{instance_->uuid(), rpc_address_};
-      if (std::find(stored->begin(), stored->end(), self) == stored->end()) {
-        return absl::DataLossError(StrCat(path, " does not list this master (", self.uuid, " at ",
-                                          self.address.ToString(),
-                                          "): was the data directory copied from another master?"));
-      }
-      peers = std::move(*stored);
-    } else if (env_->FileExists(JoinPath(options_.fs_data_dir, "cmeta"))) {
+    if (have_cmeta) {
       return absl::InvalidArgumentError(
           "this master's catalog was formed by a single master; turning it into several masters "
           "is not supported (docs/master.md)");
-    } else {
-      LOG(INFO) << "forming the catalog group of " << configured.size() << " masters";
-      BASALT_ASSIGN_OR_RETURN(peers,
-                              ResolveMasterPeers(configured, self_idx, instance_->uuid(),
-                                                 absl::Now() + options_.leader_wait_timeout));
-      BASALT_RETURN_IF_ERROR(StoreMasterPeers(env_, path, peers));
     }
+    LOG(INFO) << "looking for the catalog group of " << configured.size() << " masters";
+    BASALT_ASSIGN_OR_RETURN(ResolvedMasters resolved,
+                            ResolveMasterPeers(configured, self_idx, instance_->uuid(),
+                                               absl::Now() + options_.leader_wait_timeout));
+    peers = std::move(resolved.peers);
+    join = resolved.join;
+    // A joining master stores the group and itself, flagged: until its catalog image brings
+    // consensus metadata, a restart keeps waiting instead of forming from the list.
+    if (join) peers.push_back(self);
+    BASALT_RETURN_IF_ERROR(StoreMasterPeers(env_, path, peers, /*joined=*/join));
   }
   std::vector<std::string> voters;
   for (const MasterPeer& p : peers) {
-    voters.push_back(p.uuid);
+    if (!join) voters.push_back(p.uuid);
     if (p.uuid != instance_->uuid()) {
       BASALT_RETURN_IF_ERROR(transport_->AddPeer(p.uuid, p.address.ToString()));
     }

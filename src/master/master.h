@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,11 @@ class Service;
 }  // namespace grpc
 
 namespace basalt {
+
+namespace pb {
+class CatalogSnapshotPB;
+class MasterPeersPB;
+}  // namespace pb
 
 class CatalogManager;
 class GrpcTransport;
@@ -112,12 +118,34 @@ class Master {
   CatalogManager* catalog_manager() const { return catalog_manager_.get(); }
   TsManager* ts_manager() const { return ts_manager_.get(); }
   SysCatalog* sys_catalog() const { return sys_catalog_.get(); }
+  // Whether this master waits to join a running group (no catalog image installed yet).
+  bool joining() const;
+
+  // `basalt master add|remove` (MasterService AddMaster / RemoveMaster), on the leader: see
+  // proto/master.proto and docs/master.md "Adding and removing masters". The uuid of the master
+  // added or removed.
+  absl::StatusOr<std::string> AddMaster(const HostPort& address) ABSL_LOCKS_EXCLUDED(membership_mu_);
+  absl::StatusOr<std::string> RemoveMaster(const std::string& uuid,
+                                           const std::optional<HostPort>& address)
+      ABSL_LOCKS_EXCLUDED(membership_mu_);
+  // InstallCatalogSnapshot from the leader master `leader_uuid`, addressed to `dest_uuid`.
+  absl::Status InstallCatalogSnapshot(const std::string& leader_uuid, const std::string& dest_uuid,
+                                      const pb::CatalogSnapshotPB& image);
 
  private:
   explicit Master(MasterOptions options);
   absl::Status Init();
   // Decides the catalog group's voters (master_peers.h) and tells the transport their addresses.
+  // Sets joining_ when this master joins a running group (no voters then).
   absl::StatusOr<std::vector<std::string>> SetUpPeers();
+  // ---- Membership of the catalog group (master_membership.cc) ----
+  // on_masters: a committed list of masters (catalog batch, image or the stored one).
+  void OnMastersChanged(const pb::MasterPeersPB& masters) ABSL_LOCKS_EXCLUDED(mu_);
+  // peers() without `uuid`.
+  std::vector<MasterPeer> peers_copy_without(const std::string& uuid) const ABSL_LOCKS_EXCLUDED(mu_);
+  // send_snapshot: InstallCatalogSnapshot to `peer_uuid`.
+  absl::Status SendCatalogSnapshot(const std::string& peer_uuid, const pb::CatalogSnapshotPB& image)
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status StartRpcServer();
   // Sets rpc_address_ from the options, `bind` and rpc_port_.
   absl::Status SetRpcAddress(const HostPort& bind);
@@ -139,6 +167,8 @@ class Master {
   std::atomic<bool> catalog_open_{false};
   mutable absl::Mutex mu_;
   std::vector<MasterPeer> peers_ ABSL_GUARDED_BY(mu_);
+  // One add or remove at a time on this master.
+  absl::Mutex membership_mu_;
   std::vector<HostPort> configured_masters_;  // Set before the RPC server starts.
   std::unique_ptr<grpc::Service> master_service_;
   std::unique_ptr<grpc::Server> server_;

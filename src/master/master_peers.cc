@@ -38,11 +38,48 @@ std::vector<std::string> SortedStrings(const std::vector<HostPort>& addresses) {
   return out;
 }
 
+bool ListsSelf(const pb::GetMasterRegistrationResponsePB& reg, const MasterPeer& self) {
+  for (const auto& p : reg.peers()) {
+    if (p.uuid() == self.uuid && HostPort::FromPB(p.address()) == self.address) return true;
+  }
+  return false;
+}
+
+// `reg` (the answer of the master at `address`) belongs to a group formed without this master:
+// its members, if this master may join it (`basalt master add`). FAILED_PRECONDITION when a member
+// has this master's address (this master's data directory was wiped or replaced);
+// INVALID_ARGUMENT unless `masters` names exactly the group's members and this master.
+absl::StatusOr<std::vector<MasterPeer>> CheckJoin(const pb::GetMasterRegistrationResponsePB& reg,
+                                                  const HostPort& address,
+                                                  const std::vector<HostPort>& masters,
+                                                  const MasterPeer& self) {
+  std::vector<MasterPeer> group;
+  std::vector<HostPort> expected{self.address};
+  for (const auto& p : reg.peers()) {
+    group.push_back({p.uuid(), HostPort::FromPB(p.address())});
+    expected.push_back(group.back().address);
+    if (group.back().address == self.address) {
+      return absl::FailedPreconditionError(
+          StrCat("master ", address.ToString(),
+                 " already belongs to a catalog group without this master (", self.uuid, " at ",
+                 self.address.ToString(), "): its member at this address is master ", p.uuid(),
+                 ". Was this master's data directory wiped or replaced? Restore it, or remove ",
+                 p.uuid(), " (`basalt master remove`) and add this one (`basalt master add`)"));
+    }
+  }
+  if (SortedStrings(expected) != SortedStrings(masters)) {
+    return absl::InvalidArgumentError(
+        StrCat("this master joins the catalog group of ", AddressList(Addresses(group)),
+               "; give it --master_addresses=", AddressList(expected), " (not ",
+               AddressList(masters), ")"));
+  }
+  return group;
+}
+
 // What `reg` (the answer of the master at `address`) must agree on before a group forms: the
-// same --master_addresses, and no group already formed without this master.
+// same --master_addresses.
 absl::Status CheckRegistration(const pb::GetMasterRegistrationResponsePB& reg,
-                               const HostPort& address, const std::vector<HostPort>& masters,
-                               const MasterPeer& self) {
+                               const HostPort& address, const std::vector<HostPort>& masters) {
   std::vector<HostPort> theirs;
   for (const auto& a : reg.master_addresses()) theirs.push_back(HostPort::FromPB(a));
   if (SortedStrings(theirs) != SortedStrings(masters)) {
@@ -50,19 +87,7 @@ absl::Status CheckRegistration(const pb::GetMasterRegistrationResponsePB& reg,
         StrCat("master ", address.ToString(), " was given --master_addresses=", AddressList(theirs),
                ", this one ", AddressList(masters), "; every master must be given the same set"));
   }
-  if (reg.peers_size() == 0) return absl::OkStatus();  // It is forming too.
-  for (const auto& p : reg.peers()) {
-    if (p.uuid() == self.uuid && HostPort::FromPB(p.address()) == self.address) {
-      return absl::OkStatus();
-    }
-  }
-  return absl::FailedPreconditionError(
-      StrCat("master ", address.ToString(),
-             " already belongs to a catalog group without this "
-             "master (",
-             self.uuid, " at ", self.address.ToString(),
-             "): was this master's data directory wiped or replaced? Restore it; replacing a "
-             "master is not supported yet"));
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -87,7 +112,8 @@ absl::StatusOr<int> FindSelfInMasters(const std::vector<HostPort>& masters, cons
 }
 
 absl::StatusOr<std::optional<std::vector<MasterPeer>>> LoadMasterPeers(Env* env,
-                                                                       const std::string& path) {
+                                                                       const std::string& path,
+                                                                       bool* joined) {
   if (!env->FileExists(path)) return std::optional<std::vector<MasterPeer>>();
   std::string data;
   BASALT_RETURN_IF_ERROR(ReadFileToString(env, path, &data));
@@ -106,15 +132,15 @@ absl::StatusOr<std::optional<std::vector<MasterPeer>>> LoadMasterPeers(Env* env,
     }
     peers.push_back(std::move(p));
   }
-  if (peers.size() < 2) {
-    return absl::DataLossError(StrCat(path, " lists ", peers.size(), " masters (at least 2)"));
-  }
+  if (peers.empty()) return absl::DataLossError(StrCat(path, " lists no master"));
+  if (joined != nullptr) *joined = pb.joined();
   return std::optional<std::vector<MasterPeer>>(std::move(peers));
 }
 
 absl::Status StoreMasterPeers(Env* env, const std::string& path,
-                              const std::vector<MasterPeer>& peers) {
+                              const std::vector<MasterPeer>& peers, bool joined) {
   pb::MasterPeersPB pb;
+  pb.set_joined(joined);
   for (const MasterPeer& p : peers) {
     pb::RaftPeerPB* m = pb.add_masters();
     m->set_uuid(p.uuid);
@@ -128,9 +154,11 @@ absl::Status CheckMasterPeersMatch(const std::vector<MasterPeer>& stored,
   if (SortedStrings(Addresses(stored)) == SortedStrings(configured)) return absl::OkStatus();
   return absl::InvalidArgumentError(
       StrCat("--master_addresses (", AddressList(configured),
-             ") differs from the masters this master's catalog was formed with (",
+             ") differs from the masters of this master's catalog group (",
              AddressList(Addresses(stored)),
-             "); changing the set of masters is not supported (docs/master.md)"));
+             "); give every master and tablet server --master_addresses=",
+             AddressList(Addresses(stored)),
+             " (the set changes only through `basalt master add|remove`, docs/master.md)"));
 }
 
 absl::StatusOr<pb::GetMasterRegistrationResponsePB> GetMasterRegistration(const HostPort& address,
@@ -148,10 +176,10 @@ absl::StatusOr<pb::GetMasterRegistrationResponsePB> GetMasterRegistration(const 
   return resp;
 }
 
-absl::StatusOr<std::vector<MasterPeer>> ResolveMasterPeers(const std::vector<HostPort>& masters,
-                                                           int self_idx,
-                                                           const std::string& self_uuid,
-                                                           absl::Time deadline) {
+absl::StatusOr<ResolvedMasters> ResolveMasterPeers(const std::vector<HostPort>& masters,
+                                                   int self_idx, const std::string& self_uuid,
+                                                   absl::Time deadline) {
+  const MasterPeer self{self_uuid, masters[self_idx]};
   std::vector<MasterPeer> peers(masters.size());
   for (size_t i = 0; i < masters.size(); ++i) peers[i].address = masters[i];
   peers[self_idx].uuid = self_uuid;
@@ -162,8 +190,14 @@ absl::StatusOr<std::vector<MasterPeer>> ResolveMasterPeers(const std::vector<Hos
       if (!p.uuid.empty()) continue;
       auto reg = GetMasterRegistration(p.address, absl::Seconds(2));
       if (reg.ok()) {
-        BASALT_RETURN_IF_ERROR(
-            CheckRegistration(*reg, p.address, masters, {self_uuid, masters[self_idx]}));
+        if (reg->peers_size() > 0 && !ListsSelf(*reg, self)) {
+          BASALT_ASSIGN_OR_RETURN(std::vector<MasterPeer> group,
+                                  CheckJoin(*reg, p.address, masters, self));
+          return ResolvedMasters{std::move(group), /*join=*/true};
+        }
+        if (reg->peers_size() == 0) {  // It is forming too.
+          BASALT_RETURN_IF_ERROR(CheckRegistration(*reg, p.address, masters));
+        }
         p.uuid = reg->uuid();
       } else {
         missing.push_back(p.address);
@@ -191,7 +225,7 @@ absl::StatusOr<std::vector<MasterPeer>> ResolveMasterPeers(const std::vector<Hos
     }
   }
   LOG(INFO) << "catalog group formed from " << masters.size() << " masters";
-  return peers;
+  return ResolvedMasters{std::move(peers), /*join=*/false};
 }
 
 }  // namespace basalt

@@ -7,8 +7,10 @@
 // asks every other one for its uuid (GetMasterRegistration, retried until all answer) and stores
 // the resulting list in <fs_data_dir>/master_peers; the group's initial voters are those uuids.
 // On every later start the stored list is the truth: --master_addresses must name the same
-// addresses (changing the set of masters is not supported yet), and a master no longer needs the
-// others to be up to start.
+// addresses, and a master no longer needs the others to be up to start. The list changes only
+// through `basalt master add|remove` (a catalog batch carrying the new list rewrites the file).
+// A new master whose --master_addresses names a running group's masters and itself finds that
+// group and joins it (it waits for `basalt master add` and the leader's catalog image).
 //
 // Private to src/master. Functions are thread-safe.
 
@@ -39,12 +41,14 @@ struct MasterPeer {
 absl::StatusOr<int> FindSelfInMasters(const std::vector<HostPort>& masters, const HostPort& self);
 
 // The stored list at `path`: nullopt if there is none; DATA_LOSS naming the file if it is
-// truncated, fails its checksum, does not parse or holds a malformed entry.
+// truncated, fails its checksum, does not parse or holds a malformed entry. `joined` (optional)
+// gets MasterPeersPB.joined.
 absl::StatusOr<std::optional<std::vector<MasterPeer>>> LoadMasterPeers(Env* env,
-                                                                       const std::string& path);
-// Stores `peers` at `path` durably (atomic replace).
+                                                                       const std::string& path,
+                                                                       bool* joined = nullptr);
+// Stores `peers` at `path` durably (atomic replace), with MasterPeersPB.joined = `joined`.
 absl::Status StoreMasterPeers(Env* env, const std::string& path,
-                              const std::vector<MasterPeer>& peers);
+                              const std::vector<MasterPeer>& peers, bool joined = false);
 
 // OK if `stored` names exactly the addresses of `configured` (in any order); INVALID_ARGUMENT
 // listing both otherwise.
@@ -55,13 +59,22 @@ absl::Status CheckMasterPeersMatch(const std::vector<MasterPeer>& stored,
 absl::StatusOr<pb::GetMasterRegistrationResponsePB> GetMasterRegistration(const HostPort& address,
                                                                           absl::Duration timeout);
 
+struct ResolvedMasters {
+  // Forming: every master in --master_addresses order, this one included. Joining: the running
+  // group's members (without this one).
+  std::vector<MasterPeer> peers;
+  bool join = false;
+};
+
 // Asks every master but masters[self_idx] for its uuid, retrying (and logging who is still
 // missing every few seconds) until all answered or `deadline`: DEADLINE_EXCEEDED naming the
-// masters that did not answer. INVALID_ARGUMENT if two masters report one uuid. Returns every
-// master in `masters` order, this one (self_uuid) included.
-absl::StatusOr<std::vector<MasterPeer>> ResolveMasterPeers(const std::vector<HostPort>& masters,
-                                                           int self_idx,
-                                                           const std::string& self_uuid,
-                                                           absl::Time deadline);
+// masters that did not answer. INVALID_ARGUMENT if two masters report one uuid or disagree on
+// --master_addresses. As soon as one answers as a member of a group formed without this master,
+// returns that group with join = true: when --master_addresses names exactly its members and this
+// master (else INVALID_ARGUMENT) and none of them has this master's address (else
+// FAILED_PRECONDITION: this master's data directory was wiped or replaced).
+absl::StatusOr<ResolvedMasters> ResolveMasterPeers(const std::vector<HostPort>& masters,
+                                                   int self_idx, const std::string& self_uuid,
+                                                   absl::Time deadline);
 
 }  // namespace basalt

@@ -6,10 +6,12 @@
 #include <vector>
 
 #include "common/strings.h"
+#include "consensus/raft_config.h"
 #include "consensus/raft_role_pb.h"
 #include "master/catalog_manager.h"
 #include "master/master.h"
 #include "master/master_peers.h"
+#include "master/sys_catalog.h"
 #include "proto/master.grpc.pb.h"
 #include "proto/master.pb.h"
 #include "rpc/rpc_status.h"
@@ -107,13 +109,45 @@ class MasterServiceImpl final : public pb::MasterService::Service {
     resp->set_role(OwnRole());
     if (master_->webserver_port() > 0) FillHttpAddress(resp->mutable_http_address());
     for (const HostPort& a : master_->configured_masters()) a.ToPB(resp->add_master_addresses());
+    resp->set_joining(master_->joining());
     for (const MasterPeer& p : master_->peers()) {
-      if (master_->configured_masters().size() <= 1) break;  // A single master forms no group.
+      // A single master forms no group; a joining one is in none yet.
+      if (master_->joining() || (master_->configured_masters().size() <= 1 &&
+                                 master_->peers().size() <= 1)) {
+        break;
+      }
       pb::RaftPeerPB* peer = resp->add_peers();
       peer->set_uuid(p.uuid);
       p.address.ToPB(peer->mutable_address());
     }
     return grpc::Status::OK;
+  }
+  grpc::Status AddMaster(grpc::ServerContext*, const pb::AddMasterRequestPB* req,
+                         pb::AddMasterResponsePB* resp) override {
+    return Serve([&]() -> absl::Status {
+      if (!req->has_rpc_address()) {
+        return absl::InvalidArgumentError("rpc_address: the new master's address is required");
+      }
+      absl::StatusOr<std::string> uuid = master_->AddMaster(HostPort::FromPB(req->rpc_address()));
+      if (uuid.ok()) resp->set_uuid(*uuid);
+      return uuid.status();
+    });
+  }
+  grpc::Status RemoveMaster(grpc::ServerContext*, const pb::RemoveMasterRequestPB* req,
+                            pb::RemoveMasterResponsePB* resp) override {
+    return Serve([&]() -> absl::Status {
+      std::optional<HostPort> address;
+      if (req->has_rpc_address()) address = HostPort::FromPB(req->rpc_address());
+      absl::StatusOr<std::string> uuid = master_->RemoveMaster(req->uuid(), address);
+      if (uuid.ok()) resp->set_uuid(*uuid);
+      return uuid.status();
+    });
+  }
+  grpc::Status InstallCatalogSnapshot(grpc::ServerContext*,
+                                      const pb::InstallCatalogSnapshotRequestPB* req,
+                                      pb::InstallCatalogSnapshotResponsePB*) override {
+    return ToGrpcStatus(
+        master_->InstallCatalogSnapshot(req->leader_uuid(), req->dest_uuid(), req->snapshot()));
   }
   grpc::Status TSHeartbeat(grpc::ServerContext*, const pb::TSHeartbeatRequestPB* req,
                            pb::TSHeartbeatResponsePB* resp) override {
@@ -123,13 +157,21 @@ class MasterServiceImpl final : public pb::MasterService::Service {
       resp->set_master_uuid(master_->uuid());
       resp->set_leader_master(master_->is_leader());
       s = catalog_->ProcessHeartbeat(*req, resp);
+      for (const MasterPeer& p : master_->peers()) {
+        pb::RaftPeerPB* m = resp->add_masters();
+        m->set_uuid(p.uuid);
+        p.address.ToPB(m->mutable_address());
+      }
     }
     return ToGrpcStatus(s);
   }
 
  private:
   pb::RaftRolePB OwnRole() const {
-    return master_->catalog_open() ? RaftRoleToPB(master_->role()) : pb::UNKNOWN_ROLE;
+    if (!master_->catalog_open() || master_->joining()) return pb::UNKNOWN_ROLE;
+    std::shared_ptr<RaftNode> node = master_->sys_catalog()->node();
+    if (node != nullptr && IsLearner(node->config(), master_->uuid())) return pb::LEARNER;
+    return RaftRoleToPB(master_->role());
   }
 
   // The web server's address: the RPC host with the web port.

@@ -18,12 +18,47 @@
 #include "common/partial_row.h"
 #include "common/row_operations.h"
 #include "common/schema.h"
+#include "master/sys_catalog.h"
 #include "master/ts_admin_client.h"
 #include "proto/common.pb.h"
 #include "proto/master.pb.h"
+#include "proto/master_catalog.pb.h"
 #include "proto/tserver.pb.h"
 
 namespace basalt::master_test {
+
+// Records what the catalog hands to its listener.
+class RecordingListener : public SysCatalogListener {
+ public:
+  absl::Status LoadEntries(const pb::SysCatalogWriteBatchPB& entries) override {
+    absl::MutexLock l(&mu_);
+    loaded_ = entries;
+    return load_status_;
+  }
+  void ApplyBatch(const pb::SysCatalogWriteBatchPB& batch) override {
+    absl::MutexLock l(&mu_);
+    applied_.push_back(batch);
+  }
+  pb::SysCatalogWriteBatchPB loaded() const {
+    absl::MutexLock l(&mu_);
+    return loaded_;
+  }
+  size_t num_applied() const {
+    absl::MutexLock l(&mu_);
+    return applied_.size();
+  }
+  void set_load_status(absl::Status s) {
+    absl::MutexLock l(&mu_);
+    load_status_ = s;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  pb::SysCatalogWriteBatchPB loaded_;
+  std::vector<pb::SysCatalogWriteBatchPB> applied_;
+  absl::Status load_status_;
+};
+
 
 // A fresh directory under ::testing::TempDir(), removed at destruction.
 class TempDir {

@@ -17,13 +17,26 @@
 // Lifecycle: Open() (opens RocksDB, loads every entry into the listener, opens the RaftNode) ->
 // Start() (starts the node) -> WaitUntilLeader() -> Write()... -> Shutdown() (or destructor).
 //
+// Catalog snapshots (docs/master.md "Catalog snapshots"): a leader whose peer needs entries it
+// no longer has (log GC), or a peer that is joining the group, sends it a consistent image of
+// RocksDB (StartSnapshotCopy -> options.send_snapshot); the peer replaces its catalog with it
+// (InstallSnapshot): entries, log restarted after the image's index, consensus metadata. A master
+// that joins opens its catalog with options.joining: no Raft node until the first image arrives.
+// An install interrupted by a crash leaves the marker file <data_dir>/catalog_install: the next
+// Open wipes the catalog and its log (keeping the consensus metadata, so votes stay durable) and
+// the leader sends a new image.
+//
 // Thread-safe.
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <optional>
+#include <set>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -33,6 +46,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/env.h"
+#include "consensus/raft_config.h"
 #include "consensus/raft_node.h"
 #include "consensus/state_machine.h"
 #include "consensus/transport.h"
@@ -44,6 +58,8 @@ class DB;
 namespace basalt {
 
 namespace pb {
+class CatalogSnapshotPB;
+class MasterPeersPB;
 class SysCatalogWriteBatchPB;
 }  // namespace pb
 
@@ -55,13 +71,18 @@ inline constexpr char kSysTableKeyPrefix[] = "table/";
 inline constexpr char kSysTabletKeyPrefix[] = "tablet/";
 inline constexpr char kSysTServerStateKeyPrefix[] = "tserver_state/";
 inline constexpr char kSysAppliedIndexKey[] = "meta/applied_index";
+// The masters of the group (MasterPeersPB), once `basalt master add|remove` changed them.
+inline constexpr char kSysMastersKey[] = "meta/masters";
+// The latest configuration entry applied: fixed64 index + EncodeConfig bytes (docs/master.md).
+inline constexpr char kSysConfigKey[] = "meta/config";
 
 // Receives the catalog's contents: all of it once at Open, then every applied batch.
 class SysCatalogListener {
  public:
   virtual ~SysCatalogListener() = default;
-  // Every stored entry, as one batch of upserts. DATA_LOSS if an entry is not a valid catalog
-  // entry (the listener validates semantics: schemas, partitions, references).
+  // Every stored entry, as one batch of upserts, replacing whatever the listener held (at Open,
+  // and when a catalog image is installed). DATA_LOSS if an entry is not a valid catalog entry
+  // (the listener validates semantics: schemas, partitions, references).
   virtual absl::Status LoadEntries(const pb::SysCatalogWriteBatchPB& entries) = 0;
   // A batch just made durable, on the RaftNode's worker thread. Must not block for long.
   virtual void ApplyBatch(const pb::SysCatalogWriteBatchPB& batch) = 0;
@@ -77,6 +98,17 @@ struct SysCatalogOptions {
   // Raft tick; <= 0 means --master_catalog_tick_interval_ms.
   int tick_interval_ms = 0;
   bool sync = true;  // Sync RocksDB writes and the WAL (tests of crash behaviour keep it on).
+  // This master is joining a running group: no Raft node (and no consensus metadata) until the
+  // leader's first catalog image is installed (InstallSnapshot).
+  bool joining = false;
+  // Called with the catalog's list of masters at Open (when it holds one) and after every applied
+  // batch or installed image that carries one; on the applying thread, must be quick. Optional.
+  std::function<void(const pb::MasterPeersPB&)> on_masters;
+  // Leader: delivers an image to the peer master `peer_uuid` (InstallCatalogSnapshot), blocking
+  // until it is installed there. Called on a copy thread. Unset: peers behind the log cannot be
+  // repaired (UNIMPLEMENTED, retried with backoff).
+  std::function<absl::Status(const std::string& peer_uuid, const pb::CatalogSnapshotPB& image)>
+      send_snapshot;
 };
 
 class SysCatalog : public StateMachine {
@@ -93,7 +125,8 @@ class SysCatalog : public StateMachine {
   SysCatalog(const SysCatalog&) = delete;
   SysCatalog& operator=(const SysCatalog&) = delete;
 
-  // Starts the Raft node (which re-applies log entries above the stored index).
+  // Starts the Raft node (which re-applies log entries above the stored index); a no-op while
+  // joining (the node starts once an image is installed).
   absl::Status Start();
   // Stops the node. Idempotent.
   void Shutdown();
@@ -120,6 +153,23 @@ class SysCatalog : public StateMachine {
   // may still apply later); the sticky storage error after a failed RocksDB write.
   absl::Status Write(const pb::SysCatalogWriteBatchPB& batch, absl::Duration timeout,
                      uint64_t expected_term = 0);
+  // A membership change of the catalog group (RaftNode::ChangeConfigAndWait): the index of its
+  // entry once applied here. UNAVAILABLE while joining.
+  absl::StatusOr<uint64_t> ChangeConfig(const ConfigChange& change, absl::Duration timeout,
+                                        std::optional<uint64_t> cas_config_index);
+  // The Raft node; nullptr while joining (no image installed yet) or during an install.
+  std::shared_ptr<RaftNode> node() const ABSL_LOCKS_EXCLUDED(node_mu_);
+  bool joining() const { return node() == nullptr; }
+
+  // ---- Catalog snapshots ----
+  // A consistent image of the stored catalog (one RocksDB snapshot: entries, applied index and
+  // the configuration in effect there). FAILED_PRECONDITION while joining.
+  absl::StatusOr<pb::CatalogSnapshotPB> BuildSnapshot() const;
+  // Replaces this catalog by `image` (from the group's leader) and (re)starts the Raft node on
+  // it. FAILED_PRECONDITION if this master leads the group or already holds a newer applied
+  // index; INVALID_ARGUMENT for a malformed image; storage errors. One install at a time.
+  absl::Status InstallSnapshot(const pb::CatalogSnapshotPB& image) ABSL_LOCKS_EXCLUDED(install_mu_);
+
   // Writes proposed whose outcome is not known yet (a Write that timed out or whose leadership
   // moved leaves its entry in flight until it is applied or overwritten). Validating a new write
   // against memory is only sound when this is 0.
@@ -128,6 +178,9 @@ class SysCatalog : public StateMachine {
   // ---- StateMachine ----
   void Apply(const LogEntry& entry) override;
   uint64_t DurableIndex() const override;
+  uint64_t LogAnchorIndex() const override ABSL_LOCKS_EXCLUDED(copy_mu_);
+  void StartSnapshotCopy(const PeerId& peer, SnapshotDoneCallback done) override
+      ABSL_LOCKS_EXCLUDED(copy_mu_);
 
   // ---- Value framing (exposed for tests) ----
   static std::string EncodeValue(std::string_view payload);
@@ -136,24 +189,53 @@ class SysCatalog : public StateMachine {
 
  private:
   SysCatalog(Env* env, SysCatalogOptions options, SysCatalogListener* listener);
+  // Finishes an install a crash interrupted (the marker file): wipes RocksDB and the log.
+  absl::Status CleanUpInterruptedInstall();
   absl::Status OpenDb();
+  // Reads every stored entry (and the applied index) into the listener.
   absl::Status Load();
-  absl::Status OpenNode(Transport* transport);
-  // Writes `batch` (may be null: index only) with `index` in one synced RocksDB write.
-  absl::Status Persist(const pb::SysCatalogWriteBatchPB* batch, uint64_t index);
+  absl::Status OpenNode();
+  // Writes `image` over RocksDB, the log and the consensus metadata (the node is stopped).
+  absl::Status WriteImage(const pb::CatalogSnapshotPB& image, const RaftConfig& config);
+  // Joins the copy threads that finished (all of them with `all`).
+  void ReapCopyThreads(bool all) ABSL_LOCKS_EXCLUDED(copy_mu_);
+  // Writes `batch` (may be null: index only) and the index of `entry` (and its configuration,
+  // for a kConfigChange entry) in one synced RocksDB write.
+  absl::Status Persist(const pb::SysCatalogWriteBatchPB* batch, const LogEntry& entry);
   absl::Status storage_error() const ABSL_LOCKS_EXCLUDED(mu_);
   // Waits for a proposal's callback (`done`, then `index`); see Write for the errors.
-  absl::StatusOr<uint64_t> WaitForWrite(absl::Notification& done,
+  absl::StatusOr<uint64_t> WaitForWrite(const RaftNode& node, absl::Notification& done,
                                         const absl::StatusOr<uint64_t>& index,
                                         absl::Duration timeout, uint64_t expected_term) const;
+
+  std::string WalDir() const;
+  std::string MarkerPath() const;
 
   // Constant after construction.
   Env* const env_;
   const SysCatalogOptions options_;
   SysCatalogListener* const listener_;
+  Transport* transport_ = nullptr;  // Set by Open.
 
   std::unique_ptr<rocksdb::DB> db_;  // Opened by Open, closed by the destructor.
-  std::unique_ptr<RaftNode> node_;   // Thread-safe.
+  // Replaced only by InstallSnapshot (under install_mu_); readers take a reference.
+  mutable absl::Mutex node_mu_;
+  std::shared_ptr<RaftNode> node_ ABSL_GUARDED_BY(node_mu_);
+  absl::Mutex install_mu_ ABSL_ACQUIRED_BEFORE(node_mu_);
+  bool shut_down_ ABSL_GUARDED_BY(install_mu_) = false;
+  // A group of several masters (or one joining): slower elections (OpenNode).
+  std::atomic<bool> multi_master_{false};
+
+  // Leader side of catalog images: one thread per image in flight, and the applied index each
+  // image started from (log GC keeps every entry after the lowest).
+  struct CopyThread {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> finished;
+  };
+  mutable absl::Mutex copy_mu_;
+  std::vector<CopyThread> copy_threads_ ABSL_GUARDED_BY(copy_mu_);
+  std::multiset<uint64_t> copy_anchors_ ABSL_GUARDED_BY(copy_mu_);
+  bool copies_stopped_ ABSL_GUARDED_BY(copy_mu_) = false;
   // The stored applied index: written by Apply (the worker), read by DurableIndex (any thread).
   std::atomic<uint64_t> durable_index_{0};
   // The term of the last entry applied since Open (0 before the first).

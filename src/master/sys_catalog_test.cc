@@ -16,37 +16,7 @@
 namespace basalt {
 namespace {
 
-// Records what the catalog hands to its listener.
-class RecordingListener : public SysCatalogListener {
- public:
-  absl::Status LoadEntries(const pb::SysCatalogWriteBatchPB& entries) override {
-    absl::MutexLock l(&mu_);
-    loaded_ = entries;
-    return load_status_;
-  }
-  void ApplyBatch(const pb::SysCatalogWriteBatchPB& batch) override {
-    absl::MutexLock l(&mu_);
-    applied_.push_back(batch);
-  }
-  pb::SysCatalogWriteBatchPB loaded() const {
-    absl::MutexLock l(&mu_);
-    return loaded_;
-  }
-  size_t num_applied() const {
-    absl::MutexLock l(&mu_);
-    return applied_.size();
-  }
-  void set_load_status(absl::Status s) {
-    absl::MutexLock l(&mu_);
-    load_status_ = s;
-  }
-
- private:
-  mutable absl::Mutex mu_;
-  pb::SysCatalogWriteBatchPB loaded_;
-  std::vector<pb::SysCatalogWriteBatchPB> applied_;
-  absl::Status load_status_;
-};
+using master_test::RecordingListener;
 
 class SysCatalogTest : public ::testing::Test {
  protected:

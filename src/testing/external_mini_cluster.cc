@@ -245,6 +245,21 @@ absl::StatusOr<int> ExternalMiniCluster::AddTabletServer() {
   return idx;
 }
 
+absl::StatusOr<int> ExternalMiniCluster::AddMaster() {
+  CHECK(prepared_) << "Start() the cluster first";
+  BASALT_ASSIGN_OR_RETURN(ReservedPort port, ReservedPort::Reserve());
+  master_ports_.push_back(std::move(port));
+  const int idx = num_masters();
+  master_addresses_ = StrCat(master_addresses_, ",", master_ports_.back().address());
+  std::vector<std::string> flags = MasterFlags();
+  if (options_.num_masters <= 1) flags.push_back(StrCat("--master_addresses=", master_addresses_));
+  masters_.push_back(
+      NewDaemon(StrCat("master-", idx), options_.master_exe, master_ports_.back(), flags));
+  master_channels_.push_back(NewChannel(masters_.back()->rpc_address()));
+  BASALT_RETURN_IF_ERROR(masters_.back()->Start());
+  return idx;
+}
+
 int ExternalMiniCluster::TabletServerIndexByUuid(const std::string& uuid) const {
   for (int i = 0; i < num_tablet_servers(); ++i) {
     if (tservers_[i]->uuid() == uuid) return i;

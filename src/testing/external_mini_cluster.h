@@ -111,6 +111,10 @@ class ExternalMiniCluster {
   // DEADLINE_EXCEEDED if it does not register in time; the daemon stays in the cluster either
   // way (a later Restart() starts it again).
   absl::StatusOr<int> AddTabletServer();
+  // Starts one more master, with --master_addresses naming the masters so far and itself (so it
+  // waits to join the running group: `basalt master add`), and appends its address to
+  // master_addresses() (not safe while other threads read it). Returns its index.
+  absl::StatusOr<int> AddMaster();
 
   int num_masters() const { return static_cast<int>(masters_.size()); }
   int num_tablet_servers() const { return static_cast<int>(tservers_.size()); }

@@ -21,8 +21,9 @@
 
 namespace basalt::tools {
 
-// Tries each master of `master_addresses` in turn (followers refuse most calls) until one
-// answers OK; returns the last error otherwise (naming the master when it could not be reached).
+// Tries each master of `master_addresses` in turn (followers refuse most calls with UNAVAILABLE)
+// until one answers OK or with another error (the leader's answer, returned as is); returns the
+// last error otherwise (naming the master when it could not be reached).
 // Each call has the --timeout_ms deadline.
 template <typename Req, typename Resp>
 absl::Status CallMaster(const std::string& master_addresses,
@@ -37,10 +38,8 @@ absl::Status CallMaster(const std::string& master_addresses,
     ctx.set_deadline(OperationDeadline());
     resp->Clear();
     last = FromGrpcStatus((stub.get()->*method)(&ctx, req, resp));
-    if (last.ok()) return last;
-    if (absl::IsUnavailable(last) || absl::IsDeadlineExceeded(last)) {
-      last = absl::Status(last.code(), StrCat("master ", std::string(a), ": ", last.message()));
-    }
+    if (!absl::IsUnavailable(last) && !absl::IsDeadlineExceeded(last)) return last;
+    last = absl::Status(last.code(), StrCat("master ", std::string(a), ": ", last.message()));
   }
   return last;
 }

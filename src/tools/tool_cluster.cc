@@ -4,6 +4,8 @@
 #include <gflags/gflags.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "common/status_macros.h"
 #include "common/strings.h"
@@ -73,6 +75,92 @@ absl::Status ListMasters(const ActionContext& ctx) {
   return absl::OkStatus();
 }
 
+// Calls a membership RPC, retrying while the group has no ready leader (an election, or the
+// leader handing over because it is the master being removed) until --timeout_ms.
+template <typename Req, typename Resp>
+absl::Status CallMembership(const std::string& master_addresses,
+                            grpc::Status (pb::MasterService::Stub::*method)(grpc::ClientContext*,
+                                                                            const Req&, Resp*),
+                            const Req& req, Resp* resp) {
+  const auto deadline = OperationDeadline();
+  for (;;) {
+    absl::Status s = CallMaster(master_addresses, method, req, resp);
+    if (!absl::IsUnavailable(s) || std::chrono::system_clock::now() >= deadline) return s;
+    // Bounded by --timeout_ms: the group elects a leader within seconds.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
+// The masters' addresses as --master_addresses wants them.
+std::string MasterList(const pb::ListMastersResponsePB& resp) {
+  std::string out;
+  for (const auto& m : resp.masters()) {
+    StrAppend(&out, out.empty() ? "" : ",", Address(m.rpc_address()));
+  }
+  return out;
+}
+
+absl::Status AddMaster(const ActionContext& ctx) {
+  BASALT_ASSIGN_OR_RETURN(HostPort address, ParseHostPort(ctx.args[1], 7051));
+  pb::AddMasterRequestPB req;
+  address.ToPB(req.mutable_rpc_address());
+  pb::AddMasterResponsePB resp;
+  BASALT_RETURN_IF_ERROR(
+      CallMembership(ctx.args[0], &pb::MasterService::Stub::AddMaster, req, &resp));
+  *ctx.out << "added master " << resp.uuid() << " at " << address.ToString()
+           << " as a non-voter; waiting until it has the catalog and votes" << std::endl;
+  // The leader promotes it once it has caught up; ListMasters reports its role.
+  const std::string all = StrCat(ctx.args[0], ",", address.ToString());
+  std::string role = "UNKNOWN_ROLE";
+  const auto deadline = OperationDeadline();
+  for (;;) {
+    pb::ListMastersResponsePB masters;
+    if (CallMaster(all, &pb::MasterService::Stub::ListMasters, pb::ListMastersRequestPB(),
+                   &masters)
+            .ok()) {
+      for (const auto& m : masters.masters()) {
+        if (m.uuid() == resp.uuid()) role = pb::RaftRolePB_Name(m.role());
+      }
+      if (role == "FOLLOWER" || role == "LEADER") {
+        *ctx.out << "master " << resp.uuid() << " is a voter (" << role << ")\n"
+                 << "give every master and tablet server --master_addresses="
+                 << MasterList(masters) << " before their next restart" << std::endl;
+        return absl::OkStatus();
+      }
+    }
+    if (std::chrono::system_clock::now() >= deadline) break;
+    // Bounded by --timeout_ms.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  return absl::DeadlineExceededError(
+      StrCat("master ", resp.uuid(), " was added but is not a voter yet (role ", role,
+             "); it is promoted once it has caught up: see `basalt master list`"));
+}
+
+absl::Status RemoveMaster(const ActionContext& ctx) {
+  pb::RemoveMasterRequestPB req;
+  // host:port, or a uuid (32 hex digits, no colon).
+  if (ctx.args[1].find(':') != std::string::npos) {
+    BASALT_ASSIGN_OR_RETURN(HostPort address, ParseHostPort(ctx.args[1], 7051));
+    address.ToPB(req.mutable_rpc_address());
+  } else {
+    req.set_uuid(ctx.args[1]);
+  }
+  pb::RemoveMasterResponsePB resp;
+  BASALT_RETURN_IF_ERROR(
+      CallMembership(ctx.args[0], &pb::MasterService::Stub::RemoveMaster, req, &resp));
+  *ctx.out << "removed master " << resp.uuid() << " from the catalog group; stop it and wipe its "
+           << "directories before reusing its host" << std::endl;
+  pb::ListMastersResponsePB masters;
+  if (CallMaster(ctx.args[0], &pb::MasterService::Stub::ListMasters, pb::ListMastersRequestPB(),
+                 &masters)
+          .ok()) {
+    *ctx.out << "give every master and tablet server --master_addresses=" << MasterList(masters)
+             << " before their next restart" << std::endl;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 Command TserverCommand() {
@@ -114,7 +202,29 @@ Command MasterCommand() {
             "",
             {MasterAddressesArg()},
             {"format"},
-            ListMasters}}};
+            ListMasters},
+           {"add",
+            "Add a master to a running group of masters",
+            "Start the new master first, with --master_addresses naming every master of the group "
+            "and itself (it then waits to join). The leader master adds it as a non-voter, sends "
+            "it the catalog, and promotes it to voter once it has caught up; this waits for that "
+            "(up to --timeout_ms). Then give every master and tablet server the new "
+            "--master_addresses before its next restart.",
+            {MasterAddressesArg(),
+             {"master_address", "The new master's RPC address, host:port"}},
+            {"timeout_ms"},
+            AddMaster},
+           {"remove",
+            "Remove a master from a running group of masters",
+            "The master leaves the catalog group's Raft configuration (a leader hands its "
+            "leadership to another master first). Stop the removed master afterwards and wipe "
+            "its directories before reusing its host; give every remaining master and tablet "
+            "server the new --master_addresses before its next restart. The group's last voter "
+            "cannot be removed.",
+            {MasterAddressesArg(),
+             {"master", "The master to remove: its RPC address (host:port) or its uuid"}},
+            {"timeout_ms"},
+            RemoveMaster}}};
 }
 
 }  // namespace basalt::tools

@@ -43,31 +43,55 @@ struct Heartbeater::Master {
 };
 
 Heartbeater::Heartbeater(HeartbeaterOptions options, TsTabletManager* manager, AddressBook* book)
-    : options_(std::move(options)), manager_(manager), book_(book) {
-  // Servers that lost the same master must not retry in step: seeds differ by server and start.
-  const uint64_t seed = static_cast<uint64_t>(absl::GetCurrentTimeNanos()) ^
-                        std::hash<std::string>()(options_.server_uuid);
-  for (const HostPort& hp : options_.masters) {
-    auto m = std::make_unique<Master>(seed + masters_.size());
-    m->address = hp;
-    m->stub = pb::MasterService::NewStub(NewChannel(hp.ToString()));
-    masters_.push_back(std::move(m));
-  }
+    : options_(std::move(options)),
+      manager_(manager),
+      book_(book),
+      // Servers that lost the same master must not retry in step: seeds differ by server and
+      // start.
+      seed_(static_cast<uint64_t>(absl::GetCurrentTimeNanos()) ^
+            std::hash<std::string>()(options_.server_uuid)) {
+  absl::MutexLock l(&mu_);
+  for (const HostPort& hp : options_.masters) AddMasterLocked(hp);
 }
 
 Heartbeater::~Heartbeater() { Shutdown(); }
 
+Heartbeater::Master* Heartbeater::AddMasterLocked(const HostPort& address) {
+  if (!known_addresses_.insert(address.ToString()).second) return nullptr;
+  auto m = std::make_unique<Master>(seed_ + masters_.size());
+  m->address = address;
+  m->stub = pb::MasterService::NewStub(NewChannel(address.ToString()));
+  masters_.push_back(std::move(m));
+  return masters_.back().get();
+}
+
 void Heartbeater::Start() {
+  absl::MutexLock l(&mu_);
+  started_ = true;
   for (auto& m : masters_) threads_.emplace_back([this, m = m.get()] { Loop(m); });
 }
 
 void Heartbeater::Shutdown() {
+  std::vector<std::thread> threads;
   {
     absl::MutexLock l(&mu_);
-    stopping_ = true;
+    stopping_ = true;  // No thread is added from here on.
+    threads.swap(threads_);
   }
-  for (std::thread& t : threads_) t.join();
-  threads_.clear();
+  for (std::thread& t : threads) t.join();
+}
+
+void Heartbeater::LearnMasters(const pb::TSHeartbeatResponsePB& response) {
+  absl::MutexLock l(&mu_);
+  if (stopping_ || !started_) return;
+  for (const pb::RaftPeerPB& peer : response.masters()) {
+    if (!peer.has_address()) continue;
+    Master* m = AddMasterLocked(HostPort::FromPB(peer.address()));
+    if (m == nullptr) continue;
+    LOG(INFO) << "heartbeating master " << peer.uuid() << " at " << m->address.ToString()
+              << " too (a member of the catalog group that --master_addresses does not name)";
+    threads_.emplace_back([this, m] { Loop(m); });
+  }
 }
 
 void Heartbeater::TriggerNow() {
@@ -172,6 +196,7 @@ absl::Status Heartbeater::Beat(Master* m) {
   for (const pb::RaftPeerPB& peer : response.tablet_servers()) {
     if (peer.has_address()) book_->Set(peer.uuid(), HostPort::FromPB(peer.address()));
   }
+  LearnMasters(response);
   return absl::OkStatus();
 }
 

@@ -4,7 +4,9 @@
 // proto/master.proto). The first report to a master is full (every replica), as is the one after
 // the master asks (needs_full_tablet_report); later ones are incremental: the replicas whose
 // reported fields changed since the last report the master acknowledged, and the ids of replicas
-// removed since. Responses teach the server the other tablet servers' addresses.
+// removed since. Responses teach the server the other tablet servers' addresses, and the masters
+// of the catalog group: a master added by `basalt master add` gets heartbeats (a thread of its
+// own) without a restart. Masters are never dropped (a removed one just fails, with backoff).
 //
 // One thread per master, so a hung or paused master delays nobody's heartbeats but its own.
 // After a failed heartbeat a thread waits longer before the next one (HeartbeatRetryDelay: the
@@ -19,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,6 +36,10 @@ namespace basalt {
 
 class AddressBook;
 class TsTabletManager;
+
+namespace pb {
+class TSHeartbeatResponsePB;
+}  // namespace pb
 
 struct HeartbeaterOptions {
   std::string server_uuid;
@@ -71,6 +78,10 @@ class Heartbeater {
  private:
   struct Master;
 
+  // A Master for `address`, unless one exists (nullptr then).
+  Master* AddMasterLocked(const HostPort& address) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts heartbeating the masters `response` names that this server does not know yet.
+  void LearnMasters(const pb::TSHeartbeatResponsePB& response) ABSL_LOCKS_EXCLUDED(mu_);
   // The heartbeat thread of master `m`.
   void Loop(Master* m) ABSL_LOCKS_EXCLUDED(mu_);
   // One heartbeat to `m`; the RPC's status.
@@ -82,14 +93,17 @@ class Heartbeater {
   const HeartbeaterOptions options_;
   TsTabletManager* const manager_;
   AddressBook* const book_;
-  // Constant after construction; each Master is used by its own heartbeat thread only.
-  std::vector<std::unique_ptr<Master>> masters_;
+  const uint64_t seed_;  // Of the per-master retry jitter.
 
   absl::Mutex mu_;
+  // Only grows; each Master is used by its own heartbeat thread only.
+  std::vector<std::unique_ptr<Master>> masters_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> known_addresses_ ABSL_GUARDED_BY(mu_);
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // Bumped by TriggerNow; each thread beats early when it changed since its last look.
   uint64_t trigger_epoch_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<std::thread> threads_;  // Started by Start(), joined by Shutdown().
+  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);  // Joined by Shutdown().
   // A statistic for tests; atomic because it is read from any thread.
   std::atomic<int64_t> acknowledged_{0};
 };
