@@ -142,7 +142,9 @@ TabletCheck CheckTablet(const pb::TabletLocationsPB& loc, int num_replicas,
     }
     const pb::TabletStatusPB& t = it->second;
     if (t.state() != pb::TABLET_RUNNING) {
-      problems.push_back(StrCat(who, ": state ", pb::TabletStatePB_Name(t.state())));
+      // A failed replica says why (a bootstrap that could not finish, a storage error).
+      problems.push_back(StrCat(who, ": state ", pb::TabletStatePB_Name(t.state()),
+                                t.has_error() ? StrCat(": ", t.error().message()) : ""));
       in_motion |= t.state() == pb::TABLET_BOOTSTRAPPING;
     }
     if (t.role() == pb::LEARNER) {
