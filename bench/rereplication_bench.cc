@@ -5,12 +5,20 @@
 // until the new replica is a voter, and the writer's rows/s without and during the copy
 // (target: at least 70% of without).
 //
-//   build/bench/rereplication_bench [--data_mb=1024] [--writer_baseline_sec=10]
-//                                   [--copy_max_mb_per_sec=0]
+// One writer runs from the end of the load to the end: after --writer_warmup_sec (flushes and
+// compactions of what the load wrote reach their steady state), its rate over the next
+// --writer_baseline_sec is the rate without a copy; then the replica is added and its rate until
+// the new replica votes is the rate during the copy; its rate over --writer_baseline_sec after
+// that (four replicas) is printed too.
+//
+//   build/bench/rereplication_bench [--data_mb=1024] [--writer_warmup_sec=20]
+//                                   [--writer_baseline_sec=20] [--copy_max_mb_per_sec=0]
+//                                   [--extra_tserver_flags=--tablet_copy_nice=19]
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -19,6 +27,7 @@
 #include <glog/logging.h>
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/str_split.h"
 #include "bench_util.h"
 #include "client/client.h"
 #include "common/random.h"
@@ -29,13 +38,18 @@
 #include "testing/external_mini_cluster.h"
 
 DEFINE_int32(data_mb, 1024, "Megabytes of row payload loaded into the tablet before the copy.");
-DEFINE_int32(writer_baseline_sec, 10, "Seconds the writer runs alone to measure its rate.");
+DEFINE_int32(writer_warmup_sec, 20,
+             "Seconds the writer runs after the load before its rate is measured.");
+DEFINE_int32(writer_baseline_sec, 20,
+             "Seconds over which the writer's rate without a copy (and after it) is measured.");
 DEFINE_int32(max_copy_wait_sec, 120,
              "Gives up (and says so) when the new replica is not a voter after this long; the "
              "writer stops then too, so a copy that never finishes cannot fill the disk.");
 DEFINE_string(cluster_dir, "",
               "Where the cluster's data and logs go (kept afterwards); empty: a temporary "
               "directory, removed at the end.");
+DEFINE_string(extra_tserver_flags, "",
+              "Comma-separated extra flags for the tablet servers, e.g. --tablet_copy_nice=19.");
 DEFINE_int32(copy_max_mb_per_sec, 0,
              "Passed to the tablet servers as --tablet_copy_max_mb_per_sec (0: no limit).");
 
@@ -129,6 +143,9 @@ void Run() {
   opts.root_dir = FLAGS_cluster_dir;
   opts.extra_tserver_flags.push_back(
       StrCat("--tablet_copy_max_mb_per_sec=", FLAGS_copy_max_mb_per_sec));
+  for (const auto& f : absl::StrSplit(FLAGS_extra_tserver_flags, ',', absl::SkipEmpty())) {
+    opts.extra_tserver_flags.emplace_back(f);
+  }
   ExternalMiniCluster cluster(opts);
   BENCH_CHECK_OK(cluster.Start());
   std::shared_ptr<client::Client> c;
@@ -164,9 +181,23 @@ void Run() {
     for (const auto& t : listing.tablets()) disk_mb = t.on_disk_size_bytes() / double(1 << 20);
   }
 
+  // One writer from here to the end; rates are differences of its row count over windows.
+  std::atomic<bool> stop{false};
+  std::thread writer([&] { Write(table.get(), c.get(), &next, &stop); });
+  std::this_thread::sleep_for(std::chrono::seconds(FLAGS_writer_warmup_sec));
+  auto rate_over = [&](const std::function<bool()>& done, double* seconds) {
+    const int64_t first = next.load();
+    const Clock::time_point start = Clock::now();
+    while (!done()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    *seconds = Since(start);
+    return (next.load() - first) / *seconds;
+  };
+  auto for_seconds = [](int n) {
+    const Clock::time_point start = Clock::now();
+    return [start, n] { return Since(start) >= n; };
+  };
   double baseline_seconds = 0;
-  const double baseline = MeasureWriter(table.get(), c.get(), &next, FLAGS_writer_baseline_sec,
-                                        nullptr, &baseline_seconds);
+  const double baseline = rate_over(for_seconds(FLAGS_writer_baseline_sec), &baseline_seconds);
 
   // Add the fourth replica while the writer runs; done once every replica sees four voters.
   pb::ChangeConfigRequestPB req;
@@ -185,13 +216,16 @@ void Run() {
     BENCH_CHECK_OK(FromGrpcStatus(stub->ChangeConfig(&ctx, req, &resp)));
   });
   double copy_seconds = 0;
-  const double during = MeasureWriter(
-      table.get(), c.get(), &next, 0,
+  const double during = rate_over(
       [&] {
         return VotersOn(&cluster, spare, tablet) == 4 || Since(added) > FLAGS_max_copy_wait_sec;
       },
       &copy_seconds);
   change.join();
+  double after_seconds = 0;
+  const double after = rate_over(for_seconds(FLAGS_writer_baseline_sec), &after_seconds);
+  stop = true;
+  writer.join();
   if (VotersOn(&cluster, spare, tablet) != 4) {
     std::printf("{\"benchmark\": \"rereplication\", \"error\": \"no voter after %d s\"}\n",
                 FLAGS_max_copy_wait_sec);
@@ -204,9 +238,9 @@ void Run() {
       "\"load_seconds\": %.1f, "
       "\"seconds_to_voter\": %.2f, \"copy_mb_per_sec\": %.1f, \"writer_rows_per_sec_alone\": %.0f, "
       "\"writer_rows_per_sec_during_copy\": %.0f, \"writer_ratio\": %.2f, "
-      "\"copy_max_mb_per_sec\": %d}\n",
+      "\"writer_rows_per_sec_after\": %.0f, \"copy_max_mb_per_sec\": %d}\n",
       data_mb, disk_mb, load_seconds, copy_seconds, disk_mb / copy_seconds, baseline, during,
-      during / baseline, FLAGS_copy_max_mb_per_sec);
+      during / baseline, after, FLAGS_copy_max_mb_per_sec);
   BENCH_CHECK_OK(cluster.Shutdown());
 }
 
