@@ -91,8 +91,15 @@ absl::Status GrpcTransport::HandleUpdate(pb::UpdateConsensusRequestPB* request,
   {
     absl::ReaderMutexLock l(&reg_mu_);
     for (GroupMessage& m : *batch) {
-      auto it = handlers_.find(m.group_id);
-      if (it == handlers_.end()) {
+      const RaftMessageHandler* handler = nullptr;
+      if (auto it = handlers_.find(m.group_id); it != handlers_.end()) {
+        handler = &it->second;
+      } else if (m.message.type == MessageType::kVote ||
+                 m.message.type == MessageType::kPreVote) {
+        // A tombstone's vote; its other messages are for a group not hosted here.
+        if (auto v = voters_.find(m.group_id); v != voters_.end()) handler = &v->second;
+      }
+      if (handler == nullptr) {
         // Listed once per group; a batch holds a few messages of each.
         if (unknown++ < kMaxUnknownGroupsListed &&
             std::find(response->unknown_group_ids().begin(), response->unknown_group_ids().end(),
@@ -101,7 +108,7 @@ absl::Status GrpcTransport::HandleUpdate(pb::UpdateConsensusRequestPB* request,
         }
         continue;
       }
-      it->second(std::move(m.message));
+      (*handler)(std::move(m.message));
       ++delivered;
     }
   }
@@ -405,6 +412,25 @@ void GrpcTransport::Unregister(const std::string& group_id, const PeerId& peer) 
   if (peer != options_.server_id) return;
   absl::MutexLock l(&reg_mu_);
   handlers_.erase(group_id);
+}
+
+absl::Status GrpcTransport::RegisterVoter(const std::string& group_id, const PeerId& peer,
+                                          RaftMessageHandler handler) {
+  if (peer != options_.server_id) {
+    return absl::InvalidArgumentError(StrCat("voter ", peer, " of group ", group_id,
+                                             " cannot register on server ", options_.server_id));
+  }
+  absl::MutexLock l(&reg_mu_);
+  if (!voters_.emplace(group_id, std::move(handler)).second) {
+    return absl::AlreadyExistsError(StrCat("a voter for group ", group_id, " is already registered"));
+  }
+  return absl::OkStatus();
+}
+
+void GrpcTransport::UnregisterVoter(const std::string& group_id, const PeerId& peer) {
+  if (peer != options_.server_id) return;
+  absl::MutexLock l(&reg_mu_);
+  voters_.erase(group_id);
 }
 
 void GrpcTransport::Enqueue(const PeerId& to, std::vector<GroupMessage> messages) {

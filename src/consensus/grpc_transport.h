@@ -113,6 +113,11 @@ class GrpcTransport : public Transport {
       ABSL_LOCKS_EXCLUDED(peers_mu_);
   void SendBatch(const std::string& group_id, std::vector<RaftMessage> messages) override
       ABSL_LOCKS_EXCLUDED(peers_mu_);
+  // INVALID_ARGUMENT unless `peer` is this server's id; ALREADY_EXISTS if registered.
+  absl::Status RegisterVoter(const std::string& group_id, const PeerId& peer,
+                             RaftMessageHandler handler) override ABSL_LOCKS_EXCLUDED(reg_mu_);
+  void UnregisterVoter(const std::string& group_id, const PeerId& peer) override
+      ABSL_LOCKS_EXCLUDED(reg_mu_);
 
   Stats stats() const;
   const PeerId& server_id() const { return options_.server_id; }
@@ -149,6 +154,8 @@ class GrpcTransport : public Transport {
   // returns only when no call of that handler is in progress.
   absl::Mutex reg_mu_;
   absl::flat_hash_map<std::string, RaftMessageHandler> handlers_ ABSL_GUARDED_BY(reg_mu_);
+  // Vote-only receivers (RegisterVoter), for groups without a handler.
+  absl::flat_hash_map<std::string, RaftMessageHandler> voters_ ABSL_GUARDED_BY(reg_mu_);
 
   // Lock order: peers_mu_ before a Peer's own mutex.
   absl::Mutex peers_mu_;

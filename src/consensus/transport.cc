@@ -2,10 +2,17 @@
 
 #include <utility>
 
+#include "common/strings.h"
+
 namespace basalt {
 
 void Transport::SendBatch(const std::string& group_id, std::vector<RaftMessage> messages) {
   for (RaftMessage& m : messages) Send(group_id, std::move(m));
+}
+
+absl::Status Transport::RegisterVoter(const std::string& group_id, const PeerId&,
+                                      RaftMessageHandler) {
+  return absl::UnimplementedError(StrCat("this transport cannot register a voter for ", group_id));
 }
 
 }  // namespace basalt

@@ -43,6 +43,15 @@ class Transport {
   // Sends every message of one Ready (one group). The default sends them one by one;
   // implementations that batch per destination server override it.
   virtual void SendBatch(const std::string& group_id, std::vector<RaftMessage> messages);
+
+  // Registers `handler` for the vote requests (kVote, kPreVote) of group `group_id` addressed to
+  // `peer`, where no replica runs: a tombstone's vote (tserver/tombstone_voter.h). Every other
+  // message of the group is treated as for a group this server does not host. A Register of the
+  // same pair takes precedence. The default: UNIMPLEMENTED (such a transport has no tombstones).
+  virtual absl::Status RegisterVoter(const std::string& group_id, const PeerId& peer,
+                                     RaftMessageHandler handler);
+  // As Unregister, for RegisterVoter.
+  virtual void UnregisterVoter(const std::string& group_id, const PeerId& peer) {}
 };
 
 }  // namespace basalt

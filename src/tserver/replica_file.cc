@@ -64,13 +64,23 @@ absl::StatusOr<ReplicaFileHeader> PeekReplicaFile(std::string_view data, std::st
   h.table_id = pb.table_id();
   h.table_name = pb.table_name();
   h.state = static_cast<ReplicaDataState>(pb.data_state());
+  if (pb.has_tombstone_last_logged()) {
+    h.tombstone_last_logged =
+        OpId{pb.tombstone_last_logged().term(), pb.tombstone_last_logged().index()};
+  }
   return h;
 }
 
 absl::StatusOr<std::string> ChangeReplicaFileState(std::string_view data, std::string_view path,
-                                                   ReplicaDataState state) {
+                                                   ReplicaDataState state,
+                                                   std::optional<OpId> last_logged) {
   BASALT_ASSIGN_OR_RETURN(pb::TabletReplicaPB pb, Unframe(data, path));
   pb.set_data_state(static_cast<pb::TabletReplicaPB::DataState>(state));
+  pb.clear_tombstone_last_logged();
+  if (last_logged.has_value()) {
+    pb.mutable_tombstone_last_logged()->set_term(last_logged->term);
+    pb.mutable_tombstone_last_logged()->set_index(last_logged->index);
+  }
   return Frame(pb);
 }
 

@@ -4,12 +4,14 @@
 // server knows about a replica besides its superblock and consensus metadata. An envelope (magic,
 // masked CRC32C) around a TabletReplicaPB.
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
 #include "common/partition.h"
 #include "common/schema.h"
+#include "consensus/raft_types.h"
 
 namespace basalt {
 
@@ -42,6 +44,8 @@ struct ReplicaFileHeader {
   std::string table_id;
   std::string table_name;
   ReplicaDataState state = ReplicaDataState::kReady;
+  // TabletReplicaPB.tombstone_last_logged when set.
+  std::optional<OpId> tombstone_last_logged;
 };
 
 // The file's bytes for `meta`.
@@ -50,9 +54,11 @@ std::string EncodeReplicaFile(const TabletReplicaMeta& meta,
 // Reads the envelope and the header fields. DATA_LOSS as DecodeReplicaFile (but the partition is
 // not checked).
 absl::StatusOr<ReplicaFileHeader> PeekReplicaFile(std::string_view data, std::string_view path);
-// The same file with another data state. Errors as PeekReplicaFile.
-absl::StatusOr<std::string> ChangeReplicaFileState(std::string_view data, std::string_view path,
-                                                   ReplicaDataState state);
+// The same file with another data state and `last_logged` as tombstone_last_logged (cleared when
+// nullopt). Errors as PeekReplicaFile.
+absl::StatusOr<std::string> ChangeReplicaFileState(
+    std::string_view data, std::string_view path, ReplicaDataState state,
+    std::optional<OpId> last_logged = std::nullopt);
 // Parses EncodeReplicaFile's output of a ready replica; `schema` (the tablet's) resolves the
 // partition schema's columns. DATA_LOSS naming `path` for a short file, a wrong magic, a checksum
 // mismatch, an unparsable payload, an unknown data state or an invalid partition;

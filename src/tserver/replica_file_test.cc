@@ -35,6 +35,26 @@ TEST(ReplicaFileTest, RoundTrip) {
   EXPECT_EQ(d->partition_schema.range_column_indexes(), m.partition_schema.range_column_indexes());
 }
 
+// A tombstone records the op it votes with; any other state change clears it.
+TEST(ReplicaFileTest, TombstoneLastLoggedRoundTrip) {
+  const Schema schema = TestSchema();
+  const std::string ready = EncodeReplicaFile(TestMeta(schema));
+  absl::StatusOr<ReplicaFileHeader> h = PeekReplicaFile(ready, "f");
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_FALSE(h->tombstone_last_logged.has_value());
+  absl::StatusOr<std::string> tomb =
+      ChangeReplicaFileState(ready, "f", ReplicaDataState::kTombstoned, OpId{7, 1234});
+  ASSERT_TRUE(tomb.ok()) << tomb.status();
+  h = PeekReplicaFile(*tomb, "f");
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->state, ReplicaDataState::kTombstoned);
+  ASSERT_TRUE(h->tombstone_last_logged.has_value());
+  EXPECT_EQ(*h->tombstone_last_logged, (OpId{7, 1234}));
+  absl::StatusOr<std::string> back = ChangeReplicaFileState(*tomb, "f", ReplicaDataState::kReady);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_FALSE(PeekReplicaFile(*back, "f")->tombstone_last_logged.has_value());
+}
+
 // Every flipped bit and every truncation is a clean DATA_LOSS naming the file.
 TEST(ReplicaFileTest, CorruptionIsDataLoss) {
   const Schema schema = TestSchema();

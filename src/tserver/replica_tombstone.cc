@@ -1,5 +1,7 @@
 #include "tserver/replica_tombstone.h"
 
+#include <algorithm>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "common/env.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
+#include "consensus/log.h"
 #include "tablet/tablet_metadata.h"
 #include "tserver/replica_file.h"
 
@@ -25,6 +28,18 @@ absl::Status DeleteBlocks(BlockManager* block_manager, const std::vector<BlockId
   return absl::OkStatus();
 }
 
+// The last op of the log in `wal_dir`; nullopt without a log or when it cannot be read.
+std::optional<OpId> LastLogged(Env* env, const std::string& wal_dir) {
+  if (!env->FileExists(wal_dir)) return std::nullopt;
+  absl::StatusOr<std::unique_ptr<Log>> log = Log::Open(env, wal_dir, LogOptions::FromFlags());
+  if (!log.ok()) {
+    LOG(WARNING) << "tombstoning: cannot read the log in " << wal_dir << " (" << log.status()
+                 << "); the tombstone votes with what it recorded before, if anything";
+    return std::nullopt;
+  }
+  return (*log)->LastOpId();
+}
+
 }  // namespace
 
 absl::Status TombstoneReplica(Env* env, BlockManager* block_manager, const std::string& tablet_dir,
@@ -32,8 +47,16 @@ absl::Status TombstoneReplica(Env* env, BlockManager* block_manager, const std::
   const std::string replica = JoinPath(tablet_dir, kReplicaFileName);
   std::string data;
   BASALT_RETURN_IF_ERROR(ReadFileToString(env, replica, &data));
-  BASALT_ASSIGN_OR_RETURN(std::string tombstone,
-                          ChangeReplicaFileState(data, replica, ReplicaDataState::kTombstoned));
+  BASALT_ASSIGN_OR_RETURN(ReplicaFileHeader header, PeekReplicaFile(data, replica));
+  // The tombstone votes with the newest op any log here held (Raft's election restriction must
+  // keep holding for the entries it acknowledged).
+  std::optional<OpId> last = header.tombstone_last_logged;
+  if (std::optional<OpId> log_last = LastLogged(env, wal_dir); log_last.has_value()) {
+    last = std::max(last.value_or(OpId{}), *log_last);
+  }
+  BASALT_ASSIGN_OR_RETURN(
+      std::string tombstone,
+      ChangeReplicaFileState(data, replica, ReplicaDataState::kTombstoned, last));
   BASALT_RETURN_IF_ERROR(WriteFileAtomically(env, replica, tombstone));
   return FinishTombstone(env, block_manager, tablet_dir, wal_dir);
 }

@@ -78,9 +78,10 @@ class Download {
   absl::StatusOr<uint64_t> Run() {
     BASALT_RETURN_IF_ERROR(BeginSession());
     BASALT_RETURN_IF_ERROR(o_.env->CreateDirs(o_.tablet_dir));
-    BASALT_ASSIGN_OR_RETURN(std::string copying,
-                            ChangeReplicaFileState(begin_.replica(), "the source's replica file",
-                                                   ReplicaDataState::kCopying));
+    BASALT_ASSIGN_OR_RETURN(
+        std::string copying,
+        ChangeReplicaFileState(begin_.replica(), "the source's replica file",
+                               ReplicaDataState::kCopying, o_.tombstone_last_logged));
     BASALT_RETURN_IF_ERROR(WriteFileAtomically(o_.env, Path(kReplicaFileName), copying));
     BASALT_RETURN_IF_ERROR(CopyBlocks());
     BASALT_RETURN_IF_ERROR(CopyLog());

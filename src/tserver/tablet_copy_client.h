@@ -43,6 +43,9 @@ struct TabletCopyClientOptions {
   std::string wal_dir;
   // The term and vote of the tombstone being replaced, if any.
   std::optional<HardState> local_hard_state;
+  // The local tombstone's tombstone_last_logged, kept in the COPYING replica file so that the
+  // tombstone a failed copy leaves still votes with it.
+  std::optional<OpId> tombstone_last_logged;
   // Deadline of each RPC.
   absl::Duration rpc_timeout = absl::Seconds(60);
   // Polled before each chunk: true makes the copy stop with CANCELLED (server shutdown).

@@ -2,6 +2,7 @@
 // (docs/tablet_copy.md): ChangeConfig, GetConsensusState, StartTabletCopy and TabletCopyService,
 // tombstones, and the copy's cleanup after failures.
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -544,6 +545,50 @@ TEST_F(TabletCopyTest, StartTabletCopyKeepsAReplicaThatCanCatchUp) {
   bad.set_copy_peer_uuid(servers_[follower]->uuid());
   EXPECT_EQ(start(bad).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(MaybeReplica(follower)->state(), ReplicaState::kRunning);
+}
+
+// A tombstone that is still a voter votes (docs/tablet_copy.md "Tombstones vote"): with the
+// leader gone, the last running replica wins an election with the tombstone's vote and, as leader,
+// copies the tombstone back. Without that vote the group could elect nobody and never repair.
+TEST_F(TabletCopyTest, TombstonedVoterLetsTheGroupElectAndRepair) {
+  SetFlag(&FLAGS_tablet_copy_inject_failures, 1000000);  // No copy succeeds for now.
+  BASALT_ASSERT_OK(Insert(0, 100));
+  const int leader = Leader();
+  ASSERT_GE(leader, 0);
+  const int t = (leader + 1) % 3;
+  const int f = (leader + 2) % 3;
+  const uint64_t applied = LeaderAppliedIndex();
+  ASSERT_TRUE(WaitForApplied(t, applied));
+  BASALT_ASSERT_OK(servers_[t]->tablet_manager()->DeleteTablet(
+      kTablet, TsTabletManager::DeleteMode::kTombstone));
+  std::map<std::string, ReplicaFileHeader> tombstones = servers_[t]->tablet_manager()->Tombstones();
+  ASSERT_EQ(tombstones.count(kTablet), 1u);
+  ASSERT_TRUE(tombstones[kTablet].tombstone_last_logged.has_value());
+  EXPECT_GE(tombstones[kTablet].tombstone_last_logged->index, applied);
+
+  StopServer(leader);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = MaybeReplica(f);
+        return r != nullptr && r->raft() != nullptr &&
+               r->raft()->role() == RaftCore::Role::kLeader;
+      },
+      absl::Seconds(30)))
+      << "the last replica was not elected: the tombstone did not vote";
+
+  SetFlag(&FLAGS_tablet_copy_inject_failures, 0);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = MaybeReplica(t);
+        return r != nullptr && r->state() == ReplicaState::kRunning;
+      },
+      absl::Seconds(30)))
+      << "the new leader did not copy the tombstone back";
+  BASALT_ASSERT_OK(Insert(100, 200, nullptr, {std::min(f, t), std::max(f, t)}));
+  ASSERT_TRUE(WaitForApplied(t, LeaderAppliedIndex({std::min(f, t), std::max(f, t)})));
+  auto rows = CountRows(t);
+  BASALT_ASSERT_OK(rows.status());
+  EXPECT_EQ(*rows, 200);
 }
 
 }  // namespace

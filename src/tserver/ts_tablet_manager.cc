@@ -60,8 +60,11 @@ void TsTabletManager::OpenOne(const std::string& id) {
     s = FinishTombstone(ctx_.env, ctx_.block_manager, dir, wal);
   }
   if (s.ok() && header->state == ReplicaDataState::kTombstoned) {
+    // The file was rewritten by the cleanup above: read what it recorded.
+    if (absl::StatusOr<ReplicaFileHeader> h = ReadHeader(id); h.ok()) header = std::move(h);
     absl::MutexLock l(&mu_);
     tombstones_[id] = *header;
+    SyncVotersLocked();
     return;
   }
   std::shared_ptr<TabletReplica> replica;
@@ -153,6 +156,7 @@ absl::Status TsTabletManager::DeleteTablet(const std::string& tablet_id, DeleteM
       return TabletNotFoundError(tablet_id);
     }
     busy_.insert(tablet_id);
+    SyncVotersLocked();
   }
   const std::string dir = TabletReplica::TabletDir(ctx_, tablet_id);
   const std::string wal = TabletReplica::WalDir(ctx_, tablet_id);
@@ -181,6 +185,7 @@ absl::Status TsTabletManager::DeleteTablet(const std::string& tablet_id, DeleteM
       failed_[tablet_id] = header.status();
     }
   }
+  SyncVotersLocked();
   return s;
 }
 
@@ -221,6 +226,7 @@ absl::StatusOr<uint64_t> TsTabletManager::StartTabletCopy(
       replicas_.erase(it);
     }
     busy_.insert(tablet_id);
+    SyncVotersLocked();  // The copy reads and rewrites the tombstone's consensus metadata.
   }
   absl::StatusOr<uint64_t> result = CopyAndStart(tablet_id, std::move(replaced), source_uuid,
                                                  source_address, caller_term, caller_config_index);
@@ -233,6 +239,7 @@ absl::StatusOr<uint64_t> TsTabletManager::StartTabletCopy(
       ctx_.env->FileExists(TabletReplica::TabletDir(ctx_, tablet_id))) {
     failed_[tablet_id] = result.status();
   }
+  SyncVotersLocked();
   return result;
 }
 
@@ -275,6 +282,10 @@ absl::StatusOr<uint64_t> TsTabletManager::CopyAndStart(const std::string& tablet
           ToAbsl(StrCat("tablet ", tablet_id, ": the tombstone here is at term ",
                         o.local_hard_state->term, ", above the caller's term ", caller_term)));
     }
+  }
+  // What the tombstone votes with survives a copy that fails (docs/tablet_copy.md).
+  if (absl::StatusOr<ReplicaFileHeader> h = ReadHeader(tablet_id); h.ok()) {
+    o.tombstone_last_logged = h->tombstone_last_logged;
   }
   if (ctx_.env->FileExists(wal)) BASALT_RETURN_IF_ERROR(ctx_.env->DeleteDirRecursively(wal));
   // A copy that keeps failing is retried by the leader with backoff, each retry a call here: the
@@ -369,8 +380,30 @@ void TsTabletManager::Shutdown() {
     absl::MutexLock l(&mu_);
     shut_down_ = true;
     replicas = replicas_;
+    SyncVotersLocked();  // Stops them all.
   }
   for (auto& [id, r] : replicas) r->Shutdown();
+}
+
+void TsTabletManager::SyncVotersLocked() {
+  for (auto it = voters_.begin(); it != voters_.end();) {
+    const bool keep = !shut_down_ && tombstones_.contains(it->first) && !busy_.contains(it->first);
+    it = keep ? std::next(it) : voters_.erase(it);  // Unregisters; no request runs after.
+  }
+  if (shut_down_ || ctx_.transport == nullptr) return;
+  for (const auto& [id, header] : tombstones_) {
+    if (voters_.contains(id) || busy_.contains(id) || !header.tombstone_last_logged.has_value()) {
+      continue;
+    }
+    absl::StatusOr<std::unique_ptr<TombstoneVoter>> v =
+        TombstoneVoter::Start(ctx_.env, ctx_.transport, id, ctx_.server_uuid,
+                              TabletReplica::CmetaPath(ctx_, id), *header.tombstone_last_logged);
+    if (!v.ok()) {
+      LOG_FIRST_N(WARNING, 10) << "tombstone of " << id << " will not vote: " << v.status();
+      continue;
+    }
+    voters_[id] = *std::move(v);
+  }
 }
 
 }  // namespace basalt

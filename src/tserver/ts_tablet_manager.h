@@ -22,6 +22,7 @@
 #include "common/log_throttle.h"
 #include "tserver/replica_file.h"
 #include "tserver/tablet_replica.h"
+#include "tserver/tombstone_voter.h"
 
 namespace basalt {
 
@@ -91,6 +92,10 @@ class TsTabletManager {
                                         const std::string& source_uuid,
                                         const std::string& source_address, uint64_t caller_term,
                                         uint64_t caller_config_index);
+  // Starts a TombstoneVoter for every tombstone that is not being changed and has a recorded last
+  // op, and stops the others (docs/tablet_copy.md "Tombstones vote"). Called after every change
+  // of tombstones_, busy_ or shut_down_.
+  void SyncVotersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads the replica file header of `id` (DATA_LOSS if corrupt).
   absl::StatusOr<ReplicaFileHeader> ReadHeader(const std::string& id) const;
 
@@ -100,6 +105,8 @@ class TsTabletManager {
   std::map<std::string, std::shared_ptr<TabletReplica>> replicas_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, absl::Status> failed_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, ReplicaFileHeader> tombstones_ ABSL_GUARDED_BY(mu_);
+  // The voters of tombstones_ (SyncVotersLocked).
+  std::map<std::string, std::unique_ptr<TombstoneVoter>> voters_ ABSL_GUARDED_BY(mu_);
   // Ids being created or deleted (their files are changing).
   absl::flat_hash_set<std::string> busy_ ABSL_GUARDED_BY(mu_);
   // The lines of incoming copies by tablet id, from a copy's first attempt until one succeeds.
