@@ -545,6 +545,24 @@ TEST_F(TabletCopyTest, StartTabletCopyKeepsAReplicaThatCanCatchUp) {
   bad.set_copy_peer_uuid(servers_[follower]->uuid());
   EXPECT_EQ(start(bad).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(MaybeReplica(follower)->state(), ReplicaState::kRunning);
+
+  // The entry before the leader's first one, with the term both logs agree on: kept.
+  RaftNode* node = MaybeReplica(follower)->raft();
+  ASSERT_GE(node->log().LastIndex(), 2u);
+  absl::StatusOr<uint64_t> term1 = node->log().Term(1);
+  BASALT_ASSERT_OK(term1.status());
+  pb::StartTabletCopyRequestPB agreed = req;
+  agreed.set_leader_log_first_index(2);
+  agreed.set_leader_log_first_prev_term(*term1);
+  EXPECT_EQ(start(agreed).code(), absl::StatusCode::kAlreadyExists);
+  // With another term there, the local log diverged from the leader's: it is replaced by a copy.
+  pb::StartTabletCopyRequestPB diverged = agreed;
+  diverged.set_leader_log_first_prev_term(*term1 + 7);
+  BASALT_EXPECT_OK(start(diverged));
+  ASSERT_TRUE(WaitFor([&] {
+    auto r = MaybeReplica(follower);
+    return r != nullptr && r->state() == ReplicaState::kRunning;
+  }));
 }
 
 // A tombstone that is still a voter votes (docs/tablet_copy.md "Tombstones vote"): with the

@@ -37,7 +37,8 @@ TabletCopyTrigger::TabletCopyTrigger(std::string server_uuid, std::string tablet
 TabletCopyTrigger::~TabletCopyTrigger() { Shutdown(); }
 
 void TabletCopyTrigger::Start(const std::string& peer, uint64_t term, uint64_t log_first_index,
-                              uint64_t config_index, StateMachine::SnapshotDoneCallback done) {
+                              uint64_t log_first_prev_term, uint64_t config_index,
+                              StateMachine::SnapshotDoneCallback done) {
   std::optional<HostPort> address;
   if (address_book_ != nullptr) address = address_book_->Get(peer);
   if (!address.has_value()) {
@@ -55,6 +56,7 @@ void TabletCopyTrigger::Start(const std::string& peer, uint64_t term, uint64_t l
   request.mutable_copy_peer_address()->set_port(self.port);
   request.set_caller_term(term);
   request.set_leader_log_first_index(log_first_index);
+  request.set_leader_log_first_prev_term(log_first_prev_term);
   request.set_caller_config_index(config_index);
   auto call = std::make_shared<Call>();
   call->peer = peer;

@@ -91,8 +91,9 @@ void TabletReplica::StartSnapshotCopy(const PeerId& peer, SnapshotDoneCallback d
   // own anchor is released when its download ends, before the replica has started).
   const uint64_t anchor = DurableIndex();
   AnchorLog(anchor);
+  const uint64_t first = node->log().FirstIndex();
   copy_trigger_->Start(
-      peer, node->term(), node->log().FirstIndex(), node->config_index(),
+      peer, node->term(), first, node->log().Term(first - 1).value_or(0), node->config_index(),
       [this, anchor, done = std::move(done)](const absl::Status& s, uint64_t index) {
         ReleaseLogAnchor(anchor);
         done(s, index);

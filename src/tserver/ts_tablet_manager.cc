@@ -191,7 +191,8 @@ absl::Status TsTabletManager::DeleteTablet(const std::string& tablet_id, DeleteM
 
 absl::StatusOr<uint64_t> TsTabletManager::StartTabletCopy(
     const std::string& tablet_id, const std::string& source_uuid, const std::string& source_address,
-    uint64_t caller_term, uint64_t leader_log_first_index, uint64_t caller_config_index) {
+    uint64_t caller_term, uint64_t leader_log_first_index, uint64_t caller_config_index,
+    uint64_t leader_log_first_prev_term) {
   std::shared_ptr<TabletReplica> replaced;
   {
     absl::MutexLock l(&mu_);
@@ -217,7 +218,15 @@ absl::StatusOr<uint64_t> TsTabletManager::StartTabletCopy(
                           ", above the caller's term ", caller_term)));
       }
       const uint64_t last = node->log().LastIndex();
-      if (last + 1 >= leader_log_first_index) {
+      // Where both logs hold the entry before the leader's first one, its terms must agree for
+      // the local log to continue from the leader's (an entry the local log already collected
+      // was applied, hence committed, hence the leader's too).
+      absl::StatusOr<uint64_t> local_prev_term =
+          leader_log_first_index > 1 ? node->log().Term(leader_log_first_index - 1)
+                                     : absl::StatusOr<uint64_t>(0);
+      const bool diverged = leader_log_first_prev_term != 0 && local_prev_term.ok() &&
+                            *local_prev_term != leader_log_first_prev_term;
+      if (last + 1 >= leader_log_first_index && !diverged) {
         return absl::AlreadyExistsError(ToAbsl(StrCat(
             "tablet ", tablet_id, ": the local replica (last log index ", last,
             ") can catch up from the leader's log, which starts at ", leader_log_first_index)));

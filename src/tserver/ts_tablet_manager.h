@@ -60,7 +60,8 @@ class TsTabletManager {
   // Copies the replica of `tablet_id` from server `source_uuid` at `source_address` onto this
   // server (ConsensusService.StartTabletCopy; docs/tablet_copy.md) and starts it; returns the last
   // log index it holds. A tombstone is replaced; so is a running replica whose log ends before
-  // `leader_log_first_index` - 1 (it cannot catch up), after it is tombstoned. Errors:
+  // `leader_log_first_index` - 1 or holds that entry with a term other than
+  // `leader_log_first_prev_term` (when not 0; it diverged), after it is tombstoned. Errors:
   // ALREADY_EXISTS (a copy or other change of the tablet is under way, or the local replica can
   // catch up from the leader's log), FAILED_PRECONDITION (the local replica failed, or its or
   // its tombstone's term is above `caller_term`), the copy's errors (the directory is then a
@@ -69,7 +70,8 @@ class TsTabletManager {
                                            const std::string& source_uuid,
                                            const std::string& source_address, uint64_t caller_term,
                                            uint64_t leader_log_first_index,
-                                           uint64_t caller_config_index = 0)
+                                           uint64_t caller_config_index = 0,
+                                           uint64_t leader_log_first_prev_term = 0)
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // NOT_FOUND + TABLET_NOT_FOUND if absent.
