@@ -209,8 +209,15 @@ class TabletCopyTest : public ReplicatedTabletTest {
     return out;
   }
 
-  // Sets a flag for the rest of the test.
+  // Sets a flag for the rest of the test; the value before the test's first set comes back at
+  // its end.
   void SetFlag(int32_t* flag, int32_t value) {
+    for (const auto& s : saved_) {
+      if (s->flag == flag) {
+        *flag = value;
+        return;
+      }
+    }
     saved_.push_back(std::make_unique<FlagSaver>(flag, value));
   }
 
