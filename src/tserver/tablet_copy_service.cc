@@ -28,6 +28,10 @@
 DEFINE_int32(tablet_copy_session_idle_timeout_ms, 60000,
              "A tablet copy session on the source that sees no call for this long is ended (its "
              "log anchor and open blocks released).");
+DEFINE_int32(tablet_copy_max_sessions, 20,
+             "Most tablet copy sessions this server serves at once (each holds its replica's "
+             "blocks and log); a copy asked beyond it is refused with UNAVAILABLE and retried by "
+             "its leader with backoff.");
 DEFINE_int32(tablet_copy_chunk_bytes, 4 << 20,
              "Largest chunk of a block or of log entries one FetchData call returns (a request "
              "may ask for less).");
@@ -129,6 +133,18 @@ class TabletCopyServiceImpl final : public TabletCopyService,
     bool logged = false;  // Its start was logged. Set before the session is published.
   };
 
+  absl::Status CheckSessionCap() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock l(&mu_);
+    return CheckSessionCapLocked();
+  }
+  absl::Status CheckSessionCapLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const size_t cap = static_cast<size_t>(std::max(FLAGS_tablet_copy_max_sessions, 1));
+    if (sessions_.size() < cap) return absl::OkStatus();
+    return absl::UnavailableError(StrCat("this server serves ", sessions_.size(),
+                                         " tablet copy sessions already (--tablet_copy_max_sessions)"
+                                         "; retry later"));
+  }
+
   absl::Duration IdleTimeout() const {
     return absl::Milliseconds(std::max(FLAGS_tablet_copy_session_idle_timeout_ms, 1));
   }
@@ -138,6 +154,7 @@ class TabletCopyServiceImpl final : public TabletCopyService,
     BASALT_RETURN_IF_ERROR(CheckTabletId(request.tablet_id()));
     BASALT_ASSIGN_OR_RETURN(std::shared_ptr<TabletReplica> replica,
                             manager_->Lookup(request.tablet_id()));
+    BASALT_RETURN_IF_ERROR(CheckSessionCap());  // Before Begin anchors and opens anything.
     auto session = std::make_shared<Session>();
     BASALT_ASSIGN_OR_RETURN(session->source, TabletCopySource::Begin(replica, response));
     session->requestor = request.requestor_uuid();
@@ -149,6 +166,7 @@ class TabletCopyServiceImpl final : public TabletCopyService,
     {
       absl::MutexLock l(&mu_);
       if (stopping_) return absl::UnavailableError("the tablet server is shutting down");
+      BASALT_RETURN_IF_ERROR(CheckSessionCapLocked());  // Concurrent begins.
       // A copy that keeps failing brings a session per retry: the first is logged at once, the
       // others at most once a minute with their count.
       n = session_logs_[{request.tablet_id(), request.requestor_uuid()}].Record(absl::Now());

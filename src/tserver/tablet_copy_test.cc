@@ -6,6 +6,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gflags/gflags.h>
@@ -25,7 +26,10 @@
 
 DECLARE_int32(log_segment_size_mb);
 DECLARE_int32(log_max_segments_to_retain);
+DECLARE_int32(num_tablets_to_copy_simultaneously);
 DECLARE_int32(tablet_copy_chunk_bytes);
+DECLARE_int32(tablet_copy_fetch_delay_ms);
+DECLARE_int32(tablet_copy_max_sessions);
 DECLARE_int32(tablet_copy_inject_corrupt_chunks);
 DECLARE_int32(tablet_copy_inject_failures);
 DECLARE_int32(tablet_copy_retry_base_ms);
@@ -521,6 +525,57 @@ TEST_F(TabletCopyTest, SessionRequestsAreValidated) {
   BASALT_EXPECT_OK(end_call());
   EXPECT_EQ(end_call().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(fetch(req, &resp).code(), absl::StatusCode::kNotFound);
+
+  // At most --tablet_copy_max_sessions sessions at once; a refused one is UNAVAILABLE (retried).
+  SetFlag(&FLAGS_tablet_copy_max_sessions, 1);
+  pb::BeginTabletCopySessionResponsePB first;
+  pb::BeginTabletCopySessionResponsePB second;
+  BASALT_ASSERT_OK(begin(kTablet, &first));
+  absl::Status busy = begin(kTablet, &second);
+  EXPECT_EQ(busy.code(), absl::StatusCode::kUnavailable) << busy;
+  EXPECT_NE(std::string(busy.message()).find("--tablet_copy_max_sessions"), std::string::npos)
+      << busy;
+  end.set_session_id(first.session_id());
+  BASALT_EXPECT_OK(end_call());
+  BASALT_EXPECT_OK(begin(kTablet, &second));
+}
+
+// At most --num_tablets_to_copy_simultaneously copies run on a receiver; another one is refused
+// with UNAVAILABLE (its leader retries with backoff) and accepted again once they end.
+TEST_F(TabletCopyTest, ConcurrentCopiesOnAReceiverAreCapped) {
+  SetFlag(&FLAGS_num_tablets_to_copy_simultaneously, 1);
+  WriteRows(0, 2);
+  const int leader = Leader();
+  BASALT_ASSERT_OK(MaybeReplica(leader)->tablet()->FlushMemRowSet());
+  SetFlag(&FLAGS_tablet_copy_fetch_delay_ms, 200);  // A copy of several chunks takes seconds.
+  const std::string source = servers_[leader]->uuid();
+  const std::string address = servers_[leader]->advertised_address().ToString();
+  const uint64_t term = MaybeReplica(leader)->raft()->term();
+  TsTabletManager* receiver = servers_[3]->tablet_manager();
+  absl::StatusOr<uint64_t> copied = absl::UnknownError("not run");
+  std::thread copier([&] { copied = receiver->StartTabletCopy(kTablet, source, address, term, 1); });
+  // Until the copy runs: its replica file says COPYING (it holds its slot from before that).
+  const std::string replica_file =
+      JoinPath(JoinPath(JoinPath(dirs_[3]->path(), "tablets"), kTablet), kReplicaFileName);
+  ASSERT_TRUE(WaitFor([&] {
+    std::string data;
+    if (!ReadFileToString(Env::Default(), replica_file, &data).ok()) return false;
+    absl::StatusOr<ReplicaFileHeader> h = PeekReplicaFile(data, replica_file);
+    return h.ok() && h->state == ReplicaDataState::kCopying;
+  }));
+  absl::Status refused = receiver->StartTabletCopy("other-tablet", source, address, term, 1).status();
+  EXPECT_TRUE(absl::IsUnavailable(refused)) << refused;
+  EXPECT_NE(std::string(refused.message()).find("--num_tablets_to_copy_simultaneously"),
+            std::string::npos)
+      << refused;
+  copier.join();
+  BASALT_EXPECT_OK(copied.status());
+  // Free again: the other copy gets past the cap (and fails on the source, which has no such
+  // tablet).
+  refused = receiver->StartTabletCopy("other-tablet", source, address, term, 1).status();
+  EXPECT_FALSE(absl::IsUnavailable(refused) &&
+               std::string(refused.message()).find("simultaneously") != std::string::npos)
+      << refused;
 }
 
 TEST_F(TabletCopyTest, StartTabletCopyKeepsAReplicaThatCanCatchUp) {

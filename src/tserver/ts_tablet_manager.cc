@@ -1,7 +1,9 @@
 #include "tserver/ts_tablet_manager.h"
 
+#include <algorithm>
 #include <utility>
 
+#include <gflags/gflags.h>
 #include <glog/logging.h>
 
 #include "common/status_macros.h"
@@ -10,6 +12,10 @@
 #include "tserver/replica_tombstone.h"
 #include "tserver/tablet_copy_client.h"
 #include "tserver/tserver_errors.h"
+
+DEFINE_int32(num_tablets_to_copy_simultaneously, 10,
+             "Most tablet copies this server receives at once; one asked beyond it is refused "
+             "with UNAVAILABLE and retried by its leader with backoff.");
 
 namespace basalt {
 
@@ -205,6 +211,13 @@ absl::StatusOr<uint64_t> TsTabletManager::StartTabletCopy(
       return absl::FailedPreconditionError(ToAbsl(StrCat(
           "tablet ", tablet_id, " failed here (", f->second.ToString(), "); delete it first")));
     }
+    // A server that lost a peer with many tablets gets many copies at once: at most this many
+    // run here, the others are refused and retried by their leaders with backoff.
+    if (copies_running_ >= std::max(FLAGS_num_tablets_to_copy_simultaneously, 1)) {
+      return absl::UnavailableError(ToAbsl(
+          StrCat("this server runs ", copies_running_,
+                 " tablet copies already (--num_tablets_to_copy_simultaneously); retry later")));
+    }
     if (auto it = replicas_.find(tablet_id); it != replicas_.end()) {
       const ReplicaStatus st = it->second->GetStatus();
       RaftNode* node = it->second->raft();
@@ -235,12 +248,14 @@ absl::StatusOr<uint64_t> TsTabletManager::StartTabletCopy(
       replicas_.erase(it);
     }
     busy_.insert(tablet_id);
+    ++copies_running_;
     SyncVotersLocked();  // The copy reads and rewrites the tombstone's consensus metadata.
   }
   absl::StatusOr<uint64_t> result = CopyAndStart(tablet_id, std::move(replaced), source_uuid,
                                                  source_address, caller_term, caller_config_index);
   absl::MutexLock l(&mu_);
   busy_.erase(tablet_id);
+  --copies_running_;
   // A failure that left files no map accounts for (a replaced replica that could not be
   // tombstoned): report it FAILED, so that it is seen and DeleteTablet can remove it.
   if (!result.ok() && !replicas_.contains(tablet_id) && !tombstones_.contains(tablet_id) &&

@@ -62,6 +62,7 @@ class TsTabletManager {
   // log index it holds. A tombstone is replaced; so is a running replica whose log ends before
   // `leader_log_first_index` - 1 or holds that entry with a term other than
   // `leader_log_first_prev_term` (when not 0; it diverged), after it is tombstoned. Errors:
+  // UNAVAILABLE (--num_tablets_to_copy_simultaneously copies run here already),
   // ALREADY_EXISTS (a copy or other change of the tablet is under way, or the local replica can
   // catch up from the leader's log), FAILED_PRECONDITION (the local replica failed, or its or
   // its tombstone's term is above `caller_term`), the copy's errors (the directory is then a
@@ -114,6 +115,7 @@ class TsTabletManager {
   // The lines of incoming copies by tablet id, from a copy's first attempt until one succeeds.
   // Lock order: mu_ before a LogThrottle's own lock.
   std::map<std::string, LogThrottle> copy_logs_ ABSL_GUARDED_BY(mu_);
+  int copies_running_ ABSL_GUARDED_BY(mu_) = 0;  // StartTabletCopy calls past their checks.
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };
 
