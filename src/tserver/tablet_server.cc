@@ -254,8 +254,12 @@ std::string TabletServer::TabletsPage() const {
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : tablet_manager_->List()) {
     const ReplicaStatus st = r->GetStatus();
-    rows.push_back({st.tablet_id, st.table_name, st.partition.ToString(), RoleName(st.role),
-                    ReplicaStateName(st.state), StrCat(st.term), st.leader_uuid,
+    // A replica that failed (a bootstrap that could not finish, a failed apply) says why.
+    const std::string state = st.state == ReplicaState::kFailed && !st.error.ok()
+                                  ? StrCat("FAILED: ", st.error.ToString())
+                                  : std::string(ReplicaStateName(st.state));
+    rows.push_back({st.tablet_id, st.table_name, st.partition.ToString(), RoleName(st.role), state,
+                    StrCat(st.term), st.leader_uuid,
                     StrCat(st.on_disk_bytes), StrCat(st.memory_bytes)});
   }
   for (const auto& [id, error] : tablet_manager_->Failed()) {
