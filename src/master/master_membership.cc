@@ -171,8 +171,15 @@ absl::StatusOr<std::string> Master::AddMaster(const HostPort& address) {
   change.type = ConfigChange::Type::kAddLearner;
   change.peer = uuid;
   change.promote = true;
-  BASALT_RETURN_IF_ERROR(
-      sys_catalog_->ChangeConfig(change, kMembershipTimeout, config_index).status());
+  absl::Status added = sys_catalog_->ChangeConfig(change, kMembershipTimeout, config_index).status();
+  if (!added.ok()) {
+    // The list names it already: a retry completes the add, a remove undoes it.
+    return absl::Status(added.code(),
+                        StrCat("the list of masters names ", uuid, " but adding it to the catalog "
+                               "group failed (retry `basalt master add`, or undo with `basalt "
+                               "master remove ",
+                               uuid, "`): ", added.message()));
+  }
   LOG(INFO) << "added master " << uuid << " at " << address.ToString()
             << " to the catalog group (a non-voter until it has caught up)";
   return uuid;

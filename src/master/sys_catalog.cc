@@ -229,6 +229,11 @@ absl::Status SysCatalog::CleanUpInterruptedInstall() {
   for (const std::string& dir : {JoinPath(options_.data_dir, "catalog"), WalDir()}) {
     if (env_->FileExists(dir)) BASALT_RETURN_IF_ERROR(env_->DeleteDirRecursively(dir));
   }
+  // The deletions are durable before the marker goes (a log that came back after a power loss
+  // next to an empty catalog would look applied).
+  const std::string wals = JoinPath(options_.wal_dir, "wals");
+  if (env_->FileExists(wals)) BASALT_RETURN_IF_ERROR(env_->SyncDir(wals));
+  BASALT_RETURN_IF_ERROR(env_->SyncDir(options_.data_dir));
   BASALT_RETURN_IF_ERROR(env_->DeleteFile(MarkerPath()));
   return env_->SyncDir(options_.data_dir);
 }
@@ -564,35 +569,70 @@ absl::Status SysCatalog::InstallSnapshot(const pb::CatalogSnapshotPB& image) {
     return absl::InvalidArgumentError("catalog image: config_index is past applied_index");
   }
   std::shared_ptr<RaftNode> old = node();
-  if (old != nullptr && old->role() == RaftCore::Role::kLeader) {
-    return absl::FailedPreconditionError("this master leads the catalog group");
-  }
-  if (image.applied_index() < durable_index_.load()) {
-    return absl::FailedPreconditionError(
-        StrCat("catalog image at index ", image.applied_index(), " is older than this catalog (",
-               durable_index_.load(), ")"));
-  }
-  LOG(INFO) << "installing the catalog image at index " << image.applied_index() << " (term "
-            << image.applied_term() << ", " << image.entries().upsert_tablets_size()
-            << " tablets)";
-  // From here until the node restarts, a crash leaves the marker: the next Open wipes the
-  // catalog and its log, and the leader sends a new image.
-  BASALT_RETURN_IF_ERROR(WriteFileAtomically(env_, MarkerPath(), ""));
   if (old != nullptr) {
+    if (old->role() == RaftCore::Role::kLeader) {
+      return absl::FailedPreconditionError("this master leads the catalog group");
+    }
+    // An image from a leader of an older term (delayed in flight) must not undo what this
+    // master acknowledged to a newer leader.
+    if (image.term() < old->term()) {
+      return absl::FailedPreconditionError(StrCat("catalog image from term ", image.term(),
+                                                  ", this master is at term ", old->term()));
+    }
+    // From here nothing applies: the checks below see the final state.
     old->Shutdown();
     ReapCopyThreads(/*all=*/true);  // Copies an earlier leadership started end with the node.
     absl::MutexLock l(&node_mu_);
     node_.reset();
   }
-  BASALT_RETURN_IF_ERROR(WriteImage(image, *config));
-  durable_index_.store(image.applied_index());
-  applied_term_.store(0);
-  {
-    absl::MutexLock l(&mu_);
-    storage_error_ = absl::OkStatus();
+  // Whether the log holds the image's last entry: then (Raft's InstallSnapshot rule) the entries
+  // after it stay, since this master may have acknowledged them.
+  bool keep_log = false;
+  absl::Status refused;
+  if (image.applied_index() < durable_index_.load()) {
+    refused = absl::FailedPreconditionError(
+        StrCat("catalog image at index ", image.applied_index(), " is older than this catalog (",
+               durable_index_.load(), ")"));
+  } else if (old != nullptr) {
+    absl::StatusOr<std::unique_ptr<Log>> log = Log::Open(env_, WalDir(), LogOptions::FromFlags());
+    if (!log.ok()) {
+      refused = log.status();
+    } else {
+      absl::StatusOr<uint64_t> term = (*log)->Term(image.applied_index());
+      keep_log = term.ok() && *term == image.applied_term();
+    }
   }
-  BASALT_RETURN_IF_ERROR_PREPEND(listener_->LoadEntries(image.entries()),
-                                 "loading the catalog image");
+  if (!refused.ok()) {
+    if (old != nullptr) {  // Back to where it was.
+      BASALT_RETURN_IF_ERROR(OpenNode());
+      BASALT_RETURN_IF_ERROR(node()->Start());
+    }
+    return refused;
+  }
+  LOG(INFO) << "installing the catalog image at index " << image.applied_index() << " (term "
+            << image.applied_term() << ", " << image.entries().upsert_tablets_size()
+            << " tablets" << (keep_log ? "; the log after it is kept" : "") << ")";
+  // From here until the node restarts, a crash leaves the marker: the next Open wipes the
+  // catalog and its log, and the leader sends a new image.
+  BASALT_RETURN_IF_ERROR(WriteFileAtomically(env_, MarkerPath(), ""));
+  absl::Status s = WriteImage(image, *config, keep_log);
+  if (s.ok()) {
+    durable_index_.store(image.applied_index());
+    applied_term_.store(0);
+    {
+      absl::MutexLock l(&mu_);
+      storage_error_ = absl::OkStatus();
+    }
+    s = listener_->LoadEntries(image.entries());
+  }
+  if (!s.ok()) {
+    // Half replaced: nothing more is applied or written (sticky), and a restart wipes it (the
+    // marker) so that the leader sends a new image.
+    LOG(ERROR) << "installing the catalog image failed; restart this master to repair it: " << s;
+    absl::MutexLock l(&mu_);
+    storage_error_ = absl::Status(s.code(), StrCat("installing a catalog image: ", s.message()));
+    return storage_error_;
+  }
   if (image.entries().has_masters() && options_.on_masters) {
     options_.on_masters(image.entries().masters());
   }
@@ -607,7 +647,8 @@ absl::Status SysCatalog::InstallSnapshot(const pb::CatalogSnapshotPB& image) {
   return node()->Start();
 }
 
-absl::Status SysCatalog::WriteImage(const pb::CatalogSnapshotPB& image, const RaftConfig& config) {
+absl::Status SysCatalog::WriteImage(const pb::CatalogSnapshotPB& image, const RaftConfig& config,
+                                    bool keep_log) {
   // RocksDB: every old key goes, the image's entries come, in one synced write.
   rocksdb::WriteBatch wb;
   {
@@ -624,15 +665,17 @@ absl::Status SysCatalog::WriteImage(const pb::CatalogSnapshotPB& image, const Ra
   wo.sync = options_.sync;
   BASALT_RETURN_IF_ERROR(FromRocks(db_->Write(wo, &wb), "write"));
 
-  // The log restarts after the image's last entry.
+  // The log restarts after the image's last entry (unless it holds that entry).
   LogOptions lo = LogOptions::FromFlags();
   lo.force_fsync = options_.sync;
   BASALT_RETURN_IF_ERROR(env_->CreateDirs(WalDir()));
-  BASALT_ASSIGN_OR_RETURN(std::unique_ptr<Log> log, Log::Open(env_, WalDir(), lo));
-  BASALT_RETURN_IF_ERROR(log->Start());
-  absl::Status s = log->ResetToSnapshot(OpId{image.applied_term(), image.applied_index()});
-  log->Shutdown();
-  BASALT_RETURN_IF_ERROR_PREPEND(s, "restarting the catalog log");
+  if (!keep_log) {
+    BASALT_ASSIGN_OR_RETURN(std::unique_ptr<Log> log, Log::Open(env_, WalDir(), lo));
+    BASALT_RETURN_IF_ERROR(log->Start());
+    absl::Status s = log->ResetToSnapshot(OpId{image.applied_term(), image.applied_index()});
+    log->Shutdown();
+    BASALT_RETURN_IF_ERROR_PREPEND(s, "restarting the catalog log");
+  }
 
   // Consensus metadata last: its term and vote stay (Raft safety), the term only grows.
   const std::string path = JoinPath(options_.data_dir, "cmeta");

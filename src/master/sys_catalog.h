@@ -166,8 +166,11 @@ class SysCatalog : public StateMachine {
   // the configuration in effect there). FAILED_PRECONDITION while joining.
   absl::StatusOr<pb::CatalogSnapshotPB> BuildSnapshot() const;
   // Replaces this catalog by `image` (from the group's leader) and (re)starts the Raft node on
-  // it. FAILED_PRECONDITION if this master leads the group or already holds a newer applied
-  // index; INVALID_ARGUMENT for a malformed image; storage errors. One install at a time.
+  // it. A log that holds the image's last entry (same index and term) keeps the entries after it.
+  // FAILED_PRECONDITION (nothing changed) if this master leads the group, is at a newer term than
+  // the image, or already holds a newer applied index; INVALID_ARGUMENT for a malformed image;
+  // storage errors (then the catalog stays stopped with a sticky error until a restart).
+  // One install at a time.
   absl::Status InstallSnapshot(const pb::CatalogSnapshotPB& image) ABSL_LOCKS_EXCLUDED(install_mu_);
 
   // Writes proposed whose outcome is not known yet (a Write that timed out or whose leadership
@@ -195,8 +198,10 @@ class SysCatalog : public StateMachine {
   // Reads every stored entry (and the applied index) into the listener.
   absl::Status Load();
   absl::Status OpenNode();
-  // Writes `image` over RocksDB, the log and the consensus metadata (the node is stopped).
-  absl::Status WriteImage(const pb::CatalogSnapshotPB& image, const RaftConfig& config);
+  // Writes `image` over RocksDB, the log (unless `keep_log`: it holds the image's last entry)
+  // and the consensus metadata (the node is stopped).
+  absl::Status WriteImage(const pb::CatalogSnapshotPB& image, const RaftConfig& config,
+                          bool keep_log);
   // Joins the copy threads that finished (all of them with `all`).
   void ReapCopyThreads(bool all) ABSL_LOCKS_EXCLUDED(copy_mu_);
   // Writes `batch` (may be null: index only) and the index of `entry` (and its configuration,

@@ -5,6 +5,7 @@
 #include <gflags/gflags.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -210,6 +211,57 @@ TEST_F(SysCatalogSnapshotTest, JoiningCatalogInstallsAnImage) {
   absl::Status s = catalogs_[follower]->InstallSnapshot(*image);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_NE(std::string(s.message()).find("older"), std::string::npos) << s;
+}
+
+// Raft's InstallSnapshot rule: a follower whose log holds the image's last entry keeps the
+// entries after it (it may have acknowledged them), and a restarted node continues from there.
+TEST_F(SysCatalogSnapshotTest, FollowerHoldingTheImagesLastEntryKeepsItsLog) {
+  for (int i = 0; i < kMasters; ++i) ASSERT_NO_FATAL_FAILURE(Open(i));
+  const int leader = Leader();
+  const int follower = (leader + 1) % kMasters;
+  BASALT_ASSERT_OK(catalogs_[leader]->Write(BigBatch(1), absl::Seconds(10)));
+  const uint64_t last = catalogs_[leader]->DurableIndex();
+  BASALT_ASSERT_OK(WaitFor(absl::Seconds(10), "the follower to apply", [&] {
+    return catalogs_[follower]->DurableIndex() >= last ? absl::OkStatus()
+                                                        : absl::UnavailableError("behind");
+  }));
+  absl::StatusOr<pb::CatalogSnapshotPB> image = catalogs_[leader]->BuildSnapshot();
+  BASALT_ASSERT_OK(image.status());
+  ASSERT_EQ(image->applied_index(), last);
+  const uint64_t follower_last = catalogs_[follower]->node()->last_index();
+  ASSERT_GE(follower_last, last);
+  BASALT_ASSERT_OK(catalogs_[follower]->InstallSnapshot(*image));
+  EXPECT_EQ(catalogs_[follower]->node()->log().LastIndex(), follower_last);
+  EXPECT_EQ(catalogs_[follower]->node()->log().FirstIndex(), 1u);  // Not reset.
+  // It goes on replicating.
+  BASALT_ASSERT_OK(catalogs_[leader]->Write(BigBatch(2), absl::Seconds(10)));
+  const uint64_t later = catalogs_[leader]->DurableIndex();
+  BASALT_ASSERT_OK(WaitFor(absl::Seconds(10), "the follower to apply after the image", [&] {
+    return catalogs_[follower]->DurableIndex() >= later ? absl::OkStatus()
+                                                         : absl::UnavailableError("behind");
+  }));
+  // An image of an older term than the follower's is refused and changes nothing (a new election
+  // first, so that there is an older term).
+  BASALT_ASSERT_OK(catalogs_[Leader()]->node()->LeaderStepDown());
+  BASALT_ASSERT_OK(WaitFor(absl::Seconds(10), "a new term", [&] {
+    return catalogs_[follower]->node()->term() >= 2 ? absl::OkStatus()
+                                                     : absl::UnavailableError("term 1");
+  }));
+  Leader();
+  const uint64_t term = catalogs_[follower]->node()->term();
+  pb::CatalogSnapshotPB stale = *image;
+  stale.set_applied_index(catalogs_[follower]->DurableIndex() + 1);
+  stale.set_term(term - 1);
+  stale.set_applied_term(std::min(image->applied_term(), term - 1));
+  absl::Status s = catalogs_[follower]->InstallSnapshot(stale);
+  if (catalogs_[follower]->node() != nullptr &&
+      catalogs_[follower]->node()->role() == RaftCore::Role::kLeader) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;  // Leads now: refused too.
+  } else {
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_NE(std::string(s.message()).find("from term"), std::string::npos) << s;
+  }
+  EXPECT_FALSE(catalogs_[follower]->joining());
 }
 
 TEST_F(SysCatalogSnapshotTest, BadImagesAreRefusedAndChangeNothing) {

@@ -48,11 +48,15 @@ absl::Status TombstoneReplica(Env* env, BlockManager* block_manager, const std::
   std::string data;
   BASALT_RETURN_IF_ERROR(ReadFileToString(env, replica, &data));
   BASALT_ASSIGN_OR_RETURN(ReplicaFileHeader header, PeekReplicaFile(data, replica));
-  // The tombstone votes with the newest op any log here held (Raft's election restriction must
-  // keep holding for the entries it acknowledged).
+  // The tombstone votes with the newest op a log of this replica held (Raft's election
+  // restriction must keep holding for the entries it acknowledged). The log of an incomplete copy
+  // is the source's, possibly with an uncommitted tail this replica never acknowledged: demanding
+  // it could keep every candidate from winning, so only what the COPYING file carried counts.
   std::optional<OpId> last = header.tombstone_last_logged;
-  if (std::optional<OpId> log_last = LastLogged(env, wal_dir); log_last.has_value()) {
-    last = std::max(last.value_or(OpId{}), *log_last);
+  if (header.state != ReplicaDataState::kCopying) {
+    if (std::optional<OpId> log_last = LastLogged(env, wal_dir); log_last.has_value()) {
+      last = std::max(last.value_or(OpId{}), *log_last);
+    }
   }
   BASALT_ASSIGN_OR_RETURN(
       std::string tombstone,
