@@ -547,7 +547,7 @@ TEST_F(TabletCopyTest, ConcurrentCopiesOnAReceiverAreCapped) {
   WriteRows(0, 2);
   const int leader = Leader();
   BASALT_ASSERT_OK(MaybeReplica(leader)->tablet()->FlushMemRowSet());
-  SetFlag(&FLAGS_tablet_copy_fetch_delay_ms, 200);  // A copy of several chunks takes seconds.
+  SetFlag(&FLAGS_tablet_copy_fetch_delay_ms, 500);  // A copy of several chunks takes seconds.
   const std::string source = servers_[leader]->uuid();
   const std::string address = servers_[leader]->advertised_address().ToString();
   const uint64_t term = MaybeReplica(leader)->raft()->term();
