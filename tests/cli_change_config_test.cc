@@ -32,6 +32,7 @@
 #include "tests/cli_test_util.h"
 #include "tests/client_test_util.h"
 #include "tests/client_writer_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt::client_test {
 namespace {
@@ -164,7 +165,7 @@ class CliChangeConfigTest : public ClientClusterTestBase {
 
 TEST_F(CliChangeConfigTest, BadInputFailsWithTheNamedErrorAndChangesNothing) {
   auto before = LeaderState();
-  ASSERT_TRUE(before.ok()) << before.status();
+  BASALT_ASSERT_OK(before);
   const std::string leader = before->leader_uuid();
   std::string follower;
   for (const auto& r : replicas_) {
@@ -266,7 +267,7 @@ TEST_F(CliChangeConfigTest, BadInputFailsWithTheNamedErrorAndChangesNothing) {
   // Nothing changed: the same committed configuration at the same index, nothing pending, and no
   // replica on the spare server.
   auto after = LeaderState();
-  ASSERT_TRUE(after.ok()) << after.status();
+  BASALT_ASSERT_OK(after);
   EXPECT_EQ(after->committed_config_index(), before->committed_config_index());
   EXPECT_EQ(after->committed_config().DebugString(), before->committed_config().DebugString());
   EXPECT_FALSE(after->has_pending_config());
@@ -336,7 +337,7 @@ TEST_F(CliChangeConfigTest, MoveReplicaUnderWritesLosesNothing) {
   writer.Start();
   ASSERT_OK(writer.WaitForAcked(1000));
   auto leader = cluster_->WaitForTabletLeader(tablet_id_, absl::Seconds(30));
-  ASSERT_TRUE(leader.ok()) << leader.status();
+  BASALT_ASSERT_OK(leader);
   const std::string from = leader->uuid;
 
   CliResult move = Basalt({"tablet", "change_config", "move_replica", master_, tablet_id_, from,

@@ -15,6 +15,7 @@
 #include "proto/tserver.pb.h"
 #include "testing/external_mini_cluster.h"
 #include "tests/cli_test_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -30,10 +31,10 @@ TEST_F(CliKsckChecksumTest, IdleAndEmptyTabletsAgreeAtTheLeadersSnapshot) {
   for (int k = 0; k < 300; ++k) StrAppend(&csv, k, ",v", k, "\n");
   MustRun({"table", "load", master_, "t", WriteFile("rows.csv", csv)});
   pb::ListTabletsResponsePB tablets;
-  ASSERT_TRUE(cluster_->ListTablets(0, &tablets).ok());
+  BASALT_ASSERT_OK(cluster_->ListTablets(0, &tablets));
   ASSERT_EQ(tablets.tablets_size(), 3);
   for (const auto& t : tablets.tablets()) {
-    ASSERT_TRUE(cluster_->WaitForTabletLeader(t.tablet_id(), absl::Seconds(30)).ok());
+    BASALT_ASSERT_OK(cluster_->WaitForTabletLeader(t.tablet_id(), absl::Seconds(30)));
   }
 
   // Twice: the tablets are idle (no write after the load), and stay comparable.

@@ -17,6 +17,7 @@
 #include "proto/tserver.pb.h"
 #include "testing/external_mini_cluster.h"
 #include "tests/cli_test_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -82,17 +83,17 @@ TEST_F(CliOpsTest, LoadMalformedFileNamesTheLineAndLoadsNothing) {
 TEST_F(CliOpsTest, LeaderStepDownMovesLeadership) {
   ASSERT_NO_FATAL_FAILURE(CreateTable());
   pb::ListTabletsResponsePB tablets;
-  ASSERT_TRUE(cluster_->ListTablets(0, &tablets).ok());
+  BASALT_ASSERT_OK(cluster_->ListTablets(0, &tablets));
   ASSERT_GT(tablets.tablets_size(), 0);
   const std::string tablet_id = tablets.tablets(0).tablet_id();
   auto leader = cluster_->WaitForTabletLeader(tablet_id, absl::Seconds(30));
-  ASSERT_TRUE(leader.ok()) << leader.status();
+  BASALT_ASSERT_OK(leader);
 
   const std::string out = MustRun({"tablet", "leader_step_down", master_, tablet_id});
   EXPECT_NE(out.find(StrCat("Leader ", leader->uuid)), std::string::npos) << out;
   EXPECT_NE(out.find("stepped down"), std::string::npos) << out;
   auto next = cluster_->WaitForTabletLeader(tablet_id, absl::Seconds(30), leader->term + 1);
-  ASSERT_TRUE(next.ok()) << next.status();
+  BASALT_ASSERT_OK(next);
   EXPECT_GT(next->term, leader->term);
 
   // Transfer to a chosen replica.
@@ -102,7 +103,7 @@ TEST_F(CliOpsTest, LeaderStepDownMovesLeadership) {
   bool moved = false;
   for (int i = 0; i < 300 && !moved; ++i) {
     auto l = cluster_->WaitForTabletLeader(tablet_id, absl::Seconds(30), next->term + 1);
-    ASSERT_TRUE(l.ok()) << l.status();
+    BASALT_ASSERT_OK(l);
     moved = l->uuid == target;
     if (!moved) absl::SleepFor(absl::Milliseconds(100));
   }
@@ -120,9 +121,9 @@ TEST_F(CliOpsTest, KsckHealthyThenKilledTabletServer) {
   for (int k = 0; k < 200; ++k) StrAppend(&csv, k, ",v", k, "\n");
   MustRun({"table", "load", master_, "t", WriteFile("rows.csv", csv)});
   pb::ListTabletsResponsePB tablets;
-  ASSERT_TRUE(cluster_->ListTablets(0, &tablets).ok());
+  BASALT_ASSERT_OK(cluster_->ListTablets(0, &tablets));
   for (const auto& t : tablets.tablets()) {
-    ASSERT_TRUE(cluster_->WaitForTabletLeader(t.tablet_id(), absl::Seconds(30)).ok());
+    BASALT_ASSERT_OK(cluster_->WaitForTabletLeader(t.tablet_id(), absl::Seconds(30)));
   }
   // (--checksum: tests/cli_ksck_checksum_test.cc.)
   const std::string ok = MustRun({"cluster", "ksck", master_});

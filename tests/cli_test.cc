@@ -18,6 +18,7 @@
 #include "common/strings.h"
 #include "testing/external_mini_cluster.h"
 #include "tests/cli_test_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -29,21 +30,21 @@ class CliTest : public CliClusterTest {
   // s NULL for key 3 and d = key + 0.25.
   void InsertRows(const std::string& name) {
     std::shared_ptr<client::Client> c;
-    ASSERT_TRUE(client::ClientBuilder().add_master_server_addr(master_).Build(&c).ok());
+    BASALT_ASSERT_OK(client::ClientBuilder().add_master_server_addr(master_).Build(&c));
     std::shared_ptr<client::Table> t;
-    ASSERT_TRUE(c->OpenTable(name, &t).ok());
+    BASALT_ASSERT_OK(c->OpenTable(name, &t));
     auto session = c->NewSession();
     for (int k = 1; k <= 5; ++k) {
       auto op = t->NewInsert();
-      ASSERT_TRUE(op->mutable_row()->SetInt32("key", k).ok());
+      BASALT_ASSERT_OK(op->mutable_row()->SetInt32("key", k));
       if (k != 3) {
-        ASSERT_TRUE(op->mutable_row()->SetString("s", StrCat("v", k)).ok());
+        BASALT_ASSERT_OK(op->mutable_row()->SetString("s", StrCat("v", k)));
       }
-      ASSERT_TRUE(op->mutable_row()->SetUnscaledDecimal("d", k * 100 + 25).ok());
+      BASALT_ASSERT_OK(op->mutable_row()->SetUnscaledDecimal("d", k * 100 + 25));
       const absl::Status s = session->Apply(std::move(op));
-      ASSERT_TRUE(s.ok()) << s;
+      BASALT_ASSERT_OK(s);
     }
-    ASSERT_TRUE(session->Flush().ok());
+    BASALT_ASSERT_OK(session->Flush());
   }
 };
 

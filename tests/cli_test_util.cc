@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/strings.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 
@@ -74,14 +75,14 @@ void CliClusterTest::SetUp() {
   o.extra_tserver_flags = {"--raft_heartbeat_interval_ms=200"};
   cluster_ = std::make_unique<ExternalMiniCluster>(o);
   const absl::Status s = cluster_->Start();
-  ASSERT_TRUE(s.ok()) << s;
+  BASALT_ASSERT_OK(s);
   master_ = cluster_->master_addresses();
 }
 
 void CliClusterTest::TearDown() {
   if (cluster_ != nullptr) {
     const absl::Status died = cluster_->CheckNoDaemonDied();
-    EXPECT_TRUE(died.ok()) << died;
+    BASALT_EXPECT_OK(died);
     if (HasFailure()) cluster_->set_keep_root_dir(true);
     cluster_.reset();
   }

@@ -17,6 +17,7 @@
 #include "glog/logging.h"
 #include "testing/external_mini_cluster.h"
 #include "tests/client_test_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt::client_test {
 namespace {
@@ -48,7 +49,7 @@ TEST_F(ClientClusterTest, MillionRowsThenProjectionsAndEveryPredicateKind) {
   const absl::Time t0 = absl::Now();
   for (int32_t k = 0; k < kRows; ++k) {
     absl::Status s = ApplyOp(session.get(), table.get(), WriteOperation::INSERT, Expected(k));
-    ASSERT_TRUE(s.ok()) << "row " << k << ": " << s;
+    BASALT_ASSERT_OK(s) << "row " << k << ": " << s;
   }
   ASSERT_OK(session->Flush());
   ASSERT_EQ(session->CountPendingErrors(), 0);
@@ -284,7 +285,7 @@ TEST_F(ClientClusterTest, WriteOperationKindsAndPerRowErrors) {
   std::map<int32_t, std::pair<WriteOperation::Type, absl::StatusCode>> got_errors;
   for (const auto& e : errors) {
     int32_t key = -1;
-    EXPECT_TRUE(e->failed_op().row().GetInt32("key", &key).ok());
+    BASALT_EXPECT_OK(e->failed_op().row().GetInt32("key", &key));
     got_errors[key] = {e->failed_op().type(), e->status().code()};
     EXPECT_FALSE(e->was_possibly_successful());
   }

@@ -25,6 +25,7 @@
 #include "tests/client_test_util.h"
 #include "tests/client_writer_util.h"
 #include "tests/cluster_test_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt::client_test {
 namespace {
@@ -49,7 +50,7 @@ TEST_F(ClientFaultTest, KillLeaderDuringWritesLosesNoAcknowledgedRow) {
   std::map<int, std::vector<std::string>> led_by;  // ts index -> tablet ids it leads
   for (const std::string& tablet_id : TabletIds("kill")) {
     auto leader = cluster_->WaitForTabletLeader(tablet_id, absl::Seconds(30));
-    ASSERT_TRUE(leader.ok()) << leader.status();
+    BASALT_ASSERT_OK(leader);
     led_by[leader->ts_index].push_back(tablet_id);
   }
   ASSERT_FALSE(led_by.empty());
@@ -112,9 +113,9 @@ TEST_F(ClientFaultTest, RandomKillsAndPausesDuringWritesLoseNothing) {
   std::vector<std::pair<std::string, pb::ChecksumResponsePB>> at_leader;
   for (const std::string& id : tablet_ids) {
     auto leader = cluster_->WaitForTabletLeader(id, absl::Seconds(60));
-    ASSERT_TRUE(leader.ok()) << leader.status();
+    BASALT_ASSERT_OK(leader);
     auto sum = cluster_test::ChecksumReplica(cluster_.get(), leader->ts_index, id, 0);
-    ASSERT_TRUE(sum.ok()) << sum.status();
+    BASALT_ASSERT_OK(sum);
     at_leader.emplace_back(id, *sum);
   }
   auto session = client_->NewSession();
@@ -174,7 +175,7 @@ TEST_F(ClientFaultTest, FaultTolerantScanSurvivesKillOfItsServer) {
   ASSERT_LT(keys.size(), static_cast<size_t>(kRows) / 2);
   // Snapshot scans are served by the leader (docs/cluster.md): kill it.
   auto leader = cluster_->FindTabletLeader(tablet_id);
-  ASSERT_TRUE(leader.ok()) << leader.status();
+  BASALT_ASSERT_OK(leader);
   cluster_->tablet_server(leader->ts_index)->Kill();
   while (scanner.HasMoreRows()) ASSERT_OK(next_batch());
   ASSERT_EQ(keys.size(), static_cast<size_t>(kRows));

@@ -54,7 +54,7 @@ class MasterMembershipTest : public ClientClusterTestBase {
   std::map<std::string, pb::RaftRolePB> Roles(int idx) {
     std::map<std::string, pb::RaftRolePB> out;
     auto resp = ListMasters(idx);
-    EXPECT_TRUE(resp.ok()) << resp.status();
+    BASALT_EXPECT_OK(resp);
     if (!resp.ok()) return out;
     for (const auto& m : resp->masters()) out[m.uuid()] = m.role();
     return out;

@@ -24,6 +24,7 @@
 #include "testing/external_mini_cluster.h"
 #include "tests/cli_test_util.h"
 #include "tests/client_test_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt::client_test {
 namespace {
@@ -64,14 +65,14 @@ class MultiMasterTest : public ClientClusterTestBase {
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     pb::ListMastersResponsePB resp;
     absl::Status s = FromGrpcStatus(stub->ListMasters(&ctx, pb::ListMastersRequestPB(), &resp));
-    EXPECT_TRUE(s.ok()) << s;
+    BASALT_EXPECT_OK(s);
     return resp;
   }
 };
 
 TEST_F(MultiMasterTest, OneLeaderFollowersRedirect) {
   auto leader = cluster_->WaitForLeaderMaster(absl::Seconds(30));
-  ASSERT_TRUE(leader.ok()) << leader.status();
+  BASALT_ASSERT_OK(leader);
   // Every master lists all three, with exactly one leader.
   for (int i = 0; i < 3; ++i) {
     pb::ListMastersResponsePB resp = ListMasters(i);
@@ -102,12 +103,12 @@ TEST_F(MultiMasterTest, LeaderKillLosesNothing) {
 
   // kill -9 the leader: another master takes over with the whole catalog.
   auto leader = cluster_->WaitForLeaderMaster(absl::Seconds(30));
-  ASSERT_TRUE(leader.ok()) << leader.status();
+  BASALT_ASSERT_OK(leader);
   cluster_->master(*leader)->Kill();
   std::shared_ptr<Table> t2;
   ASSERT_NO_FATAL_FAILURE(CreateTable("t2", 2, {}, &t2));  // Through the new leader.
   auto next = cluster_->WaitForLeaderMaster(absl::Seconds(30));
-  ASSERT_TRUE(next.ok()) << next.status();
+  BASALT_ASSERT_OK(next);
   EXPECT_NE(*next, *leader);
   ASSERT_NO_FATAL_FAILURE(Write(t1.get(), 500, 1000));
   ASSERT_NO_FATAL_FAILURE(ExpectRows(t1.get(), 1000));
@@ -161,7 +162,7 @@ TEST_F(MultiMasterTest, RandomMasterKillsUnderDdl) {
   std::map<std::string, int> extra_columns;
   for (int round = 0; round < 6; ++round) {
     auto leader = cluster_->WaitForLeaderMaster(absl::Seconds(30));
-    ASSERT_TRUE(leader.ok()) << leader.status();
+    BASALT_ASSERT_OK(leader);
     const int victim = rng.Uniform(2) == 0 ? *leader : static_cast<int>(rng.Uniform(3));
     cluster_->master(victim)->Kill();
     const std::string name = StrCat("r", round);

@@ -111,7 +111,7 @@ class ReReplicationTest : public ClientClusterTestBase {
       health = TableHealth(table, 3, dead);
       return health.empty() ? absl::OkStatus() : absl::UnavailableError(health);
     });
-    ASSERT_TRUE(s.ok()) << s;
+    BASALT_ASSERT_OK(s);
   }
 
   // `basalt cluster ksck --checksum` exits 0.
@@ -240,7 +240,7 @@ TEST_F(LaggingFollowerTest, PausedFollowerIsRepairedByATabletCopy) {
   ASSERT_EQ(tablets.size(), 1u);
   absl::StatusOr<TabletLeader> leader =
       cluster_->WaitForTabletLeader(tablets[0], absl::Seconds(30));
-  ASSERT_TRUE(leader.ok()) << leader.status();
+  BASALT_ASSERT_OK(leader);
   const int paused = (leader->ts_index + 1) % 3;
   ASSERT_OK(cluster_->tablet_server(paused)->Pause());
   // About 6 MB of log (1 MB segments): far past what the leader keeps for the paused follower.
@@ -258,7 +258,7 @@ TEST_F(LaggingFollowerTest, PausedFollowerIsRepairedByATabletCopy) {
         return Env::Default()->FileExists(first_segment) ? absl::UnavailableError(first_segment)
                                                          : absl::OkStatus();
       });
-  ASSERT_TRUE(collected.ok()) << collected;
+  BASALT_ASSERT_OK(collected);
   ASSERT_OK(cluster_->tablet_server(paused)->Resume());
   // No command: the leader finds the follower behind its log and copies the tablet to it.
   absl::Status copied = WaitFor(absl::Seconds(60), "the paused follower to be copied", [&] {
@@ -268,7 +268,7 @@ TEST_F(LaggingFollowerTest, PausedFollowerIsRepairedByATabletCopy) {
                ? absl::OkStatus()
                : absl::UnavailableError("not yet");
   });
-  ASSERT_TRUE(copied.ok()) << copied << cluster_->tablet_server(paused)->LogTail(60);
+  BASALT_ASSERT_OK(copied) << copied << cluster_->tablet_server(paused)->LogTail(60);
   ASSERT_NO_FATAL_FAILURE(WaitForHealthy("lag", {}, absl::Seconds(60)));
   ASSERT_NO_FATAL_FAILURE(writer.Verify());
   ExpectKsckClean();
@@ -309,7 +309,7 @@ class InterruptedCopyTest : public ReReplicationTest {
                  ? absl::OkStatus()
                  : absl::UnavailableError("not yet");
     });
-    ASSERT_TRUE(s.ok()) << s;
+    BASALT_ASSERT_OK(s);
   }
 
   // Writes rows and flushes them into blocks worth copying (several MB).
@@ -327,7 +327,7 @@ class InterruptedCopyTest : public ReReplicationTest {
       health = TableHealth("copy", 4, {});
       return health.empty() ? absl::OkStatus() : absl::UnavailableError(health);
     });
-    ASSERT_TRUE(s.ok()) << s;
+    BASALT_ASSERT_OK(s);
     ExpectKsckClean();
   }
 };
@@ -356,7 +356,7 @@ TEST_F(InterruptedCopyTest, KilledSourceFailsTheCopyAndANewLeaderCompletesIt) {
   const std::string tablet = TabletIds("copy")[0];
   ASSERT_NO_FATAL_FAILURE(FillTable(table));
   absl::StatusOr<TabletLeader> leader = cluster_->WaitForTabletLeader(tablet, absl::Seconds(30));
-  ASSERT_TRUE(leader.ok()) << leader.status();
+  BASALT_ASSERT_OK(leader);
   const int spare = Spare(tablet);
   ASSERT_GE(spare, 0);
   ASSERT_NO_FATAL_FAILURE(AddReplica(tablet, spare));

@@ -28,6 +28,7 @@
 #include "tests/cli_test_util.h"
 #include "tests/client_test_util.h"
 #include "tests/client_writer_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt::client_test {
 namespace {
@@ -118,7 +119,7 @@ class RebalanceTest : public ClientClusterTestBase {
     ASSERT_OK(
         WaitFor(absl::Seconds(30), "8 healthy tablets", [&] { return Healthy("t", &counts); }));
     absl::StatusOr<int> added = cluster_->AddTabletServer();
-    ASSERT_TRUE(added.ok()) << added.status();
+    BASALT_ASSERT_OK(added);
     ASSERT_EQ(*added, 4);
   }
 

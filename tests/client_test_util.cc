@@ -8,6 +8,7 @@
 #include "common/strings.h"
 #include "glog/logging.h"
 #include "proto/tserver.pb.h"
+#include "common/status_test_util.h"
 
 namespace basalt::client_test {
 
@@ -141,7 +142,7 @@ void ClientClusterTestBase::TearDown() {
   client_.reset();
   if (cluster_ != nullptr) {
     absl::Status died = cluster_->CheckNoDaemonDied();
-    EXPECT_TRUE(died.ok()) << died;
+    BASALT_EXPECT_OK(died);
     if (HasFailure()) cluster_->set_keep_root_dir(true);
     cluster_.reset();
   }
@@ -176,7 +177,7 @@ std::vector<std::string> ClientClusterTestBase::TabletIds(const std::string& nam
     if (!cluster_->tablet_server(i)->IsRunning()) continue;
     pb::ListTabletsResponsePB listing;
     absl::Status s = cluster_->ListTablets(i, &listing);
-    EXPECT_TRUE(s.ok()) << s;
+    BASALT_EXPECT_OK(s);
     for (const auto& t : listing.tablets()) {
       if (t.table_name() == name && t.state() != pb::TABLET_DELETED) ids.insert(t.tablet_id());
     }

@@ -17,14 +17,12 @@
 #include "absl/time/time.h"
 #include "client/client.h"
 #include "testing/external_mini_cluster.h"
+#include "common/status_test_util.h"
 
 namespace basalt::client_test {
 
-#define ASSERT_OK(expr)                          \
-  do {                                           \
-    const absl::Status _s = (expr);              \
-    ASSERT_TRUE(_s.ok()) << #expr << ": " << _s; \
-  } while (0)
+// The shared assertion (common/status_test_util.h) under the short name these tests use.
+#define ASSERT_OK(expr) BASALT_ASSERT_OK(expr)
 
 // A row of the test table.
 struct Row {

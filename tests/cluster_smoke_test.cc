@@ -19,15 +19,13 @@
 #include "testing/external_mini_cluster.h"
 #include "testing/wait.h"
 #include "tests/cluster_test_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt::cluster_test {
 namespace {
 
-#define ASSERT_OK(expr)                          \
-  do {                                           \
-    const absl::Status _s = (expr);              \
-    ASSERT_TRUE(_s.ok()) << #expr << ": " << _s; \
-  } while (0)
+// The shared assertion (common/status_test_util.h) under the short name these tests use.
+#define ASSERT_OK(expr) BASALT_ASSERT_OK(expr)
 
 constexpr absl::Duration kTimeout = absl::Seconds(60);
 
@@ -49,7 +47,7 @@ class ClusterSmokeTest : public ::testing::Test {
 
   void TearDown() override {
     if (cluster_ != nullptr) {
-      EXPECT_TRUE(cluster_->CheckNoDaemonDied().ok()) << cluster_->CheckNoDaemonDied();
+      BASALT_EXPECT_OK(cluster_->CheckNoDaemonDied()) << cluster_->CheckNoDaemonDied();
       if (HasFailure()) cluster_->set_keep_root_dir(true);
       cluster_.reset();
     }
@@ -67,12 +65,12 @@ class ClusterSmokeTest : public ::testing::Test {
   void StartCluster(ExternalMiniClusterOptions o = Options()) {
     cluster_ = std::make_unique<ExternalMiniCluster>(std::move(o));
     absl::Status s = cluster_->Start();
-    ASSERT_TRUE(s.ok()) << s;
+    BASALT_ASSERT_OK(s);
   }
 
   std::unique_ptr<TestTable> CreateTable(const TestTableSpec& spec) {
     auto table = TestTable::Create(cluster_.get(), spec, kTimeout);
-    EXPECT_TRUE(table.ok()) << table.status();
+    BASALT_EXPECT_OK(table);
     return table.ok() ? *std::move(table) : nullptr;
   }
 
@@ -90,13 +88,13 @@ class ClusterSmokeTest : public ::testing::Test {
         return *rows == expected ? absl::OkStatus()
                                  : absl::UnavailableError(RowsDiff(*rows, expected));
       });
-      ASSERT_TRUE(s.ok()) << s;
+      BASALT_ASSERT_OK(s);
     }
   }
 
   void ExpectAllRows(TestTable* table, const std::vector<TestRow>& want) {
     auto rows = table->ScanAll(kTimeout);
-    ASSERT_TRUE(rows.ok()) << rows.status();
+    BASALT_ASSERT_OK(rows);
     EXPECT_TRUE(*rows == want) << RowsDiff(*rows, want);
   }
 
@@ -180,9 +178,9 @@ TEST_F(ClusterSmokeTest, CreateTableWriteAndScan) {
   std::vector<std::pair<uint64_t, pb::ChecksumResponsePB>> at_leader;
   for (size_t t = 0; t < table->tablets().size(); ++t) {
     auto leader = table->LeaderOf(static_cast<int>(t), kTimeout);
-    ASSERT_TRUE(leader.ok()) << leader.status();
+    BASALT_ASSERT_OK(leader);
     auto sum = ChecksumReplica(cluster_.get(), *leader, table->tablets()[t].tablet_id, 0);
-    ASSERT_TRUE(sum.ok()) << sum.status();
+    BASALT_ASSERT_OK(sum);
     at_leader.emplace_back(sum->snap_timestamp(), *sum);
   }
   ASSERT_OK(table->Write(RowOperationType::kUpsert, MakeRows(0, 300, /*version=*/1), kTimeout));
@@ -213,13 +211,13 @@ TEST_F(ClusterSmokeTest, KilledLeaderIsReplacedAndRejoinsAfterRestart) {
   ASSERT_OK(table->Write(RowOperationType::kInsert, rows, kTimeout));
 
   auto first = cluster_->WaitForTabletLeader(table->tablets()[0].tablet_id, kTimeout);
-  ASSERT_TRUE(first.ok()) << first.status();
+  BASALT_ASSERT_OK(first);
   const int victim = first->ts_index;
   // Every tablet the victim leads, with its term.
   std::vector<std::pair<std::string, uint64_t>> led;
   for (const auto& t : table->tablets()) {
     auto leader = cluster_->WaitForTabletLeader(t.tablet_id, kTimeout);
-    ASSERT_TRUE(leader.ok()) << leader.status();
+    BASALT_ASSERT_OK(leader);
     if (leader->ts_index == victim) led.emplace_back(t.tablet_id, leader->term);
   }
   ASSERT_FALSE(led.empty());
@@ -228,7 +226,7 @@ TEST_F(ClusterSmokeTest, KilledLeaderIsReplacedAndRejoinsAfterRestart) {
   cluster_->tablet_server(victim)->Kill();
   for (const auto& [tablet_id, term] : led) {
     auto leader = cluster_->WaitForTabletLeader(tablet_id, kTimeout, term + 1, victim);
-    ASSERT_TRUE(leader.ok()) << leader.status();
+    BASALT_ASSERT_OK(leader);
   }
   LOG(INFO) << "new leaders elected " << absl::FormatDuration(absl::Now() - kill_time)
             << " after kill -9";
@@ -255,7 +253,7 @@ TEST_F(ClusterSmokeTest, PausedFollowerDoesNotDisruptTheLeader) {
   ASSERT_OK(table->Write(RowOperationType::kInsert, rows, kTimeout));
   const std::string tablet_id = table->tablets()[0].tablet_id;
   auto leader = cluster_->WaitForTabletLeader(tablet_id, kTimeout);
-  ASSERT_TRUE(leader.ok()) << leader.status();
+  BASALT_ASSERT_OK(leader);
   int follower = -1;
   for (const std::string& uuid : table->tablets()[0].replica_uuids) {
     int idx = cluster_->TabletServerIndexByUuid(uuid);
@@ -282,7 +280,7 @@ TEST_F(ClusterSmokeTest, PausedFollowerDoesNotDisruptTheLeader) {
 
   WaitForReplicasToMatch(table.get(), follower, rows);
   auto after = cluster_->FindTabletLeader(tablet_id);
-  ASSERT_TRUE(after.ok()) << after.status();
+  BASALT_ASSERT_OK(after);
   EXPECT_EQ(after->ts_index, leader->ts_index);
   EXPECT_EQ(after->term, leader->term) << "the resumed follower disrupted the leader";
   std::vector<TestRow> last = MakeRows(next_key, 10);  // Both tablets again.
@@ -314,7 +312,7 @@ TEST_F(ClusterSmokeTest, RowsSurviveRestartingEveryProcess) {
   ExpectAllRows(table.get(), rows);
   // The catalog survived too: the master still knows the table and its tablets.
   auto locs = table->LoadLocations();
-  ASSERT_TRUE(locs.ok()) << locs.status();
+  BASALT_ASSERT_OK(locs);
   EXPECT_EQ(locs->tablet_locations_size(), 4);
 }
 
@@ -469,7 +467,7 @@ TEST_F(ClusterSmokeTest, MalformedRequestsGetClearErrorsAndDaemonsKeepServing) {
   std::vector<TestRow> rows = MakeRows(0, 20);
   ASSERT_OK(table->Write(RowOperationType::kUpsert, rows, kTimeout));
   auto all = table->ScanAll(kTimeout);
-  ASSERT_TRUE(all.ok()) << all.status();
+  BASALT_ASSERT_OK(all);
   // The fuzzed writes may have inserted a few other keys; the upserted ones must be exact.
   std::vector<TestRow> upserted;
   for (const TestRow& r : *all) {

@@ -12,6 +12,7 @@
 #include "common/env.h"
 #include "common/strings.h"
 #include "testing/external_mini_cluster.h"
+#include "common/status_test_util.h"
 
 namespace basalt::cluster_test {
 namespace {
@@ -19,7 +20,7 @@ namespace {
 TEST(ExampleTest, BasicExampleRunsAgainstALocalCluster) {
   ExternalMiniCluster cluster;
   absl::Status s = cluster.Start();
-  ASSERT_TRUE(s.ok()) << s;
+  BASALT_ASSERT_OK(s);
 
   const std::string exe = JoinPath(ExternalMiniCluster::ResolveBinDir(""), "basic_example");
   const std::string log = JoinPath(cluster.root_dir(), "basic_example.log");
@@ -30,7 +31,7 @@ TEST(ExampleTest, BasicExampleRunsAgainstALocalCluster) {
   ReadFileToString(Env::Default(), log, &output).IgnoreError();
   ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << cmd << " failed:\n" << output;
   EXPECT_NE(output.find("596 rows"), std::string::npos) << output;
-  EXPECT_TRUE(cluster.CheckNoDaemonDied().ok());
+  BASALT_EXPECT_OK(cluster.CheckNoDaemonDied());
 }
 
 }  // namespace

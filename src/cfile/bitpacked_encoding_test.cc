@@ -8,6 +8,7 @@
 #include "cfile/bitshuffle_encoding.h"
 #include "common/random.h"
 #include "gtest/gtest.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -66,7 +67,7 @@ TEST(BitPackingTest, DecodesTheSameWithEitherIsa) {
   for (auto isa : {bitpacking::UnpackIsa::kPortable, bitpacking::BestSupportedUnpackIsa()}) {
     bitpacking::SetUnpackIsaForTesting(isa);
     BitPackedPageDecoder<int64_t> d;
-    ASSERT_TRUE(d.Init(page).ok());
+    BASALT_ASSERT_OK(d.Init(page));
     std::vector<int64_t> out(v.size());
     ASSERT_EQ(d.DecodeRaw(v.size(), out.data()), v.size());
     EXPECT_EQ(out, v);
@@ -124,11 +125,11 @@ TEST(BitPackedDecoderTest, LazyWalkReportsACorruptBlockWhenReached) {
   EXPECT_TRUE(absl::IsDataLoss(s)) << s;
 
   BitPackedPageDecoder<int64_t> lazy(Validation::kOnFirstUse);
-  ASSERT_TRUE(lazy.Init(page).ok());
+  BASALT_ASSERT_OK(lazy.Init(page));
   ASSERT_EQ(lazy.count(), 1000u);
   std::vector<int64_t> out(1000, -1);
   absl::StatusOr<size_t> k = lazy.DecodeValues(7 * 128, out.data());
-  ASSERT_TRUE(k.ok()) << k.status();
+  BASALT_ASSERT_OK(k);
   ASSERT_EQ(*k, 7u * 128);
   for (size_t i = 0; i < *k; i++) ASSERT_EQ(out[i], static_cast<int64_t>(i));
   for (int attempt = 0; attempt < 2; attempt++) {  // The error sticks.
@@ -139,12 +140,12 @@ TEST(BitPackedDecoderTest, LazyWalkReportsACorruptBlockWhenReached) {
   // The good blocks stay decodable, by position and by value.
   lazy.SeekToPositionInPage(300);
   k = lazy.DecodeValues(3, out.data());
-  ASSERT_TRUE(k.ok());
+  BASALT_ASSERT_OK(k);
   EXPECT_EQ(out[0], 300);
   EXPECT_EQ(out[2], 302);
   bool exact = false;
   const int64_t target = 500;
-  ASSERT_TRUE(lazy.SeekAtOrAfterValue(&target, &exact).ok());
+  BASALT_ASSERT_OK(lazy.SeekAtOrAfterValue(&target, &exact));
   EXPECT_TRUE(exact);
   EXPECT_EQ(lazy.position(), 500u);
   const int64_t in_bad_block = 990;
@@ -171,15 +172,15 @@ TEST(BitPackedDecoderTest, PageSizeChecks) {
         EXPECT_TRUE(absl::IsDataLoss(s)) << s;
         continue;
       }
-      ASSERT_TRUE(s.ok()) << s;
+      BASALT_ASSERT_OK(s);
       std::vector<int64_t> out(1000);
       absl::StatusOr<size_t> k = d.DecodeValues(1000, out.data());
       EXPECT_TRUE(absl::IsDataLoss(k.status())) << k.status();
     }
-    ASSERT_TRUE(d.Init(good).ok());
+    BASALT_ASSERT_OK(d.Init(good));
     std::vector<int64_t> out(1000);
     absl::StatusOr<size_t> k = d.DecodeValues(1000, out.data());
-    ASSERT_TRUE(k.ok()) << k.status();
+    BASALT_ASSERT_OK(k);
     EXPECT_EQ(*k, 1000u);
     EXPECT_EQ(out[999], 999);
   }
@@ -199,8 +200,8 @@ TEST(BitPackedDecoderTest, LazyAndEagerDecodeTheSame) {
   const std::string page(builder.Finish());
   BitPackedPageDecoder<int32_t> lazy(Validation::kOnFirstUse);
   BitPackedPageDecoder<int32_t> eager(Validation::kAtInit);
-  ASSERT_TRUE(lazy.Init(page).ok());
-  ASSERT_TRUE(eager.Init(page).ok());
+  BASALT_ASSERT_OK(lazy.Init(page));
+  BASALT_ASSERT_OK(eager.Init(page));
   std::vector<int32_t> a(400), b(400);
   for (int i = 0; i < 200; i++) {
     const size_t pos = rng.Uniform(values.size() + 1);
@@ -208,7 +209,7 @@ TEST(BitPackedDecoderTest, LazyAndEagerDecodeTheSame) {
     lazy.SeekToPositionInPage(pos);
     eager.SeekToPositionInPage(pos);
     absl::StatusOr<size_t> ka = lazy.DecodeValues(n, a.data());
-    ASSERT_TRUE(ka.ok()) << ka.status();
+    BASALT_ASSERT_OK(ka);
     const size_t kb = eager.DecodeRaw(n, b.data());
     ASSERT_EQ(*ka, std::min(n, values.size() - pos));
     ASSERT_EQ(kb, *ka);

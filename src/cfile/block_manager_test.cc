@@ -15,6 +15,7 @@
 #include "common/strings.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -99,21 +100,21 @@ TEST(BlockManagerTest, WriteReadListDelete) {
             JoinPath(JoinPath("/data/blocks", id_a.ToString().substr(14)), id_a.ToString()));
 
   auto reader = bm->OpenBlock(id_a);
-  ASSERT_TRUE(reader.ok()) << reader.status();
+  BASALT_ASSERT_OK(reader);
   EXPECT_EQ((*reader)->size(), a.size());
   std::string part;
-  ASSERT_TRUE((*reader)->ReadAt(4000, 1000, &part).ok());
+  BASALT_ASSERT_OK((*reader)->ReadAt(4000, 1000, &part));
   EXPECT_EQ(part, a.substr(4000));
-  ASSERT_TRUE((*reader)->ReadAt(5000, 0, &part).ok());
+  BASALT_ASSERT_OK((*reader)->ReadAt(5000, 0, &part));
   EXPECT_EQ(part, "");
 
-  ASSERT_TRUE(bm->DeleteBlock(id_a).ok());
+  BASALT_ASSERT_OK(bm->DeleteBlock(id_a));
   EXPECT_FALSE(bm->BlockExists(id_a));
   EXPECT_EQ(bm->OpenBlock(id_a).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(bm->DeleteBlock(id_a).code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(*bm->ListBlocks(), std::vector<BlockId>{id_b});
   // An open reader keeps reading a deleted block.
-  ASSERT_TRUE((*reader)->ReadAt(0, 10, &part).ok());
+  BASALT_ASSERT_OK((*reader)->ReadAt(0, 10, &part));
   EXPECT_EQ(part, a.substr(0, 10));
 }
 
@@ -135,24 +136,24 @@ TEST(BlockManagerTest, AbortAndDestructorRemoveTheTempFile) {
   auto bm = OpenOrDie(&env);
   {
     auto block = *bm->CreateBlock();
-    ASSERT_TRUE(block->Append("abc").ok());
+    BASALT_ASSERT_OK(block->Append("abc"));
     EXPECT_EQ(block->bytes_written(), 3u);
     EXPECT_TRUE(HasTempFiles(&env));
-    ASSERT_TRUE(block->Abort().ok());
+    BASALT_ASSERT_OK(block->Abort());
     EXPECT_FALSE(HasTempFiles(&env));
-    EXPECT_TRUE(block->Abort().ok());
+    BASALT_EXPECT_OK(block->Abort());
     EXPECT_EQ(block->Append("x").code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_EQ(block->Finalize().code(), absl::StatusCode::kFailedPrecondition);
   }
   {
     auto block = *bm->CreateBlock();
-    ASSERT_TRUE(block->Append("abc").ok());
+    BASALT_ASSERT_OK(block->Append("abc"));
   }  // Destroyed unfinished.
   EXPECT_FALSE(HasTempFiles(&env));
   EXPECT_TRUE(bm->ListBlocks()->empty());
 
   auto block = *bm->CreateBlock();
-  ASSERT_TRUE(block->Finalize().ok());
+  BASALT_ASSERT_OK(block->Finalize());
   EXPECT_EQ(block->Append("x").code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(block->Abort().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(ReadBlock(bm.get(), block->id()), "");  // An empty block is valid.
@@ -163,7 +164,7 @@ TEST(BlockManagerTest, SecondOpenOfTheSameDirectoryIsUnavailable) {
   auto bm = OpenOrDie(&env);
   EXPECT_EQ(BlockManager::Open(&env, kDataDir).status().code(), absl::StatusCode::kUnavailable);
   bm.reset();
-  EXPECT_TRUE(BlockManager::Open(&env, kDataDir).ok());
+  BASALT_EXPECT_OK(BlockManager::Open(&env, kDataDir));
 }
 
 // OpenBlockReadOnly reads a finalized block next to an open manager (which holds the lock) and
@@ -180,10 +181,10 @@ TEST(BlockManagerTest, OpenBlockReadOnlyNeitherLocksNorWrites) {
   };
   auto check_read = [&] {
     auto block = BlockManager::OpenBlockReadOnly(&env, kDataDir, id);
-    ASSERT_TRUE(block.ok()) << block.status();
+    BASALT_ASSERT_OK(block);
     EXPECT_EQ((*block)->id(), id);
     std::string data;
-    ASSERT_TRUE((*block)->ReadAt(0, (*block)->size(), &data).ok());
+    BASALT_ASSERT_OK((*block)->ReadAt(0, (*block)->size(), &data));
     EXPECT_EQ(data, "read me");
     EXPECT_EQ((*block)->ReadAt(5, 10, &data).code(), absl::StatusCode::kDataLoss);
   };
@@ -196,7 +197,7 @@ TEST(BlockManagerTest, OpenBlockReadOnlyNeitherLocksNorWrites) {
   EXPECT_EQ(BlockManager::Open(&env, kDataDir).status().code(), absl::StatusCode::kUnavailable);
   // With a block being written: its temporary file (which Open() would delete) stays.
   auto pending = *bm->CreateBlock();
-  ASSERT_TRUE(pending->Append("tmp").ok());
+  BASALT_ASSERT_OK(pending->Append("tmp"));
   files = AllFiles(&env, kDataDir);
   check_read();
   EXPECT_EQ(AllFiles(&env, kDataDir), files);
@@ -219,8 +220,8 @@ TEST(BlockManagerTest, OpenRemovesTempFilesAndKeepsUnknownFiles) {
   bm.reset();
   // What a crash in the middle of writing leaves behind, plus a stray file.
   const std::string tmp = "/data/blocks/07/0000010000000007.tmp";
-  ASSERT_TRUE(WriteStringToFile(&env, tmp, "partial", false).ok());
-  ASSERT_TRUE(WriteStringToFile(&env, "/data/blocks/07/README", "x", false).ok());
+  BASALT_ASSERT_OK(WriteStringToFile(&env, tmp, "partial", false));
+  BASALT_ASSERT_OK(WriteStringToFile(&env, "/data/blocks/07/README", "x", false));
   bm = OpenOrDie(&env);
   EXPECT_FALSE(env.FileExists(tmp));
   EXPECT_TRUE(env.FileExists("/data/blocks/07/README"));
@@ -239,9 +240,9 @@ TEST(BlockManagerTest, IdsAreNeverReusedAcrossRestartsEvenAfterDeletes) {
       auto block = *bm->CreateBlock();
       EXPECT_TRUE(seen.insert(block->id()).second) << block->id().ToString();
       if (i % 2 == 0) {
-        ASSERT_TRUE(block->Finalize().ok());
+        BASALT_ASSERT_OK(block->Finalize());
         if (round % 2 == 1) {
-          ASSERT_TRUE(bm->DeleteBlock(block->id()).ok());  // Delete them all.
+          BASALT_ASSERT_OK(bm->DeleteBlock(block->id()));  // Delete them all.
         }
       }
     }
@@ -255,7 +256,7 @@ TEST(BlockManagerTest, EpochSurvivesLossOfTheEpochFile) {
     auto bm = OpenOrDie(&env);
     last = WriteBlock(bm.get(), "x");
   }
-  ASSERT_TRUE(env.DeleteFile("/data/blocks/EPOCH").ok());
+  BASALT_ASSERT_OK(env.DeleteFile("/data/blocks/EPOCH"));
   auto bm = OpenOrDie(&env);
   EXPECT_GT(bm->epoch(), last.value() >> BlockManager::kCounterBits);
   EXPECT_GT((*bm->CreateBlock())->id(), last);
@@ -265,7 +266,7 @@ TEST(BlockManagerTest, CorruptEpochFileIsDataLoss) {
   MemoryEnv env;
   OpenOrDie(&env).reset();
   std::string epoch;
-  ASSERT_TRUE(ReadFileToString(&env, "/data/blocks/EPOCH", &epoch).ok());
+  BASALT_ASSERT_OK(ReadFileToString(&env, "/data/blocks/EPOCH", &epoch));
   ASSERT_EQ(epoch.size(), 12u);
   for (size_t i = 0; i <= epoch.size(); ++i) {
     std::string bad = epoch;
@@ -274,7 +275,7 @@ TEST(BlockManagerTest, CorruptEpochFileIsDataLoss) {
     } else {
       bad.pop_back();  // Truncated.
     }
-    ASSERT_TRUE(WriteStringToFile(&env, "/data/blocks/EPOCH", bad, false).ok());
+    BASALT_ASSERT_OK(WriteStringToFile(&env, "/data/blocks/EPOCH", bad, false));
     absl::Status s = BlockManager::Open(&env, kDataDir).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << i << " " << s;
     EXPECT_NE(s.message().find("EPOCH"), absl::string_view::npos) << s;
@@ -289,11 +290,11 @@ TEST(BlockManagerTest, FinalizeBlocksBatchesDirectorySyncs) {
   std::vector<WritableBlock*> ptrs;
   for (int i = 0; i < 3; ++i) {
     blocks.push_back(*bm->CreateBlock());
-    ASSERT_TRUE(blocks.back()->Append(std::string(10 + i, 'a' + i)).ok());
+    BASALT_ASSERT_OK(blocks.back()->Append(std::string(10 + i, 'a' + i)));
     ptrs.push_back(blocks.back().get());
   }
   const int64_t before = env.num_sync_points();
-  ASSERT_TRUE(bm->FinalizeBlocks(ptrs).ok());
+  BASALT_ASSERT_OK(bm->FinalizeBlocks(ptrs));
   // One sync per file, one per distinct subdirectory (consecutive ids: 3 subdirectories).
   EXPECT_EQ(env.num_sync_points() - before, 6);
   for (int i = 0; i < 3; ++i) {
@@ -318,7 +319,7 @@ TEST(BlockManagerTest, InjectedErrorsLeaveNoBlockBehind) {
     EXPECT_FALSE(bm->BlockExists(block->id()));
     EXPECT_FALSE(HasTempFiles(&env));
     EXPECT_TRUE(bm->ListBlocks()->empty());
-    EXPECT_TRUE(block->Abort().ok());
+    BASALT_EXPECT_OK(block->Abort());
   }
 }
 
@@ -352,7 +353,7 @@ void CrashWhileFinalizing(int num_blocks, int64_t crash_at, int64_t* sync_points
   for (WritableBlock* b : ptrs) ids.push_back(b->id());
   blocks.clear();
   bm.reset();
-  ASSERT_TRUE(env.DropUnsyncedData().ok());
+  BASALT_ASSERT_OK(env.DropUnsyncedData());
 
   bm = OpenOrDie(&env);
   EXPECT_FALSE(HasTempFiles(&env));
@@ -395,10 +396,10 @@ TEST(BlockManagerTest, CrashDuringOpenOfAFreshDirectoryRecovers) {
     SCOPED_TRACE(k);
     MemoryEnv mem;
     FaultInjectionEnv env(&mem);
-    ASSERT_TRUE(mem.CreateDirs(kDataDir).ok());
+    BASALT_ASSERT_OK(mem.CreateDirs(kDataDir));
     env.SetCrashAtSyncPoint(k);
     (void)BlockManager::Open(&env, kDataDir);
-    ASSERT_TRUE(env.DropUnsyncedData().ok());
+    BASALT_ASSERT_OK(env.DropUnsyncedData());
     auto bm = OpenOrDie(&env);
     const BlockId id = WriteBlock(bm.get(), "after");
     EXPECT_EQ(ReadBlock(bm.get(), id), "after");
@@ -411,9 +412,9 @@ TEST(BlockManagerTest, UnsyncedDeleteMayBeUndoneButNeverLeavesAPartialBlock) {
   auto bm = OpenOrDie(&env);
   const std::string data(4096, 'd');
   const BlockId id = WriteBlock(bm.get(), data);
-  ASSERT_TRUE(bm->DeleteBlock(id).ok());
+  BASALT_ASSERT_OK(bm->DeleteBlock(id));
   bm.reset();
-  ASSERT_TRUE(env.DropUnsyncedData().ok());
+  BASALT_ASSERT_OK(env.DropUnsyncedData());
   bm = OpenOrDie(&env);
   ASSERT_EQ(*bm->ListBlocks(), std::vector<BlockId>{id});  // An orphan for GC.
   EXPECT_EQ(ReadBlock(bm.get(), id), data);
@@ -425,13 +426,13 @@ TEST(BlockManagerTest, WorksOnThePosixEnv) {
       JoinPath(testing::TempDir(), StrCat("block_manager_test_", getpid(), "_", time(nullptr)));
   {
     auto bm = BlockManager::Open(env, dir);
-    ASSERT_TRUE(bm.ok()) << bm.status();
+    BASALT_ASSERT_OK(bm);
     EXPECT_EQ(BlockManager::Open(env, dir).status().code(), absl::StatusCode::kUnavailable);
     const BlockId id = WriteBlock(bm->get(), "posix block");
     EXPECT_EQ(ReadBlock(bm->get(), id), "posix block");
     EXPECT_EQ(*(*bm)->ListBlocks(), std::vector<BlockId>{id});
   }
-  ASSERT_TRUE(env->DeleteDirRecursively(dir).ok());
+  BASALT_ASSERT_OK(env->DeleteDirRecursively(dir));
 }
 
 }  // namespace

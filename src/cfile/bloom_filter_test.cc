@@ -9,6 +9,7 @@
 #include "common/strings.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -93,7 +94,7 @@ void MeasureFpr(int64_t num_keys, double fpr) {
   Random rng(SeedFromEnvOrTime());
   const int64_t first = static_cast<int64_t>(rng.Next64() >> 2);
   auto filter = BloomFilter::Parse(BuildInt64Filter(first, num_keys, fpr), "test");
-  ASSERT_TRUE(filter.ok()) << filter.status();
+  BASALT_ASSERT_OK(filter);
   for (int64_t i = 0; i < num_keys; ++i) {
     ASSERT_TRUE(filter->MayContain(Int64Key(first + i))) << "false negative for " << first + i;
   }
@@ -122,11 +123,11 @@ TEST(BloomFilterTest, PagedProbesMatchTheInMemoryFilter) {
   const std::string_view all(bytes);
   auto num_pages = BloomFilterLayout::ParseNumPages(all.substr(all.size() - kBloomTrailerSize),
                                                     all.size(), "paged");
-  ASSERT_TRUE(num_pages.ok()) << num_pages.status();
+  BASALT_ASSERT_OK(num_pages);
   EXPECT_GT(*num_pages, 1u);
   auto layout = BloomFilterLayout::Parse(
       all.substr(all.size() - BloomFilterLayout::TailSize(*num_pages)), all.size(), "paged");
-  ASSERT_TRUE(layout.ok()) << layout.status();
+  BASALT_ASSERT_OK(layout);
   EXPECT_EQ(layout->num_keys(), 20000u);
   std::vector<int> pages_hit(*num_pages);
   for (int i = 0; i < 100000; ++i) {
@@ -136,7 +137,7 @@ TEST(BloomFilterTest, PagedProbesMatchTheInMemoryFilter) {
     ++pages_hit[page];
     const std::string_view page_bytes =
         all.substr(BloomFilterLayout::PageOffset(page), kBloomPageSize);
-    ASSERT_TRUE(layout->VerifyPage(page, page_bytes).ok());
+    BASALT_ASSERT_OK(layout->VerifyPage(page, page_bytes));
     EXPECT_EQ(layout->PageMayContain(page_bytes, hash), filter.MayContainHash(hash));
   }
   for (int hits : pages_hit) EXPECT_GT(hits, 0);  // Probes spread over every page.
@@ -154,7 +155,7 @@ TEST(BloomFilterTest, MoreKeysThanExpectedStillHasNoFalseNegatives) {
 TEST(BloomFilterTest, CorruptionIsDataLossNamingTheFilter) {
   Random rng(SeedFromEnvOrTime());
   const std::string good = BuildInt64Filter(0, 5000, 0.0001);
-  ASSERT_TRUE(BloomFilter::Parse(good, "f").ok());
+  BASALT_ASSERT_OK(BloomFilter::Parse(good, "f"));
   auto expect_corrupt = [](std::string bad, std::string_view what) {
     auto parsed = BloomFilter::Parse(std::move(bad), "block 00ab bloom");
     ASSERT_FALSE(parsed.ok()) << what;

@@ -14,6 +14,7 @@
 #include "common/strings.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
+#include "common/status_test_util.h"
 
 namespace basalt::cfile_test {
 namespace {
@@ -113,7 +114,7 @@ class CFileCorruptionTest : public CFileTestBase {
     o.is_key = spec.is_key;
     o.storage = {spec.encoding, spec.codec, 256};
     const BlockId good = WriteColumn(o, col, &rng);
-    ASSERT_TRUE(ReadEverything(good, spec, col).ok());
+    BASALT_ASSERT_OK(ReadEverything(good, spec, col));
     const std::string bytes = ReadAll(good);
     SCOPED_TRACE(StrCat(DataTypeName(spec.type), " ", EncodingTypeName(spec.encoding), " ",
                         CompressionTypeName(spec.codec), " size ", bytes.size()));
@@ -132,7 +133,7 @@ class CFileCorruptionTest : public CFileTestBase {
         const BlockId id = WriteBytes(bad);
         const absl::Status s = ReadEverything(id, spec, col);
         ExpectCleanError(s, id, StrCat("mode ", mode, " at ", p), checksums);
-        ASSERT_TRUE(bm_->DeleteBlock(id).ok());
+        BASALT_ASSERT_OK(bm_->DeleteBlock(id));
         if (HasFailure()) return;
       }
     }

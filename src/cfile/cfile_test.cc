@@ -22,6 +22,7 @@
 #include "common/strings.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
+#include "common/status_test_util.h"
 
 namespace basalt::cfile_test {
 namespace {
@@ -92,7 +93,7 @@ class CFileTest : public CFileTestBase {
     const BlockId id = WriteColumn(options, col, rng);
     BlockCache cache(64 << 20);
     auto reader_or = OpenFile(id, &cache);
-    ASSERT_TRUE(reader_or.ok()) << reader_or.status();
+    BASALT_ASSERT_OK(reader_or);
     CFileReader* reader = reader_or->get();
     EXPECT_EQ(reader->type(), options.type);
     EXPECT_EQ(reader->type_attributes(), options.type_attributes);
@@ -107,11 +108,11 @@ class CFileTest : public CFileTestBase {
     auto it = reader->NewIterator();
     for (int i = 0; i < 20 && col.size() > 0; ++i) {
       const size_t row = rng->Uniform(col.size() + 1);
-      ASSERT_TRUE(it->SeekToOrdinal(row).ok());
+      BASALT_ASSERT_OK(it->SeekToOrdinal(row));
       const size_t n = 1 + rng->Uniform(40);
       ColumnBlockBuffer buf(options.type, n, true);
       size_t got = 0;
-      ASSERT_TRUE(it->Scan(n, buf.block(), &got).ok());
+      BASALT_ASSERT_OK(it->Scan(n, buf.block(), &got));
       ASSERT_EQ(got, std::min(n, col.size() - row));
       ASSERT_NO_FATAL_FAILURE(ExpectRows(col, row, buf.block_ref(), got));
     }
@@ -120,7 +121,7 @@ class CFileTest : public CFileTestBase {
     auto it2 = reader->NewIterator();
     ColumnBlockBuffer all(options.type, std::max<size_t>(col.size(), 1), true);
     size_t got = 0;
-    ASSERT_TRUE(it2->Scan(col.size(), all.block(), &got).ok());
+    BASALT_ASSERT_OK(it2->Scan(col.size(), all.block(), &got));
     ASSERT_NO_FATAL_FAILURE(ExpectRows(col, 0, all.block_ref(), got));
     EXPECT_EQ(it2->stats().pages_from_disk, 0);
     EXPECT_EQ(it2->stats().pages_read, static_cast<int64_t>(reader->num_pages()));
@@ -176,7 +177,7 @@ TEST_F(CFileTest, WriterRejectsBadInput) {
   {
     CFileWriter w(Options(DataType::kInt32, EncodingType::kPlain, CompressionType::kNone, false),
                   bm_->CreateBlock().value());
-    ASSERT_TRUE(w.Start().ok());
+    BASALT_ASSERT_OK(w.Start());
     int32_t v[2] = {1, 2};
     uint8_t nulls = 1;
     EXPECT_EQ(w.AppendValues(v, &nulls, 2).code(), absl::StatusCode::kInvalidArgument);
@@ -186,7 +187,7 @@ TEST_F(CFileTest, WriterRejectsBadInput) {
         Options(DataType::kInt32, EncodingType::kPlain, CompressionType::kNone, false);
     o.is_key = true;
     CFileWriter w(o, bm_->CreateBlock().value());
-    ASSERT_TRUE(w.Start().ok());
+    BASALT_ASSERT_OK(w.Start());
     int32_t v[3] = {1, 3, 2};
     EXPECT_EQ(w.AppendValues(v, nullptr, 3).code(), absl::StatusCode::kInvalidArgument);
   }
@@ -237,18 +238,18 @@ TEST_F(CFileTest, SeekAtOrAfterInKeyFiles) {
           EXPECT_FALSE(it->HasNext());
           continue;
         }
-        ASSERT_TRUE(s.ok()) << s;
+        BASALT_ASSERT_OK(s);
         ASSERT_EQ(it->ordinal(), want);
         EXPECT_EQ(exact, ti.Compare(col.cell(want), key) == 0);
         std::string encoded;
         EncodeKeyCell(type, key, /*is_last=*/true, &encoded);
         bool exact2 = false;
-        ASSERT_TRUE(it->SeekAtOrAfterEncoded(encoded, &exact2).ok());
+        BASALT_ASSERT_OK(it->SeekAtOrAfterEncoded(encoded, &exact2));
         ASSERT_EQ(it->ordinal(), want);
         EXPECT_EQ(exact2, exact);
         ColumnBlockBuffer buf(type, 5, true);
         size_t got = 0;
-        ASSERT_TRUE(it->Scan(5, buf.block(), &got).ok());
+        BASALT_ASSERT_OK(it->Scan(5, buf.block(), &got));
         ASSERT_NO_FATAL_FAILURE(ExpectRows(col, want, buf.block_ref(), got));
       }
     }
@@ -272,7 +273,7 @@ TEST_F(CFileTest, KeyFilePagesAreBoundedInRows) {
   auto it = reader->NewIterator();
   bool exact = false;
   const int32_t key = 150001;
-  ASSERT_TRUE(it->SeekAtOrAfter(&key, &exact).ok());
+  BASALT_ASSERT_OK(it->SeekAtOrAfter(&key, &exact));
   EXPECT_TRUE(exact);
   EXPECT_EQ(it->ordinal(), 150001u);
   EXPECT_EQ(it->stats().pages_decoded, 1);
@@ -336,7 +337,7 @@ TEST_F(CFileTest, ScanWithPredicateMatchesModel) {
         SCOPED_TRACE(pred.ToString());
         auto it = reader->NewIterator();
         const size_t start = rng.Uniform(col.size());
-        ASSERT_TRUE(it->SeekToOrdinal(start).ok());
+        BASALT_ASSERT_OK(it->SeekToOrdinal(start));
         const size_t n = 1 + rng.Uniform(col.size());
         std::vector<uint8_t> sel(BitmapSize(n) + 1, 0xff);
         ColumnBlockBuffer buf(type, n, true);
@@ -344,7 +345,7 @@ TEST_F(CFileTest, ScanWithPredicateMatchesModel) {
         size_t got = 0;
         absl::Status s =
             it->ScanWithPredicate(pred, n, sel.data(), materialize ? buf.block() : nullptr, &got);
-        ASSERT_TRUE(s.ok()) << s;
+        BASALT_ASSERT_OK(s);
         ASSERT_EQ(got, std::min(n, col.size() - start));
         const bool value_pred =
             pred.kind() != PredicateKind::kIsNull && pred.kind() != PredicateKind::kIsNotNull;
@@ -390,7 +391,7 @@ TEST_F(CFileTest, ZoneMapsSkipPagesWithoutDecoding) {
   auto it = reader->NewIterator();
   std::vector<uint8_t> sel(BitmapSize(n), 0xff);
   size_t got = 0;
-  ASSERT_TRUE(it->ScanWithPredicate(pred, n, sel.data(), nullptr, &got).ok());
+  BASALT_ASSERT_OK(it->ScanWithPredicate(pred, n, sel.data(), nullptr, &got));
   ASSERT_EQ(got, n);
   for (size_t i = 0; i < n; ++i) {
     ASSERT_EQ(BitmapTest(sel.data(), i), i >= 50000 && i < 50100) << i;
@@ -420,13 +421,13 @@ TEST_F(CFileTest, ZoneMapsOrderNaNLikePredicates) {
   auto it = reader->NewIterator();
   std::vector<uint8_t> sel(BitmapSize(n), 0xff);
   size_t got = 0;
-  ASSERT_TRUE(it->ScanWithPredicate(finite, n, sel.data(), nullptr, &got).ok());
+  BASALT_ASSERT_OK(it->ScanWithPredicate(finite, n, sel.data(), nullptr, &got));
   for (size_t i = 0; i < n; ++i) ASSERT_EQ(BitmapTest(sel.data(), i), i < n / 2) << i;
   EXPECT_GT(it->stats().pages_skipped, 0);
   auto high = ColumnPredicate::Range(cs, Datum::Double(1e9), std::nullopt).value();
   it = reader->NewIterator();
   std::fill(sel.begin(), sel.end(), 0xff);
-  ASSERT_TRUE(it->ScanWithPredicate(high, n, sel.data(), nullptr, &got).ok());
+  BASALT_ASSERT_OK(it->ScanWithPredicate(high, n, sel.data(), nullptr, &got));
   for (size_t i = 0; i < n; ++i) {
     ASSERT_EQ(BitmapTest(sel.data(), i), high.Evaluate(col.cell(i))) << i;
   }
@@ -450,7 +451,7 @@ TEST_F(CFileTest, DictFallbackToPlainMidFile) {
   auto it = reader->NewIterator();
   std::vector<uint8_t> sel(BitmapSize(col.size()), 0xff);
   size_t got = 0;
-  ASSERT_TRUE(it->ScanWithPredicate(pred, col.size(), sel.data(), nullptr, &got).ok());
+  BASALT_ASSERT_OK(it->ScanWithPredicate(pred, col.size(), sel.data(), nullptr, &got));
   ASSERT_EQ(got, col.size());
   for (size_t i = 0; i < col.size(); ++i) {
     ASSERT_EQ(BitmapTest(sel.data(), i), pred.Evaluate(col.is_null(i) ? nullptr : col.cell(i)))
@@ -491,23 +492,23 @@ TEST_F(CFileTest, BatchedFinalizeAndUncachedReads) {
     CFileWriter w(
         Options(DataType::kInt32, EncodingType::kBitPacked, CompressionType::kZstd, true, 512),
         bm_->CreateBlock().value());
-    ASSERT_TRUE(w.Start().ok());
+    BASALT_ASSERT_OK(w.Start());
     ColumnBlock b = *cols.back().values.buf->block();
     b.null_bitmap = cols.back().nulls.data();
-    ASSERT_TRUE(w.AppendBlock(b, cols.back().size()).ok());
+    BASALT_ASSERT_OK(w.AppendBlock(b, cols.back().size()));
     ids.push_back(w.block_id());
     blocks.push_back(w.FinishWithoutFinalize().value());
   }
   std::vector<WritableBlock*> raw;
   for (auto& b : blocks) raw.push_back(b.get());
-  ASSERT_TRUE(bm_->FinalizeBlocks(raw).ok());
+  BASALT_ASSERT_OK(bm_->FinalizeBlocks(raw));
   for (int i = 0; i < 3; ++i) {
     auto reader = OpenFile(ids[i]).value();
     ASSERT_NO_FATAL_FAILURE(ExpectScanMatches(reader.get(), cols[i], &rng));
     auto it = reader->NewIterator();
     ColumnBlockBuffer buf(DataType::kInt32, 2000, true);
     size_t got = 0;
-    ASSERT_TRUE(it->Scan(2000, buf.block(), &got).ok());
+    BASALT_ASSERT_OK(it->Scan(2000, buf.block(), &got));
     EXPECT_EQ(it->stats().pages_from_disk, static_cast<int64_t>(reader->num_pages()));
   }
 }
@@ -526,7 +527,7 @@ TEST_F(CFileTest, WriteErrorsAreReported) {
     CFileWriter w(
         Options(DataType::kInt64, EncodingType::kPlain, CompressionType::kNone, false, 256),
         std::move(block));
-    ASSERT_TRUE(w.Start().ok());
+    BASALT_ASSERT_OK(w.Start());
     Column col = MakeColumn(DataType::kInt64, 500, false, 0, &rng, false);
     absl::Status s = w.AppendValues(col.cell(0), nullptr, col.size());
     if (s.ok()) s = w.Finish();
@@ -545,10 +546,10 @@ TEST_F(CFileTest, GoldenBytes) {
   uint8_t nulls = 0b010;
   CFileWriter w(Options(DataType::kInt32, EncodingType::kPlain, CompressionType::kNone, true),
                 bm_->CreateBlock().value());
-  ASSERT_TRUE(w.Start().ok());
-  ASSERT_TRUE(w.AppendValues(cells, &nulls, 3).ok());
+  BASALT_ASSERT_OK(w.Start());
+  BASALT_ASSERT_OK(w.AppendValues(cells, &nulls, 3));
   const BlockId id = w.block_id();
-  ASSERT_TRUE(w.Finish().ok());
+  BASALT_ASSERT_OK(w.Finish());
   const std::string bytes = ReadAll(id);
   std::string hex;
   for (unsigned char c : bytes) absl::StrAppend(&hex, absl::Hex(c, absl::kZeroPad2));

@@ -17,6 +17,7 @@
 #include "common/env_memory.h"
 #include "common/random.h"
 #include "gtest/gtest.h"
+#include "common/status_test_util.h"
 
 namespace basalt::cfile_test {
 
@@ -24,8 +25,8 @@ namespace basalt::cfile_test {
 inline BlockId WriteBlockBytes(BlockManager* bm, std::string_view bytes) {
   auto block = bm->CreateBlock().value();
   const BlockId id = block->id();
-  EXPECT_TRUE(block->Append(bytes).ok());
-  EXPECT_TRUE(block->Finalize().ok());
+  BASALT_EXPECT_OK(block->Append(bytes));
+  BASALT_EXPECT_OK(block->Finalize());
   return id;
 }
 
@@ -33,7 +34,7 @@ inline BlockId WriteBlockBytes(BlockManager* bm, std::string_view bytes) {
 inline std::string ReadBlockBytes(BlockManager* bm, BlockId id) {
   auto block = bm->OpenBlock(id).value();
   std::string out;
-  EXPECT_TRUE(block->ReadAt(0, block->size(), &out).ok());
+  BASALT_EXPECT_OK(block->ReadAt(0, block->size(), &out));
   return out;
 }
 
@@ -63,7 +64,7 @@ class CFileTestBase : public ::testing::Test {
     auto block = bm_->CreateBlock().value();
     const BlockId id = block->id();
     CFileWriter writer(options, std::move(block));
-    EXPECT_TRUE(writer.Start().ok());
+    BASALT_EXPECT_OK(writer.Start());
     const ColumnBlock& b = col.values.block();
     size_t i = 0;
     std::vector<uint8_t> chunk_nulls;
@@ -73,11 +74,11 @@ class CFileTestBase : public ::testing::Test {
       for (size_t j = 0; j < n; ++j) BitmapChange(chunk_nulls.data(), j, col.is_null(i + j));
       absl::Status s =
           writer.AppendValues(b.cell(i), col.nullable ? chunk_nulls.data() : nullptr, n);
-      EXPECT_TRUE(s.ok()) << s;
+      BASALT_EXPECT_OK(s);
       i += n;
     }
     absl::Status s = writer.Finish();
-    EXPECT_TRUE(s.ok()) << s;
+    BASALT_EXPECT_OK(s);
     EXPECT_EQ(writer.num_rows(), col.size());
     return id;
   }
@@ -122,14 +123,14 @@ inline void ExpectScanMatches(CFileReader* reader, const Column& col, Random* rn
     ColumnBlockBuffer buf(reader->type(), n, true);
     size_t got = 0;
     absl::Status s = it->Scan(n, buf.block(), &got);
-    ASSERT_TRUE(s.ok()) << s;
+    BASALT_ASSERT_OK(s);
     ASSERT_EQ(got, std::min(n, col.size() - row));
     ExpectRows(col, row, buf.block_ref(), got);
     row += got;
   }
   size_t got = 1;
   ColumnBlockBuffer buf(reader->type(), 1, true);
-  ASSERT_TRUE(it->Scan(1, buf.block(), &got).ok());
+  BASALT_ASSERT_OK(it->Scan(1, buf.block(), &got));
   EXPECT_EQ(got, 0u);
 }
 

@@ -7,6 +7,7 @@
 #include "common/random.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
+#include "common/status_test_util.h"
 
 DECLARE_string(cfile_default_compression_codec);
 
@@ -50,10 +51,10 @@ class CodecTest : public testing::TestWithParam<CompressionType> {
 
   void RoundTrip(const std::string& in) {
     std::string compressed;
-    ASSERT_TRUE(codec().Compress(in, &compressed).ok());
+    BASALT_ASSERT_OK(codec().Compress(in, &compressed));
     EXPECT_LE(compressed.size(), codec().MaxCompressedLength(in.size()));
     std::string out;
-    ASSERT_TRUE(UncompressGuarded(codec(), compressed, in.size(), &out).ok());
+    BASALT_ASSERT_OK(UncompressGuarded(codec(), compressed, in.size(), &out));
     EXPECT_EQ(out, in);
   }
 
@@ -73,7 +74,7 @@ TEST_P(CodecTest, RoundTrips) {
 TEST_P(CodecTest, ShrinksCompressibleData) {
   const std::string in = Compressible(&rng_, 64 * 1024);
   std::string compressed;
-  ASSERT_TRUE(codec().Compress(in, &compressed).ok());
+  BASALT_ASSERT_OK(codec().Compress(in, &compressed));
   if (GetParam() == CompressionType::kNone) {
     EXPECT_EQ(compressed, in);
   } else {
@@ -84,7 +85,7 @@ TEST_P(CodecTest, ShrinksCompressibleData) {
 TEST_P(CodecTest, WrongLengthIsDataLoss) {
   const std::string in = Compressible(&rng_, 1000);
   std::string compressed, out;
-  ASSERT_TRUE(codec().Compress(in, &compressed).ok());
+  BASALT_ASSERT_OK(codec().Compress(in, &compressed));
   for (size_t len : {size_t{0}, size_t{999}, size_t{1001}, size_t{4000}}) {
     absl::Status s = UncompressGuarded(codec(), compressed, len, &out);
     EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << len << " " << s;
@@ -95,7 +96,7 @@ TEST_P(CodecTest, CorruptInputIsAnErrorNeverACrash) {
   // Half compressible, half random, so the stream has both matches and literals.
   const std::string in = Compressible(&rng_, 3000) + rng_.Bytes(1000);
   std::string compressed, out;
-  ASSERT_TRUE(codec().Compress(in, &compressed).ok());
+  BASALT_ASSERT_OK(codec().Compress(in, &compressed));
   int errors = 0;
   auto check = [&](const std::string& bad) {
     absl::Status s = UncompressGuarded(codec(), bad, in.size(), &out);

@@ -7,6 +7,7 @@
 #include "common/column_predicate.h"
 #include "common/random.h"
 #include "gtest/gtest.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -39,17 +40,17 @@ TEST(DictEncodingTest, PredicateOnCodesEqualsPredicateOnValues) {
   for (const ColumnPredicate& pred : preds) {
     SCOPED_TRACE(pred.ToString());
     auto prepared = decoder->PreparePredicate(pred);
-    ASSERT_TRUE(prepared.ok()) << prepared.status();
+    BASALT_ASSERT_OK(prepared);
     // Evaluate page by page at an unaligned offset, with random batch sizes.
     const size_t offset = rng.Uniform(9);
     std::vector<uint8_t> on_codes(BitmapSize(n + offset) + 8, 0xff);
     size_t at = offset;
     for (const std::string& page : pages.pages) {
-      ASSERT_TRUE(decoder->Init(page).ok());
+      BASALT_ASSERT_OK(decoder->Init(page));
       ASSERT_TRUE(decoder->CanEvaluateOnEncoded());
       while (decoder->position() < decoder->count()) {
         auto k = decoder->EvaluatePredicate(**prepared, 1 + rng.Skewed(11), on_codes.data(), at);
-        ASSERT_TRUE(k.ok()) << k.status();
+        BASALT_ASSERT_OK(k);
         at += *k;
       }
     }
@@ -87,7 +88,7 @@ TEST(DictEncodingTest, FallsBackToPlainWhenDictionaryIsFull) {
   ColumnBlockBuffer out(DataType::kBinary, n, false);
   for (size_t p = 0; p < pages.pages.size(); p++) {
     EXPECT_EQ(pages.pages[p][0], p == 0 ? 0 : 1) << "page " << p;
-    ASSERT_TRUE(decoder->Init(pages.pages[p]).ok());
+    BASALT_ASSERT_OK(decoder->Init(pages.pages[p]));
     EXPECT_EQ(decoder->CanEvaluateOnEncoded(), p == 0);
     at += *decoder->DecodeNext(n, out.block(), at);
   }
@@ -108,7 +109,7 @@ TEST(DictEncodingTest, CodesPastTheDictionaryAreDataLoss) {
   small.Add("only");
   auto dict = Dictionary::Parse(small.FinishDictionary()).value();
   auto decoder = CreatePageDecoder(DataType::kString, EncodingType::kDict, {dict.get()}).value();
-  ASSERT_TRUE(decoder->Init(pages.pages[0]).ok());
+  BASALT_ASSERT_OK(decoder->Init(pages.pages[0]));
   ColumnBlockBuffer out(DataType::kString, 300, false);
   auto s = decoder->DecodeNext(300, out.block(), 0);
   EXPECT_TRUE(absl::IsDataLoss(s.status())) << s.status();

@@ -8,6 +8,7 @@
 #include "cfile/dict_encoding.h"
 #include "cfile/encoding.h"
 #include "gtest/gtest.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -38,7 +39,7 @@ std::string EncodeOne(DataType type, EncodingType enc, const std::vector<T>& val
     dopts.dictionary = parsed.get();
   }
   auto d = CreatePageDecoder(type, enc, dopts).value();
-  EXPECT_TRUE(d->Init(page).ok());
+  BASALT_EXPECT_OK(d->Init(page));
   ColumnBlockBuffer out(type, values.size(), false);
   EXPECT_EQ(*d->DecodeNext(values.size(), out.block(), 0), values.size());
   for (size_t i = 0; i < values.size(); i++) EXPECT_EQ(out.block()->data<T>()[i], values[i]);

@@ -9,6 +9,7 @@
 #include "common/random.h"
 #include "common/strings.h"
 #include "gtest/gtest.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -46,17 +47,17 @@ void DecodeAllAndCompare(const Values& values, EncodingType enc, const EncodedPa
   ColumnBlockBuffer out(values.type, values.size(), false);
   size_t at = 0;
   for (size_t p = 0; p < pages.pages.size(); p++) {
-    ASSERT_TRUE(decoder->Init(pages.pages[p]).ok()) << "page " << p;
+    BASALT_ASSERT_OK(decoder->Init(pages.pages[p])) << "page " << p;
     ASSERT_EQ(decoder->count(), pages.counts[p]);
     while (decoder->position() < decoder->count()) {
       const size_t batch = 1 + rng->Skewed(9);
       auto n = decoder->DecodeNext(batch, out.block(), at);
-      ASSERT_TRUE(n.ok()) << n.status();
+      BASALT_ASSERT_OK(n);
       ASSERT_EQ(*n, std::min(batch, pages.counts[p] - (decoder->position() - *n)));
       at += *n;
     }
     auto none = decoder->DecodeNext(10, out.block(), at);
-    ASSERT_TRUE(none.ok());
+    BASALT_ASSERT_OK(none);
     EXPECT_EQ(*none, 0u);
   }
   ASSERT_EQ(at, values.size());
@@ -99,7 +100,7 @@ TEST_P(EncodingRoundTripTest, DecodeFromArbitraryPositions) {
   EncodedPages pages = encoding_test::Encode(v, GetParam().encoding, kDefaultPageSizeBytes, &rng);
   ASSERT_EQ(pages.pages.size(), 1u);
   auto decoder = encoding_test::MakeDecoder(v.type, GetParam().encoding, pages);
-  ASSERT_TRUE(decoder->Init(pages.pages[0]).ok());
+  BASALT_ASSERT_OK(decoder->Init(pages.pages[0]));
   ColumnBlockBuffer out(v.type, 300, false);
   for (int iter = 0; iter < 200; iter++) {
     const size_t pos = rng.Uniform(v.size() + 1);
@@ -107,7 +108,7 @@ TEST_P(EncodingRoundTripTest, DecodeFromArbitraryPositions) {
     decoder->SeekToPositionInPage(pos);
     ASSERT_EQ(decoder->position(), pos);
     auto got = decoder->DecodeNext(n, out.block(), 0);
-    ASSERT_TRUE(got.ok()) << got.status();
+    BASALT_ASSERT_OK(got);
     ASSERT_EQ(*got, std::min(n, v.size() - pos));
     for (size_t j = 0; j < *got; j++) {
       ASSERT_TRUE(CellsEqual(v.block(), pos + j, out.block_ref(), j)) << pos << "+" << j;
@@ -123,7 +124,7 @@ TEST_P(EncodingRoundTripTest, SeekAtOrAfterValue) {
                                              /*dict_max_bytes=*/size_t{1} << 30);
   ASSERT_EQ(pages.pages.size(), 1u);
   auto decoder = encoding_test::MakeDecoder(sorted.type, GetParam().encoding, pages);
-  ASSERT_TRUE(decoder->Init(pages.pages[0]).ok());
+  BASALT_ASSERT_OK(decoder->Init(pages.pages[0]));
   const TypeInfo& ti = GetTypeInfo(sorted.type);
   Values probes = encoding_test::RandomValues(GetParam().type, 300, &rng, true);
   ColumnBlockBuffer out(sorted.type, 1, false);
@@ -141,7 +142,7 @@ TEST_P(EncodingRoundTripTest, SeekAtOrAfterValue) {
       EXPECT_EQ(decoder->position(), sorted.size());
       continue;
     }
-    ASSERT_TRUE(s.ok()) << s;
+    BASALT_ASSERT_OK(s);
     ASSERT_EQ(decoder->position(), want);
     EXPECT_EQ(exact, ti.Compare(sorted.block().cell(want), probe) == 0);
     ASSERT_EQ(*decoder->DecodeNext(1, out.block(), 0), 1u);

@@ -28,6 +28,7 @@
 #include "proto/tserver.grpc.pb.h"
 #include "rpc/net_util.h"
 #include "rpc/rpc_status.h"
+#include "common/status_test_util.h"
 
 namespace basalt::client {
 namespace {
@@ -317,7 +318,7 @@ class ClientRpcTest : public ::testing::Test {
     master_.partition_schema =
         PartitionSchema::Create(schema, {{{"key"}, kNumTablets, 0}}, {}).value();
     auto parts = master_.partition_schema.CreatePartitions({}, {});
-    ASSERT_TRUE(parts.ok());
+    BASALT_ASSERT_OK(parts);
     ASSERT_EQ(parts->size(), static_cast<size_t>(kNumTablets));
     std::map<std::string, Store*> stores;
     for (int t = 0; t < kNumTablets; t++) stores["t" + std::to_string(t)] = &stores_[t];
@@ -340,12 +341,12 @@ class ClientRpcTest : public ::testing::Test {
       absl::MutexLock l(&master_.mu);
       master_.locations.push_back(loc);
     }
-    ASSERT_TRUE(ClientBuilder()
+    BASALT_ASSERT_OK(ClientBuilder()
                     .add_master_server_addr(StrCat("127.0.0.1:", master_server_.port))
                     .default_rpc_timeout(std::chrono::seconds(10))
                     .Build(&client_)
-                    .ok());
-    ASSERT_TRUE(client_->OpenTable("t", &table_).ok());
+                    );
+    BASALT_ASSERT_OK(client_->OpenTable("t", &table_));
   }
 
   void TearDown() override {
@@ -382,11 +383,11 @@ class ClientRpcTest : public ::testing::Test {
     ScanBatch batch;
     while (scanner->HasMoreRows()) {
       absl::Status s = scanner->NextBatch(&batch);
-      EXPECT_TRUE(s.ok()) << s;
+      BASALT_EXPECT_OK(s);
       if (!s.ok()) break;
       for (int64_t i = 0; i < batch.NumRows(); i++) {
         int32_t k;
-        EXPECT_TRUE(batch.Row(i).GetInt32("key", &k).ok());
+        BASALT_EXPECT_OK(batch.Row(i).GetInt32("key", &k));
         keys.push_back(k);
       }
     }
@@ -423,13 +424,13 @@ TEST_F(ClientRpcTest, MasterProxyFollowsLeaderHintsAndWaitsForTheCatalog) {
   }
   // The follower is listed first, the leader not at all: its hint is the only way there.
   std::shared_ptr<Client> client;
-  ASSERT_TRUE(ClientBuilder()
+  BASALT_ASSERT_OK(ClientBuilder()
                   .add_master_server_addr(StrCat("127.0.0.1:", follower_server.port))
                   .Build(&client)
-                  .ok());
+                  );
   std::shared_ptr<Table> table;
   absl::Status s = client->OpenTable("t", &table);
-  EXPECT_TRUE(s.ok()) << s;
+  BASALT_EXPECT_OK(s);
   {
     absl::MutexLock l(&master_.mu);
     EXPECT_EQ(master_.schema_calls, 3);  // Two CATALOG_NOT_READY, then the answer.
@@ -439,7 +440,7 @@ TEST_F(ClientRpcTest, MasterProxyFollowsLeaderHintsAndWaitsForTheCatalog) {
     EXPECT_EQ(follower.schema_calls, 1);
   }
   // The leader is remembered.
-  ASSERT_TRUE(client->OpenTable("t", &table).ok());
+  BASALT_ASSERT_OK(client->OpenTable("t", &table));
   {
     absl::MutexLock l(&follower.mu);
     EXPECT_EQ(follower.schema_calls, 1);
@@ -449,9 +450,9 @@ TEST_F(ClientRpcTest, MasterProxyFollowsLeaderHintsAndWaitsForTheCatalog) {
 
 TEST_F(ClientRpcTest, ManualFlushSendsOnFlushAndCollectsRowErrors) {
   auto session = client_->NewSession();
-  ASSERT_TRUE(session->SetFlushMode(Session::MANUAL_FLUSH).ok());
-  for (int i = 0; i < 100; i++) ASSERT_TRUE(session->Apply(Insert(i, i * 10)).ok());
-  ASSERT_TRUE(session->Apply(Insert(5, 1)).ok());  // A duplicate.
+  BASALT_ASSERT_OK(session->SetFlushMode(Session::MANUAL_FLUSH));
+  for (int i = 0; i < 100; i++) BASALT_ASSERT_OK(session->Apply(Insert(i, i * 10)));
+  BASALT_ASSERT_OK(session->Apply(Insert(5, 1)));  // A duplicate.
   EXPECT_EQ(session->CountBufferedOperations(), 101);
   EXPECT_EQ(Writes(0), 0);
   EXPECT_EQ(session->SetFlushMode(Session::AUTO_FLUSH_SYNC).code(),
@@ -471,14 +472,14 @@ TEST_F(ClientRpcTest, ManualFlushSendsOnFlushAndCollectsRowErrors) {
   EXPECT_EQ(errors[0]->failed_op().ToString(), "INSERT (int32 key=5, int32 v=1)");
   EXPECT_FALSE(errors[0]->was_possibly_successful());
   EXPECT_EQ(session->CountPendingErrors(), 0);
-  EXPECT_TRUE(session->Flush().ok());  // Nothing new failed.
+  BASALT_EXPECT_OK(session->Flush());  // Nothing new failed.
   EXPECT_GT(client_->GetLatestObservedTimestamp(), 0u);
 }
 
 TEST_F(ClientRpcTest, ManualFlushRefusesOperationsWhenTheBufferIsFull) {
   auto session = client_->NewSession();
-  ASSERT_TRUE(session->SetFlushMode(Session::MANUAL_FLUSH).ok());
-  ASSERT_TRUE(session->SetMutationBufferSpace(200).ok());
+  BASALT_ASSERT_OK(session->SetFlushMode(Session::MANUAL_FLUSH));
+  BASALT_ASSERT_OK(session->SetMutationBufferSpace(200));
   int applied = 0;
   absl::Status s;
   for (; applied < 1000; applied++) {
@@ -489,26 +490,26 @@ TEST_F(ClientRpcTest, ManualFlushRefusesOperationsWhenTheBufferIsFull) {
   EXPECT_GT(applied, 5);
   EXPECT_LT(applied, 100);
   EXPECT_EQ(Writes(0), 0);
-  ASSERT_TRUE(session->Flush().ok());
+  BASALT_ASSERT_OK(session->Flush());
   EXPECT_EQ(RowCount(), static_cast<size_t>(applied));
-  EXPECT_TRUE(session->Apply(Insert(applied)).ok());
-  ASSERT_TRUE(session->Close().ok());
+  BASALT_EXPECT_OK(session->Apply(Insert(applied)));
+  BASALT_ASSERT_OK(session->Close());
   EXPECT_EQ(session->Apply(Insert(5000)).code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(ClientRpcTest, SyncApplyReturnsTheRowsOutcome) {
   auto session = client_->NewSession();
-  ASSERT_TRUE(session->Apply(Insert(1)).ok());
+  BASALT_ASSERT_OK(session->Apply(Insert(1)));
   EXPECT_EQ(session->Apply(Insert(1)).code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(session->CountPendingErrors(), 1);
   auto del = table_->NewDelete();
-  ASSERT_TRUE(del->mutable_row()->SetInt32("key", 2).ok());
+  BASALT_ASSERT_OK(del->mutable_row()->SetInt32("key", 2));
   EXPECT_EQ(session->Apply(std::move(del)).code(), absl::StatusCode::kNotFound);
   auto del_ignore = table_->NewDeleteIgnore();
-  ASSERT_TRUE(del_ignore->mutable_row()->SetInt32("key", 2).ok());
-  EXPECT_TRUE(session->Apply(std::move(del_ignore)).ok());
+  BASALT_ASSERT_OK(del_ignore->mutable_row()->SetInt32("key", 2));
+  BASALT_EXPECT_OK(session->Apply(std::move(del_ignore)));
   auto bad = table_->NewUpdate();  // Key only: rejected before sending.
-  ASSERT_TRUE(bad->mutable_row()->SetInt32("key", 1).ok());
+  BASALT_ASSERT_OK(bad->mutable_row()->SetInt32("key", 1));
   EXPECT_EQ(session->Apply(std::move(bad)).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(RowCount(), 1u);
 }
@@ -521,13 +522,13 @@ TEST_F(ClientRpcTest, BackgroundModeAppliesBackpressureWhenTheBufferIsFull) {
     }
   }
   auto session = client_->NewSession();
-  ASSERT_TRUE(session->SetFlushMode(Session::AUTO_FLUSH_BACKGROUND).ok());
-  ASSERT_TRUE(session->SetMutationBufferSpace(2000).ok());
+  BASALT_ASSERT_OK(session->SetFlushMode(Session::AUTO_FLUSH_BACKGROUND));
+  BASALT_ASSERT_OK(session->SetMutationBufferSpace(2000));
   constexpr int kRows = 2000;
   std::atomic<int> applied{0};
   std::thread writer([&] {
     for (int i = 0; i < kRows; i++) {
-      EXPECT_TRUE(session->Apply(Insert(i)).ok());
+      BASALT_EXPECT_OK(session->Apply(Insert(i)));
       applied++;
     }
   });
@@ -550,7 +551,7 @@ TEST_F(ClientRpcTest, BackgroundModeAppliesBackpressureWhenTheBufferIsFull) {
     tservers_[0]->gate_open_ = true;
   }
   writer.join();
-  ASSERT_TRUE(session->Flush().ok());
+  BASALT_ASSERT_OK(session->Flush());
   EXPECT_EQ(RowCount(), static_cast<size_t>(kRows));
   EXPECT_GT(Writes(0), 4);  // Many small batches.
 }
@@ -563,15 +564,15 @@ TEST_F(ClientRpcTest, WritesFollowLeaderHintsAndRetryOverload) {
   FailWrites(1, {Detail(absl::UnavailableError("busy"), pb::ErrorDetailPB::SERVER_OVERLOADED),
                  Detail(absl::UnavailableError("busy"), pb::ErrorDetailPB::SERVER_OVERLOADED)});
   auto session = client_->NewSession();
-  ASSERT_TRUE(session->SetFlushMode(Session::MANUAL_FLUSH).ok());
-  for (int i = 0; i < 50; i++) ASSERT_TRUE(session->Apply(Insert(i)).ok());
-  ASSERT_TRUE(session->Flush().ok());
+  BASALT_ASSERT_OK(session->SetFlushMode(Session::MANUAL_FLUSH));
+  for (int i = 0; i < 50; i++) BASALT_ASSERT_OK(session->Apply(Insert(i)));
+  BASALT_ASSERT_OK(session->Flush());
   EXPECT_EQ(RowCount(), 50u);
   EXPECT_EQ(Writes(0), 2);
   EXPECT_EQ(Writes(1), 4);
   // The learned leader is used directly from now on.
-  for (int i = 50; i < 60; i++) ASSERT_TRUE(session->Apply(Insert(i)).ok());
-  ASSERT_TRUE(session->Flush().ok());
+  for (int i = 50; i < 60; i++) BASALT_ASSERT_OK(session->Apply(Insert(i)));
+  BASALT_ASSERT_OK(session->Flush());
   EXPECT_EQ(Writes(0), 2);
   EXPECT_EQ(Writes(1), 6);
 }
@@ -584,7 +585,7 @@ TEST_F(ClientRpcTest, TabletNotFoundRefreshesLocations) {
     lookups_before = master_.lookups;
   }
   auto session = client_->NewSession();
-  ASSERT_TRUE(session->Apply(Insert(1)).ok());
+  BASALT_ASSERT_OK(session->Apply(Insert(1)));
   absl::MutexLock l(&master_.mu);
   EXPECT_GT(master_.lookups, lookups_before);
   EXPECT_EQ(RowCount(), 1u);
@@ -599,15 +600,15 @@ TEST_F(ClientRpcTest, TabletsWithoutReplicasAreLookedUpAgain) {
   }
   // A fresh client, so its cache holds the replica-less locations.
   std::shared_ptr<Client> client;
-  ASSERT_TRUE(ClientBuilder()
+  BASALT_ASSERT_OK(ClientBuilder()
                   .add_master_server_addr(StrCat("127.0.0.1:", master_server_.port))
                   .Build(&client)
-                  .ok());
+                  );
   std::shared_ptr<Table> table;
-  ASSERT_TRUE(client->OpenTable("t", &table).ok());
+  BASALT_ASSERT_OK(client->OpenTable("t", &table));
   auto session = client->NewSession();
   auto insert = table->NewInsert();
-  ASSERT_TRUE(insert->mutable_row()->SetInt32("key", 1).ok());
+  BASALT_ASSERT_OK(insert->mutable_row()->SetInt32("key", 1));
   absl::Status applied;
   std::thread writer([&] { applied = session->Apply(std::move(insert)); });
   // The writer keeps asking the master; then the replicas appear.
@@ -624,7 +625,7 @@ TEST_F(ClientRpcTest, TabletsWithoutReplicasAreLookedUpAgain) {
     absl::SleepFor(absl::Milliseconds(5));
   }
   writer.join();
-  EXPECT_TRUE(applied.ok()) << applied;
+  BASALT_EXPECT_OK(applied);
   EXPECT_EQ(RowCount(), 1u);
 }
 
@@ -634,9 +635,9 @@ TEST_F(ClientRpcTest, TimedOutBatchesFailEveryRow) {
                                                          pb::ErrorDetailPB::SERVER_OVERLOADED)));
   }
   auto session = client_->NewSession();
-  ASSERT_TRUE(session->SetFlushMode(Session::AUTO_FLUSH_BACKGROUND).ok());
+  BASALT_ASSERT_OK(session->SetFlushMode(Session::AUTO_FLUSH_BACKGROUND));
   session->SetTimeoutMillis(300);
-  for (int i = 0; i < 20; i++) ASSERT_TRUE(session->Apply(Insert(i)).ok());
+  for (int i = 0; i < 20; i++) BASALT_ASSERT_OK(session->Apply(Insert(i)));
   absl::Status s = session->Flush();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnknown) << s;
   auto errors = session->GetPendingErrors();
@@ -655,17 +656,17 @@ class ClientScanTest : public ClientRpcTest {
   void SetUp() override {
     ClientRpcTest::SetUp();
     auto session = client_->NewSession();
-    ASSERT_TRUE(session->SetFlushMode(Session::MANUAL_FLUSH).ok());
+    BASALT_ASSERT_OK(session->SetFlushMode(Session::MANUAL_FLUSH));
     for (int i = 0; i < 250; i++) {
-      ASSERT_TRUE(session->Apply(Insert(i, i % 7 == 0 ? std::nullopt : std::optional(i))).ok());
+      BASALT_ASSERT_OK(session->Apply(Insert(i, i % 7 == 0 ? std::nullopt : std::optional(i))));
     }
-    ASSERT_TRUE(session->Flush().ok());
+    BASALT_ASSERT_OK(session->Flush());
   }
 };
 
 TEST_F(ClientScanTest, ScansEveryTabletWithContinuationsAndLimits) {
   Scanner scanner(table_.get());
-  ASSERT_TRUE(scanner.Open().ok());
+  BASALT_ASSERT_OK(scanner.Open());
   std::vector<int32_t> keys = ScanKeys(&scanner);
   std::sort(keys.begin(), keys.end());
   ASSERT_EQ(keys.size(), 250u);
@@ -673,25 +674,25 @@ TEST_F(ClientScanTest, ScansEveryTabletWithContinuationsAndLimits) {
   EXPECT_EQ(scanner.SetLimit(3).code(), absl::StatusCode::kFailedPrecondition);
 
   Scanner limited(table_.get());
-  ASSERT_TRUE(limited.SetLimit(45).ok());
-  ASSERT_TRUE(limited.SetProjectedColumnNames({"key"}).ok());
-  ASSERT_TRUE(limited.Open().ok());
+  BASALT_ASSERT_OK(limited.SetLimit(45));
+  BASALT_ASSERT_OK(limited.SetProjectedColumnNames({"key"}));
+  BASALT_ASSERT_OK(limited.Open());
   EXPECT_EQ(ScanKeys(&limited).size(), 45u);
   EXPECT_FALSE(limited.HasMoreRows());
   EXPECT_EQ(limited.GetProjectionSchema().num_columns(), 1);
 
   // An equality predicate on the hash column visits one tablet only.
   Scanner point(table_.get());
-  ASSERT_TRUE(point
+  BASALT_ASSERT_OK(point
                   .AddConjunctPredicate(
                       table_->NewComparisonPredicate("key", Predicate::EQUAL, Value::FromInt(17)))
-                  .ok());
+                  );
   int scans_before;
   {
     absl::MutexLock l(&tservers_[0]->mu_);
     scans_before = static_cast<int>(tservers_[0]->new_scans_.size());
   }
-  ASSERT_TRUE(point.Open().ok());
+  BASALT_ASSERT_OK(point.Open());
   EXPECT_EQ(ScanKeys(&point), std::vector<int32_t>{17});
   absl::MutexLock l(&tservers_[0]->mu_);
   EXPECT_EQ(static_cast<int>(tservers_[0]->new_scans_.size()), scans_before + 1);
@@ -704,9 +705,9 @@ TEST_F(ClientScanTest, FaultTolerantScanResumesOnAnotherReplica) {
     tservers_[0]->scan_failures_.push_back(absl::UnavailableError("server went away"));
   }
   Scanner scanner(table_.get());
-  ASSERT_TRUE(scanner.SetFaultTolerant().ok());
+  BASALT_ASSERT_OK(scanner.SetFaultTolerant());
   EXPECT_EQ(scanner.SetReadMode(Scanner::READ_LATEST).code(), absl::StatusCode::kInvalidArgument);
-  ASSERT_TRUE(scanner.Open().ok());
+  BASALT_ASSERT_OK(scanner.Open());
   std::vector<int32_t> keys = ScanKeys(&scanner);
   ASSERT_EQ(keys.size(), 250u);
   std::set<int32_t> unique(keys.begin(), keys.end());
@@ -724,15 +725,15 @@ TEST_F(ClientScanTest, FaultTolerantScanResumesOnAnotherReplica) {
 
 TEST_F(ClientScanTest, KeepAliveReachesTheServerHoldingTheScanner) {
   Scanner scanner(table_.get());
-  EXPECT_TRUE(scanner.KeepAlive().ok());  // Not open: nothing to keep alive.
-  ASSERT_TRUE(scanner.Open().ok());
-  ASSERT_TRUE(scanner.KeepAlive().ok());
+  BASALT_EXPECT_OK(scanner.KeepAlive());  // Not open: nothing to keep alive.
+  BASALT_ASSERT_OK(scanner.Open());
+  BASALT_ASSERT_OK(scanner.KeepAlive());
   {
     absl::MutexLock l(&tservers_[0]->mu_);
     EXPECT_EQ(tservers_[0]->keep_alives_, 1);
   }
   ScanKeys(&scanner);
-  EXPECT_TRUE(scanner.KeepAlive().ok());  // Done: nothing open on the server.
+  BASALT_EXPECT_OK(scanner.KeepAlive());  // Done: nothing open on the server.
   absl::MutexLock l(&tservers_[0]->mu_);
   EXPECT_EQ(tservers_[0]->keep_alives_, 1);
 }
@@ -743,9 +744,9 @@ TEST_F(ClientScanTest, NonFaultTolerantScanReportsAFailedContinuation) {
     tservers_[0]->scan_failures_.push_back(absl::UnavailableError("server went away"));
   }
   Scanner scanner(table_.get());
-  ASSERT_TRUE(scanner.Open().ok());
+  BASALT_ASSERT_OK(scanner.Open());
   ScanBatch batch;
-  ASSERT_TRUE(scanner.NextBatch(&batch).ok());
+  BASALT_ASSERT_OK(scanner.NextBatch(&batch));
   absl::Status s = scanner.NextBatch(&batch);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
 }
@@ -756,7 +757,7 @@ TEST_F(ClientScanTest, MalformedResponsesAreDataLoss) {
     ts->corrupt_scans_ = true;
   }
   Scanner scanner(table_.get());
-  ASSERT_TRUE(scanner.Open().ok());
+  BASALT_ASSERT_OK(scanner.Open());
   ScanBatch batch;
   absl::Status s = scanner.NextBatch(&batch);
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
@@ -765,12 +766,12 @@ TEST_F(ClientScanTest, MalformedResponsesAreDataLoss) {
 
 TEST_F(ClientRpcTest, BackgroundFlushIntervalSendsWithoutFlush) {
   auto session = client_->NewSession();
-  ASSERT_TRUE(session->SetFlushMode(Session::AUTO_FLUSH_BACKGROUND).ok());
-  ASSERT_TRUE(session->SetMutationBufferFlushInterval(50).ok());
+  BASALT_ASSERT_OK(session->SetFlushMode(Session::AUTO_FLUSH_BACKGROUND));
+  BASALT_ASSERT_OK(session->SetMutationBufferFlushInterval(50));
   EXPECT_EQ(session->SetMutationBufferFlushInterval(0).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(session->SetMutationBufferFlushWatermark(1.5).code(),
             absl::StatusCode::kInvalidArgument);
-  ASSERT_TRUE(session->Apply(Insert(1)).ok());
+  BASALT_ASSERT_OK(session->Apply(Insert(1)));
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   while (RowCount() == 0) {
     ASSERT_LT(absl::Now(), deadline) << "the flusher never sent the row";
@@ -783,14 +784,14 @@ TEST_F(ClientScanTest, RequestsCarryBoundsSnapshotsAndObservedTimestamps) {
   Scanner scanner(table_.get());
   auto lower = table_->schema().NewRow();
   EXPECT_EQ(scanner.AddLowerBound(*lower).code(), absl::StatusCode::kInvalidArgument);
-  ASSERT_TRUE(lower->SetInt32("key", 10).ok());
+  BASALT_ASSERT_OK(lower->SetInt32("key", 10));
   auto upper = table_->schema().NewRow();
-  ASSERT_TRUE(upper->SetInt32("key", 20).ok());
-  ASSERT_TRUE(scanner.AddLowerBound(*lower).ok());
-  ASSERT_TRUE(scanner.AddExclusiveUpperBound(*upper).ok());
-  ASSERT_TRUE(scanner.SetReadMode(Scanner::READ_YOUR_WRITES).ok());
-  ASSERT_TRUE(scanner.SetBatchSizeBytes(1234).ok());
-  ASSERT_TRUE(scanner.Open().ok());
+  BASALT_ASSERT_OK(upper->SetInt32("key", 20));
+  BASALT_ASSERT_OK(scanner.AddLowerBound(*lower));
+  BASALT_ASSERT_OK(scanner.AddExclusiveUpperBound(*upper));
+  BASALT_ASSERT_OK(scanner.SetReadMode(Scanner::READ_YOUR_WRITES));
+  BASALT_ASSERT_OK(scanner.SetBatchSizeBytes(1234));
+  BASALT_ASSERT_OK(scanner.Open());
   ScanKeys(&scanner);
   EXPECT_EQ(scanner.GetSnapshotRaw(), 777u);
   {
@@ -806,9 +807,9 @@ TEST_F(ClientScanTest, RequestsCarryBoundsSnapshotsAndObservedTimestamps) {
   }
   // Bounds that exclude everything scan nothing.
   Scanner empty(table_.get());
-  ASSERT_TRUE(empty.AddLowerBound(*upper).ok());
-  ASSERT_TRUE(empty.AddExclusiveUpperBound(*lower).ok());
-  ASSERT_TRUE(empty.Open().ok());
+  BASALT_ASSERT_OK(empty.AddLowerBound(*upper));
+  BASALT_ASSERT_OK(empty.AddExclusiveUpperBound(*lower));
+  BASALT_ASSERT_OK(empty.Open());
   EXPECT_FALSE(empty.HasMoreRows());
 }
 

@@ -18,6 +18,7 @@
 #include "proto/common.pb.h"
 #include "proto/master.pb.h"
 #include "rpc/net_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt::client {
 namespace {
@@ -158,53 +159,53 @@ TEST(SchemaBuilderTest, RejectsBadSchemasNamingTheColumn) {
 TEST(PartialRowTest, TypedSettersAndGettersRoundTrip) {
   Schema s = WideSchema();
   PartialRow row(&s);
-  ASSERT_TRUE(row.SetInt32("key", -5).ok());
+  BASALT_ASSERT_OK(row.SetInt32("key", -5));
   std::string name = "alice";
-  ASSERT_TRUE(row.SetString("name", name).ok());
+  BASALT_ASSERT_OK(row.SetString("name", name));
   name[0] = 'X';  // The row holds its own copy.
-  ASSERT_TRUE(row.SetInt64("v", int64_t{1} << 40).ok());
-  ASSERT_TRUE(row.SetDouble("d", 2.5).ok());
-  ASSERT_TRUE(row.SetBool("flag", true).ok());
-  ASSERT_TRUE(row.SetUnscaledDecimal("price", 12345).ok());
-  ASSERT_TRUE(row.SetString("code", "abcd").ok());
-  ASSERT_TRUE(row.SetBinary("blob", std::string("\0\1", 2)).ok());
-  ASSERT_TRUE(row.SetDate("day", 19000).ok());
-  ASSERT_TRUE(row.SetUnixTimeMicros("ts", 123456789).ok());
-  ASSERT_TRUE(row.SetInt8(10, -8).ok());
-  ASSERT_TRUE(row.SetInt16("mid", 300).ok());
-  ASSERT_TRUE(row.Set("f", Value::FromFloat(1.5f)).ok());
+  BASALT_ASSERT_OK(row.SetInt64("v", int64_t{1} << 40));
+  BASALT_ASSERT_OK(row.SetDouble("d", 2.5));
+  BASALT_ASSERT_OK(row.SetBool("flag", true));
+  BASALT_ASSERT_OK(row.SetUnscaledDecimal("price", 12345));
+  BASALT_ASSERT_OK(row.SetString("code", "abcd"));
+  BASALT_ASSERT_OK(row.SetBinary("blob", std::string("\0\1", 2)));
+  BASALT_ASSERT_OK(row.SetDate("day", 19000));
+  BASALT_ASSERT_OK(row.SetUnixTimeMicros("ts", 123456789));
+  BASALT_ASSERT_OK(row.SetInt8(10, -8));
+  BASALT_ASSERT_OK(row.SetInt16("mid", 300));
+  BASALT_ASSERT_OK(row.Set("f", Value::FromFloat(1.5f)));
 
   int32_t i32;
-  ASSERT_TRUE(row.GetInt32("key", &i32).ok());
+  BASALT_ASSERT_OK(row.GetInt32("key", &i32));
   EXPECT_EQ(i32, -5);
   std::string_view sv;
-  ASSERT_TRUE(row.GetString("name", &sv).ok());
+  BASALT_ASSERT_OK(row.GetString("name", &sv));
   EXPECT_EQ(sv, "alice");
   int64_t i64;
-  ASSERT_TRUE(row.GetInt64("v", &i64).ok());
+  BASALT_ASSERT_OK(row.GetInt64("v", &i64));
   EXPECT_EQ(i64, int64_t{1} << 40);
   double d;
-  ASSERT_TRUE(row.GetDouble("d", &d).ok());
+  BASALT_ASSERT_OK(row.GetDouble("d", &d));
   EXPECT_EQ(d, 2.5);
   bool flag;
-  ASSERT_TRUE(row.GetBool("flag", &flag).ok());
+  BASALT_ASSERT_OK(row.GetBool("flag", &flag));
   EXPECT_TRUE(flag);
-  ASSERT_TRUE(row.GetUnscaledDecimal("price", &i64).ok());
+  BASALT_ASSERT_OK(row.GetUnscaledDecimal("price", &i64));
   EXPECT_EQ(i64, 12345);
-  ASSERT_TRUE(row.GetBinary("blob", &sv).ok());
+  BASALT_ASSERT_OK(row.GetBinary("blob", &sv));
   EXPECT_EQ(sv, std::string_view("\0\1", 2));
-  ASSERT_TRUE(row.GetDate("day", &i32).ok());
+  BASALT_ASSERT_OK(row.GetDate("day", &i32));
   EXPECT_EQ(i32, 19000);
-  ASSERT_TRUE(row.GetUnixTimeMicros("ts", &i64).ok());
+  BASALT_ASSERT_OK(row.GetUnixTimeMicros("ts", &i64));
   EXPECT_EQ(i64, 123456789);
   int8_t i8;
-  ASSERT_TRUE(row.GetInt8("small", &i8).ok());
+  BASALT_ASSERT_OK(row.GetInt8("small", &i8));
   EXPECT_EQ(i8, -8);
   int16_t i16;
-  ASSERT_TRUE(row.GetInt16(11, &i16).ok());
+  BASALT_ASSERT_OK(row.GetInt16(11, &i16));
   EXPECT_EQ(i16, 300);
   float f;
-  ASSERT_TRUE(row.GetFloat("f", &f).ok());
+  BASALT_ASSERT_OK(row.GetFloat("f", &f));
   EXPECT_EQ(f, 1.5f);
   EXPECT_TRUE(row.IsKeySet());
   EXPECT_NE(row.ToString().find("string name=\"alice\""), std::string::npos) << row.ToString();
@@ -215,7 +216,7 @@ TEST(PartialRowTest, TypedSettersAndGettersRoundTrip) {
   PartialRow assigned(&s);
   assigned = *copy;
   copy.reset();
-  ASSERT_TRUE(assigned.GetString("name", &sv).ok());
+  BASALT_ASSERT_OK(assigned.GetString("name", &sv));
   EXPECT_EQ(sv, "alice");
   EXPECT_EQ(assigned.ToString(), row.ToString());
 }
@@ -239,13 +240,13 @@ TEST(PartialRowTest, ErrorsLeaveTheRowUnchanged) {
 
   int32_t v;
   EXPECT_EQ(row.GetInt32("key", &v).code(), absl::StatusCode::kNotFound);  // Unset.
-  ASSERT_TRUE(row.SetNull("name").ok());
+  BASALT_ASSERT_OK(row.SetNull("name"));
   EXPECT_TRUE(row.IsColumnSet("name"));
   EXPECT_TRUE(row.IsNull("name"));
   std::string_view sv;
   EXPECT_EQ(row.GetString("name", &sv).code(), absl::StatusCode::kNotFound);  // NULL.
   EXPECT_EQ(row.GetInt64("name", nullptr).code(), absl::StatusCode::kInvalidArgument);
-  ASSERT_TRUE(row.Unset("name").ok());
+  BASALT_ASSERT_OK(row.Unset("name"));
   EXPECT_FALSE(row.IsColumnSet("name"));
   EXPECT_FALSE(row.IsKeySet());
   EXPECT_EQ(row.ToString(), "()");
@@ -257,11 +258,11 @@ TEST(PartialRowTest, WideRowsLiveOnTheHeap) {
   for (int i = 0; i < 40; i++) b.AddColumn("c" + std::to_string(i))->Type(ColumnSchema::INT64);
   Schema s = MustBuild(&b);
   PartialRow row(&s);
-  for (int i = 0; i <= 40; i++) ASSERT_TRUE(row.SetInt64(i, i * 3).ok());
+  for (int i = 0; i <= 40; i++) BASALT_ASSERT_OK(row.SetInt64(i, i * 3));
   PartialRow copy(row);
   for (int i = 0; i <= 40; i++) {
     int64_t v;
-    ASSERT_TRUE(copy.GetInt64(i, &v).ok());
+    BASALT_ASSERT_OK(copy.GetInt64(i, &v));
     EXPECT_EQ(v, i * 3);
   }
 }
@@ -284,18 +285,18 @@ TEST(WriteOperationTest, EncodeThenDecodeGivesTheSameOperations) {
   std::vector<int> indexes;
   for (size_t i = 0; i < ops.size(); i++) {
     PartialRow* row = ops[i]->mutable_row();
-    ASSERT_TRUE(row->SetInt32("key", static_cast<int32_t>(i)).ok());
+    BASALT_ASSERT_OK(row->SetInt32("key", static_cast<int32_t>(i)));
     const auto type = ops[i]->type();
     if (type != WriteOperation::DELETE && type != WriteOperation::DELETE_IGNORE) {
-      ASSERT_TRUE(row->SetString("name", "n" + std::to_string(i)).ok());
-      ASSERT_TRUE(row->SetNull("d").ok());
+      BASALT_ASSERT_OK(row->SetString("name", "n" + std::to_string(i)));
+      BASALT_ASSERT_OK(row->SetNull("d"));
     }
-    ASSERT_TRUE(internal::EncodeOperation(*ops[i], &rows, &indirect).ok()) << ops[i]->ToString();
+    BASALT_ASSERT_OK(internal::EncodeOperation(*ops[i], &rows, &indirect)) << ops[i]->ToString();
     indexes.push_back(static_cast<int>(ops.size() - 1 - i));
   }
   indexes.push_back(100);  // Out of range: skipped.
   auto decoded = internal::DecodeOperations(table, rows, indirect, indexes);
-  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  BASALT_ASSERT_OK(decoded);
   ASSERT_EQ(decoded->size(), ops.size());
   for (size_t i = 0; i < ops.size(); i++) {
     EXPECT_EQ((*decoded)[i]->ToString(), ops[ops.size() - 1 - i]->ToString());
@@ -312,12 +313,12 @@ TEST(WriteOperationTest, RowsMissingRequiredColumnsAreRejected) {
   EXPECT_EQ(internal::EncodeOperation(*insert, &rows, &indirect).code(),
             absl::StatusCode::kInvalidArgument);
   auto update = table->NewUpdate();  // Key only.
-  ASSERT_TRUE(update->mutable_row()->SetInt32("key", 1).ok());
+  BASALT_ASSERT_OK(update->mutable_row()->SetInt32("key", 1));
   EXPECT_EQ(internal::EncodeOperation(*update, &rows, &indirect).code(),
             absl::StatusCode::kInvalidArgument);
   auto del = table->NewDelete();  // A non-key column.
-  ASSERT_TRUE(del->mutable_row()->SetInt32("key", 1).ok());
-  ASSERT_TRUE(del->mutable_row()->SetDouble("d", 1).ok());
+  BASALT_ASSERT_OK(del->mutable_row()->SetInt32("key", 1));
+  BASALT_ASSERT_OK(del->mutable_row()->SetDouble("d", 1));
   absl::Status st = internal::EncodeOperation(*del, &rows, &indirect);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("DELETE"), absl::string_view::npos) << st;
@@ -330,7 +331,7 @@ TEST(WriteOperationTest, RowsMissingRequiredColumnsAreRejected) {
 TEST(PredicateTest, ErrorsSurfaceWhenAdded) {
   auto table = MakeTestTable(WideSchema(), {}, {"key"});
   auto p = table->NewComparisonPredicate("key", Predicate::GREATER_EQUAL, Value::FromInt(5));
-  EXPECT_TRUE(p->status().ok());
+  BASALT_EXPECT_OK(p->status());
   EXPECT_EQ(p->ToString(), "key >= 5");
   EXPECT_EQ(p->Clone()->ToString(), "key >= 5");
   EXPECT_EQ(
@@ -345,12 +346,11 @@ TEST(PredicateTest, ErrorsSurfaceWhenAdded) {
                 .code(),
             absl::StatusCode::kInvalidArgument);
   auto in = table->NewInListPredicate("name", {Value::FromString("b"), Value::FromString("a")});
-  EXPECT_TRUE(in->status().ok()) << in->status();
+  BASALT_EXPECT_OK(in->status()) << in->status();
   EXPECT_NE(in->ToString().find("IN"), std::string::npos);
-  EXPECT_TRUE(table->NewIsNullPredicate("name")->status().ok());
+  BASALT_EXPECT_OK(table->NewIsNullPredicate("name")->status());
   EXPECT_EQ(table->NewIsNotNullPredicate("zzz")->status().code(), absl::StatusCode::kNotFound);
-  EXPECT_TRUE(
-      table->NewComparisonPredicate("d", Predicate::LESS, Value::FromFloat(1.5f))->status().ok());
+  BASALT_EXPECT_OK(table->NewComparisonPredicate("d", Predicate::LESS, Value::FromFloat(1.5f))->status());
 }
 
 // ---- Routing
@@ -389,13 +389,13 @@ TEST(MetaCacheTest, RoutesRowsToTheTabletOfTheirPartitionKey) {
   Schema s = CompoundSchema();
   const basalt::Schema& is = Access::Internal(s);
   auto ps = PartitionSchema::Create(is, {{{"b"}, 4, 7}}, {"a"});
-  ASSERT_TRUE(ps.ok());
+  BASALT_ASSERT_OK(ps);
   auto resp = LocationsFor(*ps, is, {-100, 0, 100});
   ASSERT_EQ(resp.tablet_locations_size(), 16);
   internal::TableLocations locations("t");
   const uint64_t v0 = locations.version();
   auto first = internal::MetaCache::InsertLocations(&locations, resp, 0);
-  ASSERT_TRUE(first.ok());
+  BASALT_ASSERT_OK(first);
   EXPECT_EQ((*first)->tablet_id(), "tablet-0");
   EXPECT_GT(locations.version(), v0);
   uint64_t version;
@@ -405,17 +405,17 @@ TEST(MetaCacheTest, RoutesRowsToTheTabletOfTheirPartitionKey) {
   for (int i = 0; i < 500; i++) {
     PartialRow row(&s);
     const int32_t a = static_cast<int32_t>(rng.UniformRange(-300, 300));
-    ASSERT_TRUE(row.SetInt32("a", a).ok());
-    ASSERT_TRUE(row.SetString("b", "k" + std::to_string(rng.Uniform(1000))).ok());
+    BASALT_ASSERT_OK(row.SetInt32("a", a));
+    BASALT_ASSERT_OK(row.SetString("b", "k" + std::to_string(rng.Uniform(1000))));
     const std::string pkey = ps->PartitionKey(is, Access::RowData(row));
     auto t = locations.Find(pkey, 1);
     ASSERT_NE(t, nullptr);
     EXPECT_TRUE(t->partition().Contains(pkey));
     basalt::PartialRow irow(&is);
-    ASSERT_TRUE(irow.Set("a", Datum::Int32(a)).ok());
+    BASALT_ASSERT_OK(irow.Set("a", Datum::Int32(a)));
     std::string_view b;
-    ASSERT_TRUE(row.GetString("b", &b).ok());
-    ASSERT_TRUE(irow.Set("b", Datum::String(b)).ok());
+    BASALT_ASSERT_OK(row.GetString("b", &b));
+    BASALT_ASSERT_OK(irow.Set("b", Datum::String(b)));
     EXPECT_EQ(t->partition().hash_buckets()[0], ps->HashBucket(irow, 0));
     const int range = a < -100 ? 0 : a < 0 ? 1 : a < 100 ? 2 : 3;
     EXPECT_EQ(t->tablet_id(),
@@ -444,7 +444,7 @@ TEST(MetaCacheTest, GapsBetweenRangesAndReplacement) {
   Schema s = CompoundSchema();
   const basalt::Schema& is = Access::Internal(s);
   auto ps = PartitionSchema::Create(is, {}, {"a"});
-  ASSERT_TRUE(ps.ok());
+  BASALT_ASSERT_OK(ps);
   // Two ranges [0, 10) and [20, 30): keys in [10, 20) have no tablet.
   auto bound = [&](int32_t v) {
     basalt::PartialRow r(&is);
@@ -453,7 +453,7 @@ TEST(MetaCacheTest, GapsBetweenRangesAndReplacement) {
   };
   auto parts = ps->CreatePartitions(
       {}, {RangeBounds{bound(0), bound(10)}, RangeBounds{bound(20), bound(30)}});
-  ASSERT_TRUE(parts.ok()) << parts.status();
+  BASALT_ASSERT_OK(parts);
   pb::GetTableLocationsResponsePB resp;
   resp.set_ttl_millis(1000);
   for (size_t i = 0; i < parts->size(); i++) {
@@ -462,7 +462,7 @@ TEST(MetaCacheTest, GapsBetweenRangesAndReplacement) {
     (*parts)[i].ToPB(loc->mutable_partition());
   }
   internal::TableLocations locations("t");
-  ASSERT_TRUE(internal::MetaCache::InsertLocations(&locations, resp, 0).ok());
+  BASALT_ASSERT_OK(internal::MetaCache::InsertLocations(&locations, resp, 0));
   auto key = [&](int32_t a) {
     std::string k;
     ps->AppendRangeKeyPrefix({&a}, &k);
@@ -483,7 +483,7 @@ TEST(MetaCacheTest, GapsBetweenRangesAndReplacement) {
   auto* loc = moved.add_tablet_locations();
   loc->set_tablet_id("t0-new");
   (*parts)[0].ToPB(loc->mutable_partition());
-  ASSERT_TRUE(internal::MetaCache::InsertLocations(&locations, moved, 0).ok());
+  BASALT_ASSERT_OK(internal::MetaCache::InsertLocations(&locations, moved, 0));
   EXPECT_EQ(locations.Find(key(5), 0)->tablet_id(), "t0-new");
   uint64_t version;
   EXPECT_EQ(locations.Snapshot(&version).size(), 2u);
@@ -545,27 +545,27 @@ class ScanBatchTest : public ::testing::Test {
 };
 
 TEST_F(ScanBatchTest, TypedRowsAndColumnarViewsReadTheBlock) {
-  ASSERT_TRUE(Load(Block()).ok());
+  BASALT_ASSERT_OK(Load(Block()));
   ASSERT_EQ(batch_.NumRows(), 5);
   for (int i = 0; i < 5; i++) {
     ScanBatch::RowPtr row = batch_.Row(i);
     int32_t key;
-    ASSERT_TRUE(row.GetInt32("key", &key).ok());
+    BASALT_ASSERT_OK(row.GetInt32("key", &key));
     EXPECT_EQ(key, i);
     std::string_view name;
     if (i == 2) {
       EXPECT_TRUE(row.IsNull("name"));
       EXPECT_EQ(row.GetString("name", &name).code(), absl::StatusCode::kNotFound);
     } else {
-      ASSERT_TRUE(row.GetString(1, &name).ok());
+      BASALT_ASSERT_OK(row.GetString(1, &name));
       EXPECT_EQ(name, "n" + std::to_string(i));
     }
     double d;
-    ASSERT_TRUE(row.GetDouble("d", &d).ok());
+    BASALT_ASSERT_OK(row.GetDouble("d", &d));
     EXPECT_EQ(d, i / 2.0);
     bool flag;
     if (i != 4) {
-      ASSERT_TRUE(row.GetBool("flag", &flag).ok());
+      BASALT_ASSERT_OK(row.GetBool("flag", &flag));
       EXPECT_EQ(flag, i % 2 == 1);
     }
     EXPECT_EQ(row.GetInt64("key", nullptr).code(), absl::StatusCode::kInvalidArgument);
@@ -586,7 +586,7 @@ TEST_F(ScanBatchTest, TypedRowsAndColumnarViewsReadTheBlock) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(batch_.Column(2).data) % 8, 0u);
   EXPECT_EQ(batch_.projection_schema().num_columns(), 4);
 
-  ASSERT_TRUE(Load(Block(), 2).ok());  // A scan limit cuts the batch.
+  BASALT_ASSERT_OK(Load(Block(), 2));  // A scan limit cuts the batch.
   EXPECT_EQ(batch_.NumRows(), 2);
 }
 
@@ -621,7 +621,7 @@ TEST_F(ScanBatchTest, MalformedBlocksAreDataLoss) {
   auto block = Block();
   block->set_num_rows(5);
   block->mutable_columns(3)->set_null_bitmap("");
-  ASSERT_TRUE(Load(std::move(block)).ok());
+  BASALT_ASSERT_OK(Load(std::move(block)));
   Random rng(SeedFromEnvOrTime());
   // Random byte flips and truncations never crash; they load or fail cleanly.
   for (int i = 0; i < 300; i++) {
@@ -647,11 +647,11 @@ TEST(ClientBuilderTest, ValidatesMasterAddresses) {
   EXPECT_EQ(ClientBuilder().Build(&client).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ClientBuilder().add_master_server_addr("h:99999").Build(&client).code(),
             absl::StatusCode::kInvalidArgument);
-  ASSERT_TRUE(ClientBuilder()
+  BASALT_ASSERT_OK(ClientBuilder()
                   .add_master_server_addr("127.0.0.1:1,127.0.0.1:2")
                   .default_admin_operation_timeout(std::chrono::milliseconds(200))
                   .Build(&client)
-                  .ok());
+                  );
   EXPECT_EQ(client->default_admin_operation_timeout(), std::chrono::milliseconds(200));
   // No master listens there: DDL times out with the last error named.
   std::vector<std::string> tables;

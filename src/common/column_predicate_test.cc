@@ -19,6 +19,7 @@
 #include "common/strings.h"
 #include "glog/logging.h"
 #include "proto/common.pb.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -34,7 +35,7 @@ using testing_util::FloatBits;
 
 template <typename T>
 T Unwrap(absl::StatusOr<T> v) {
-  EXPECT_TRUE(v.ok()) << v.status();
+  BASALT_EXPECT_OK(v);
   return *std::move(v);
 }
 
@@ -654,7 +655,7 @@ TEST_F(ColumnPredicateTest, RandomPBRoundTrip) {
       pb::ColumnPredicatePB pb;
       p.ToPB(&pb);
       absl::StatusOr<ColumnPredicate> back = ColumnPredicate::FromPB(schema_, pb);
-      ASSERT_TRUE(back.ok()) << back.status() << " for " << p.ToString();
+      BASALT_ASSERT_OK(back) << back.status() << " for " << p.ToString();
       ASSERT_EQ(*back, p) << p.ToString() << " came back as " << back->ToString();
       pb::ColumnPredicatePB reparsed;
       ASSERT_TRUE(reparsed.ParseFromString(pb.SerializeAsString()));

@@ -1,4 +1,5 @@
 #include "common/datum.h"
+#include "common/status_test_util.h"
 
 #include <limits>
 
@@ -28,7 +29,7 @@ TEST(DatumTest, SerializedCellRoundTripForEveryType) {
   for (const Datum& d : values) {
     std::string bytes = d.SerializeCell();
     auto back = Datum::FromSerializedCell(d.type(), bytes);
-    ASSERT_TRUE(back.ok()) << back.status();
+    BASALT_ASSERT_OK(back);
     EXPECT_EQ(*back, d) << d.ToString();
     // The cell view survives copies and moves.
     Datum copy = d;
@@ -45,12 +46,12 @@ TEST(DatumTest, FromSerializedCellRejectsBadSizes) {
   EXPECT_FALSE(Datum::FromSerializedCell(static_cast<DataType>(99), "a").ok());
   EXPECT_FALSE(
       Datum::FromSerializedCell(DataType::kString, std::string(kMaxCellBytes + 1, 'a')).ok());
-  EXPECT_TRUE(Datum::FromSerializedCell(DataType::kString, "").ok());
+  BASALT_EXPECT_OK(Datum::FromSerializedCell(DataType::kString, ""));
 }
 
 TEST(DatumTest, CastBetweenIntegerTypesChecksRange) {
   auto d = Datum::Int64(300).CastTo(DataType::kInt16);
-  ASSERT_TRUE(d.ok());
+  BASALT_ASSERT_OK(d);
   EXPECT_EQ(d->type(), DataType::kInt16);
   EXPECT_EQ(d->int_value(), 300);
   EXPECT_FALSE(Datum::Int64(300).CastTo(DataType::kInt8).ok());

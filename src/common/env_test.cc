@@ -13,6 +13,7 @@
 #include "common/env_memory.h"
 #include "common/fault_injection_env.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -93,26 +94,26 @@ class EnvTest : public testing::TestWithParam<EnvKind> {
     }
     if (root_.empty()) {
       root_ = "/tmp/basalt_env_test";
-      ASSERT_TRUE(env_->CreateDirs(root_).ok());
+      BASALT_ASSERT_OK(env_->CreateDirs(root_));
     }
   }
 
   void TearDown() override {
     if (GetParam() == EnvKind::kPosix && !root_.empty()) {
-      EXPECT_TRUE(env_->DeleteDirRecursively(root_).ok());
+      BASALT_EXPECT_OK(env_->DeleteDirRecursively(root_));
     }
   }
 
   std::string Path(std::string_view name) const { return JoinPath(root_, name); }
 
   void WriteFile(const std::string& path, std::string_view data) {
-    ASSERT_TRUE(WriteStringToFile(env_, path, data, /*sync=*/false).ok()) << path;
+    BASALT_ASSERT_OK(WriteStringToFile(env_, path, data, /*sync=*/false)) << path;
   }
 
   std::string ReadFile(const std::string& path) {
     std::string data;
     absl::Status s = ReadFileToString(env_, path, &data);
-    EXPECT_TRUE(s.ok()) << s;
+    BASALT_EXPECT_OK(s);
     return data;
   }
 
@@ -126,45 +127,45 @@ TEST_P(EnvTest, WriteThenReadBack) {
   const std::string path = Path("f");
   {
     auto file = env_->NewWritableFile(path);
-    ASSERT_TRUE(file.ok()) << file.status();
+    BASALT_ASSERT_OK(file);
     EXPECT_EQ((*file)->filename(), path);
-    ASSERT_TRUE((*file)->Append("hello ").ok());
-    ASSERT_TRUE((*file)->Append("").ok());
-    ASSERT_TRUE((*file)->Append("world").ok());
+    BASALT_ASSERT_OK((*file)->Append("hello "));
+    BASALT_ASSERT_OK((*file)->Append(""));
+    BASALT_ASSERT_OK((*file)->Append("world"));
     EXPECT_EQ((*file)->Size(), 11u);
-    ASSERT_TRUE((*file)->Sync().ok());
-    ASSERT_TRUE((*file)->Close().ok());
+    BASALT_ASSERT_OK((*file)->Sync());
+    BASALT_ASSERT_OK((*file)->Close());
   }
   EXPECT_TRUE(env_->FileExists(path));
   EXPECT_EQ(*env_->GetFileSize(path), 11u);
   EXPECT_EQ(ReadFile(path), "hello world");
 
   auto raf = env_->NewRandomAccessFile(path);
-  ASSERT_TRUE(raf.ok()) << raf.status();
+  BASALT_ASSERT_OK(raf);
   EXPECT_EQ(*(*raf)->Size(), 11u);
   char scratch[32];
   std::string_view result;
-  ASSERT_TRUE((*raf)->ReadAt(6, 5, scratch, &result).ok());
+  BASALT_ASSERT_OK((*raf)->ReadAt(6, 5, scratch, &result));
   EXPECT_EQ(result, "world");
   // A read past the end returns the bytes that exist.
-  ASSERT_TRUE((*raf)->ReadAt(8, 10, scratch, &result).ok());
+  BASALT_ASSERT_OK((*raf)->ReadAt(8, 10, scratch, &result));
   EXPECT_EQ(result, "rld");
-  ASSERT_TRUE((*raf)->ReadAt(11, 4, scratch, &result).ok());
+  BASALT_ASSERT_OK((*raf)->ReadAt(11, 4, scratch, &result));
   EXPECT_TRUE(result.empty());
-  ASSERT_TRUE((*raf)->ReadAt(1000, 4, scratch, &result).ok());
+  BASALT_ASSERT_OK((*raf)->ReadAt(1000, 4, scratch, &result));
   EXPECT_TRUE(result.empty());
 
   auto seq = env_->NewSequentialFile(path);
-  ASSERT_TRUE(seq.ok()) << seq.status();
-  ASSERT_TRUE((*seq)->Read(3, scratch, &result).ok());
+  BASALT_ASSERT_OK(seq);
+  BASALT_ASSERT_OK((*seq)->Read(3, scratch, &result));
   EXPECT_EQ(result, "hel");
-  ASSERT_TRUE((*seq)->Skip(3).ok());
-  ASSERT_TRUE((*seq)->Read(100, scratch, &result).ok());
+  BASALT_ASSERT_OK((*seq)->Skip(3));
+  BASALT_ASSERT_OK((*seq)->Read(100, scratch, &result));
   EXPECT_EQ(result, "world");
-  ASSERT_TRUE((*seq)->Read(100, scratch, &result).ok());
+  BASALT_ASSERT_OK((*seq)->Read(100, scratch, &result));
   EXPECT_TRUE(result.empty());
-  ASSERT_TRUE((*seq)->Skip(100).ok());
-  ASSERT_TRUE((*seq)->Read(1, scratch, &result).ok());
+  BASALT_ASSERT_OK((*seq)->Skip(100));
+  BASALT_ASSERT_OK((*seq)->Read(1, scratch, &result));
   EXPECT_TRUE(result.empty());
 }
 
@@ -175,20 +176,20 @@ TEST_P(EnvTest, NewWritableFileTruncatesAndAppendableAppends) {
   EXPECT_EQ(ReadFile(path), "new");
   {
     auto file = env_->NewAppendableFile(path);
-    ASSERT_TRUE(file.ok()) << file.status();
+    BASALT_ASSERT_OK(file);
     EXPECT_EQ((*file)->Size(), 3u);
-    ASSERT_TRUE((*file)->Append("+more").ok());
+    BASALT_ASSERT_OK((*file)->Append("+more"));
     EXPECT_EQ((*file)->Size(), 8u);
-    ASSERT_TRUE((*file)->Close().ok());
+    BASALT_ASSERT_OK((*file)->Close());
   }
   EXPECT_EQ(ReadFile(path), "new+more");
   // NewAppendableFile creates a missing file.
   const std::string fresh = Path("fresh");
   {
     auto file = env_->NewAppendableFile(fresh);
-    ASSERT_TRUE(file.ok()) << file.status();
+    BASALT_ASSERT_OK(file);
     EXPECT_EQ((*file)->Size(), 0u);
-    ASSERT_TRUE((*file)->Append("x").ok());
+    BASALT_ASSERT_OK((*file)->Append("x"));
   }  // Destructor closes (and flushes).
   EXPECT_EQ(ReadFile(fresh), "x");
 }
@@ -218,16 +219,16 @@ TEST_P(EnvTest, MissingPathsAreNotFound) {
 
 TEST_P(EnvTest, Directories) {
   const std::string dir = Path("d");
-  ASSERT_TRUE(env_->CreateDir(dir).ok());
+  BASALT_ASSERT_OK(env_->CreateDir(dir));
   EXPECT_EQ(env_->CreateDir(dir).code(), absl::StatusCode::kAlreadyExists);
   EXPECT_TRUE(*env_->IsDirectory(dir));
   EXPECT_TRUE(env_->FileExists(dir));
   WriteFile(JoinPath(dir, "b"), "1");
   WriteFile(JoinPath(dir, "a"), "22");
-  ASSERT_TRUE(env_->CreateDir(JoinPath(dir, "c")).ok());
+  BASALT_ASSERT_OK(env_->CreateDir(JoinPath(dir, "c")));
   EXPECT_FALSE(*env_->IsDirectory(JoinPath(dir, "a")));
   auto children = env_->GetChildren(dir);
-  ASSERT_TRUE(children.ok()) << children.status();
+  BASALT_ASSERT_OK(children);
   EXPECT_EQ(*children, (std::vector<std::string>{"a", "b", "c"}));
   // Trailing slashes are ignored.
   EXPECT_EQ(*env_->GetChildren(dir + "/"), *children);
@@ -236,29 +237,29 @@ TEST_P(EnvTest, Directories) {
   EXPECT_TRUE(env_->GetChildren(JoinPath(dir, "c"))->empty());
 
   EXPECT_EQ(env_->DeleteDir(dir).code(), absl::StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(env_->DeleteDir(JoinPath(dir, "c")).ok());
-  ASSERT_TRUE(env_->DeleteFile(JoinPath(dir, "a")).ok());
+  BASALT_ASSERT_OK(env_->DeleteDir(JoinPath(dir, "c")));
+  BASALT_ASSERT_OK(env_->DeleteFile(JoinPath(dir, "a")));
   EXPECT_EQ(*env_->GetChildren(dir), (std::vector<std::string>{"b"}));
-  ASSERT_TRUE(env_->SyncDir(dir).ok());
+  BASALT_ASSERT_OK(env_->SyncDir(dir));
 }
 
 TEST_P(EnvTest, CreateDirsAndDeleteRecursively) {
   const std::string deep = Path("x/y/z");
-  ASSERT_TRUE(env_->CreateDirs(deep).ok());
+  BASALT_ASSERT_OK(env_->CreateDirs(deep));
   EXPECT_TRUE(*env_->IsDirectory(deep));
-  ASSERT_TRUE(env_->CreateDirs(deep).ok());  // Idempotent.
-  ASSERT_TRUE(env_->CreateDirs(Path("x/y/w/")).ok());
+  BASALT_ASSERT_OK(env_->CreateDirs(deep));  // Idempotent.
+  BASALT_ASSERT_OK(env_->CreateDirs(Path("x/y/w/")));
   WriteFile(Path("x/y/z/f1"), "1");
   WriteFile(Path("x/f2"), "2");
   // A file in the way.
   EXPECT_EQ(env_->CreateDirs(Path("x/f2")).code(), absl::StatusCode::kAlreadyExists);
   EXPECT_FALSE(env_->CreateDirs(Path("x/f2/sub")).ok());
-  ASSERT_TRUE(env_->DeleteDirRecursively(Path("x")).ok());
+  BASALT_ASSERT_OK(env_->DeleteDirRecursively(Path("x")));
   EXPECT_FALSE(env_->FileExists(Path("x")));
   EXPECT_TRUE(env_->GetChildren(root_)->empty());
   // DeleteDirRecursively of a plain file deletes it.
   WriteFile(Path("plain"), "p");
-  ASSERT_TRUE(env_->DeleteDirRecursively(Path("plain")).ok());
+  BASALT_ASSERT_OK(env_->DeleteDirRecursively(Path("plain")));
   EXPECT_FALSE(env_->FileExists(Path("plain")));
 }
 
@@ -268,18 +269,18 @@ TEST_P(EnvTest, RenameReplacesAtomically) {
   WriteFile(a, "new");
   WriteFile(b, "old");
   auto old_reader = env_->NewRandomAccessFile(b);
-  ASSERT_TRUE(old_reader.ok());
-  ASSERT_TRUE(env_->RenameFile(a, b).ok());
+  BASALT_ASSERT_OK(old_reader);
+  BASALT_ASSERT_OK(env_->RenameFile(a, b));
   EXPECT_FALSE(env_->FileExists(a));
   EXPECT_EQ(ReadFile(b), "new");
   // An open reader keeps reading the replaced file.
   char scratch[8];
   std::string_view result;
-  ASSERT_TRUE((*old_reader)->ReadAt(0, 8, scratch, &result).ok());
+  BASALT_ASSERT_OK((*old_reader)->ReadAt(0, 8, scratch, &result));
   EXPECT_EQ(result, "old");
   // Rename into a subdirectory, and to a missing directory.
-  ASSERT_TRUE(env_->CreateDir(Path("sub")).ok());
-  ASSERT_TRUE(env_->RenameFile(b, Path("sub/b")).ok());
+  BASALT_ASSERT_OK(env_->CreateDir(Path("sub")));
+  BASALT_ASSERT_OK(env_->RenameFile(b, Path("sub/b")));
   EXPECT_EQ(ReadFile(Path("sub/b")), "new");
   EXPECT_EQ(env_->RenameFile(Path("sub/b"), Path("nodir/b")).code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(env_->FileExists(Path("sub/b")));
@@ -289,12 +290,12 @@ TEST_P(EnvTest, DeletedFileStaysReadableWhileOpen) {
   const std::string path = Path("f");
   WriteFile(path, "still here");
   auto reader = env_->NewRandomAccessFile(path);
-  ASSERT_TRUE(reader.ok());
-  ASSERT_TRUE(env_->DeleteFile(path).ok());
+  BASALT_ASSERT_OK(reader);
+  BASALT_ASSERT_OK(env_->DeleteFile(path));
   EXPECT_FALSE(env_->FileExists(path));
   char scratch[16];
   std::string_view result;
-  ASSERT_TRUE((*reader)->ReadAt(0, 16, scratch, &result).ok());
+  BASALT_ASSERT_OK((*reader)->ReadAt(0, 16, scratch, &result));
   EXPECT_EQ(result, "still here");
 }
 
@@ -305,31 +306,31 @@ TEST_P(EnvTest, LargeRandomAppendsRoundTrip) {
   const std::string path = Path("big");
   std::string expected;
   auto file = env_->NewWritableFile(path);
-  ASSERT_TRUE(file.ok());
+  BASALT_ASSERT_OK(file);
   auto reader = env_->NewRandomAccessFile(path);
-  ASSERT_TRUE(reader.ok());
+  BASALT_ASSERT_OK(reader);
   while (expected.size() < (1u << 20)) {
     // Mix tiny appends with ones larger than the POSIX write buffer (64 KiB).
     const std::string chunk =
         rng.Bytes(rng.OneIn(20) ? 70000 + rng.Uniform(70000) : rng.Skewed(12));
-    ASSERT_TRUE((*file)->Append(chunk).ok());
+    BASALT_ASSERT_OK((*file)->Append(chunk));
     expected += chunk;
     ASSERT_EQ((*file)->Size(), expected.size());
     if (rng.OneIn(50)) {
       // After Flush, another reader sees everything appended so far.
-      ASSERT_TRUE((*file)->Flush().ok());
+      BASALT_ASSERT_OK((*file)->Flush());
       EXPECT_EQ(*(*reader)->Size(), expected.size());
     }
   }
-  ASSERT_TRUE((*file)->Sync().ok());
-  ASSERT_TRUE((*file)->Close().ok());
+  BASALT_ASSERT_OK((*file)->Sync());
+  BASALT_ASSERT_OK((*file)->Close());
   EXPECT_EQ(ReadFile(path), expected);
   std::string scratch(5000, '\0');
   for (int i = 0; i < 100; ++i) {
     const uint64_t offset = rng.Uniform(expected.size());
     const size_t n = rng.Uniform(scratch.size());
     std::string_view result;
-    ASSERT_TRUE((*reader)->ReadAt(offset, n, scratch.data(), &result).ok());
+    BASALT_ASSERT_OK((*reader)->ReadAt(offset, n, scratch.data(), &result));
     ASSERT_EQ(result, std::string_view(expected).substr(offset, n)) << offset << " " << n;
   }
 }
@@ -340,7 +341,7 @@ TEST_P(EnvTest, ConcurrentReadsAreSafe) {
   for (int i = 0; i < 10000; ++i) data += static_cast<char>('a' + i % 26);
   WriteFile(path, data);
   auto reader = env_->NewRandomAccessFile(path);
-  ASSERT_TRUE(reader.ok());
+  BASALT_ASSERT_OK(reader);
   std::vector<std::thread> threads;
   std::atomic<int> mismatches{0};
   for (int t = 0; t < 4; ++t) {
@@ -363,26 +364,26 @@ TEST_P(EnvTest, ConcurrentReadsAreSafe) {
 TEST_P(EnvTest, LockFileIsExclusive) {
   const std::string path = Path("LOCK");
   auto lock = env_->LockFile(path);
-  ASSERT_TRUE(lock.ok()) << lock.status();
+  BASALT_ASSERT_OK(lock);
   EXPECT_EQ((*lock)->filename(), path);
   EXPECT_TRUE(env_->FileExists(path));
   auto second = env_->LockFile(path);
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable) << second.status();
-  ASSERT_TRUE(env_->UnlockFile(*std::move(lock)).ok());
+  BASALT_ASSERT_OK(env_->UnlockFile(*std::move(lock)));
   auto third = env_->LockFile(path);
-  ASSERT_TRUE(third.ok()) << third.status();
+  BASALT_ASSERT_OK(third);
   third->reset();  // Destruction releases too.
-  EXPECT_TRUE(env_->LockFile(path).ok());
+  BASALT_EXPECT_OK(env_->LockFile(path));
   EXPECT_EQ(env_->LockFile(Path("nodir/LOCK")).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_P(EnvTest, WriteFileAtomicallyCreatesAndReplaces) {
   const std::string path = Path("meta");
-  ASSERT_TRUE(WriteFileAtomically(env_, path, "v1").ok());
+  BASALT_ASSERT_OK(WriteFileAtomically(env_, path, "v1"));
   EXPECT_EQ(ReadFile(path), "v1");
-  ASSERT_TRUE(WriteFileAtomically(env_, path, std::string(100000, 'z')).ok());
+  BASALT_ASSERT_OK(WriteFileAtomically(env_, path, std::string(100000, 'z')));
   EXPECT_EQ(ReadFile(path), std::string(100000, 'z'));
-  ASSERT_TRUE(WriteFileAtomically(env_, path, "").ok());
+  BASALT_ASSERT_OK(WriteFileAtomically(env_, path, ""));
   EXPECT_EQ(ReadFile(path), "");
   // No temporary file is left behind.
   EXPECT_EQ(*env_->GetChildren(root_), (std::vector<std::string>{"meta"}));
@@ -395,12 +396,12 @@ TEST_P(EnvTest, ReadFileToStringReplacesOutput) {
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7);
   WriteFile(path, big);
   std::string out = "previous junk";
-  ASSERT_TRUE(ReadFileToString(env_, path, &out).ok());
+  BASALT_ASSERT_OK(ReadFileToString(env_, path, &out));
   EXPECT_EQ(out, big);
 }
 
 TEST_P(EnvTest, OpeningADirectoryAsAFileFails) {
-  ASSERT_TRUE(env_->CreateDir(Path("d")).ok());
+  BASALT_ASSERT_OK(env_->CreateDir(Path("d")));
   EXPECT_FALSE(env_->NewWritableFile(Path("d")).ok());
   EXPECT_EQ(env_->DeleteFile(Path("d")).ok(), false);
   WriteFile(Path("f"), "x");

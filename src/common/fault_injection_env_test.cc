@@ -12,6 +12,7 @@
 #include "common/env.h"
 #include "common/env_memory.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -34,7 +35,7 @@ class FaultInjectionEnvTest : public testing::TestWithParam<BaseKind> {
       memory_env_ = std::make_unique<MemoryEnv>();
       base_ = memory_env_.get();
       root_ = "/data";
-      ASSERT_TRUE(base_->CreateDirs(root_).ok());
+      BASALT_ASSERT_OK(base_->CreateDirs(root_));
     }
     env_ = std::make_unique<FaultInjectionEnv>(base_);
   }
@@ -42,7 +43,7 @@ class FaultInjectionEnvTest : public testing::TestWithParam<BaseKind> {
   void TearDown() override {
     env_.reset();
     if (GetParam() == BaseKind::kPosix) {
-      EXPECT_TRUE(base_->DeleteDirRecursively(root_).ok());
+      BASALT_EXPECT_OK(base_->DeleteDirRecursively(root_));
     }
   }
 
@@ -53,14 +54,14 @@ class FaultInjectionEnvTest : public testing::TestWithParam<BaseKind> {
     std::string data;
     absl::Status s = ReadFileToString(base_, path, &data);
     if (absl::IsNotFound(s)) return "<missing>";
-    EXPECT_TRUE(s.ok()) << s;
+    BASALT_EXPECT_OK(s);
     return data;
   }
 
   // Writes a file durably (synced data, synced directory).
   void WriteDurably(const std::string& path, std::string_view data) {
-    ASSERT_TRUE(WriteStringToFile(env_.get(), path, data, /*sync=*/true).ok());
-    ASSERT_TRUE(env_->SyncDir(DirName(path)).ok());
+    BASALT_ASSERT_OK(WriteStringToFile(env_.get(), path, data, /*sync=*/true));
+    BASALT_ASSERT_OK(env_->SyncDir(DirName(path)));
   }
 
   std::unique_ptr<MemoryEnv> memory_env_;
@@ -72,14 +73,14 @@ class FaultInjectionEnvTest : public testing::TestWithParam<BaseKind> {
 TEST_P(FaultInjectionEnvTest, UnsyncedDataIsDroppedSyncedDataKept) {
   const std::string path = Path("wal");
   auto file = env_->NewWritableFile(path);
-  ASSERT_TRUE(file.ok());
-  ASSERT_TRUE(env_->SyncDir(root_).ok());
-  ASSERT_TRUE((*file)->Append("synced;").ok());
-  ASSERT_TRUE((*file)->Sync().ok());
-  ASSERT_TRUE((*file)->Append("lost").ok());
-  ASSERT_TRUE((*file)->Flush().ok());
+  BASALT_ASSERT_OK(file);
+  BASALT_ASSERT_OK(env_->SyncDir(root_));
+  BASALT_ASSERT_OK((*file)->Append("synced;"));
+  BASALT_ASSERT_OK((*file)->Sync());
+  BASALT_ASSERT_OK((*file)->Append("lost"));
+  BASALT_ASSERT_OK((*file)->Flush());
   EXPECT_EQ(Contents(path), "synced;lost");
-  ASSERT_TRUE(env_->DropUnsyncedData().ok());
+  BASALT_ASSERT_OK(env_->DropUnsyncedData());
   EXPECT_EQ(Contents(path), "synced;");
   // The handle is dead after the crash; using it fails cleanly and destroying it does not write.
   EXPECT_FALSE((*file)->Append("more").ok());
@@ -91,21 +92,21 @@ TEST_P(FaultInjectionEnvTest, UnsyncedDataIsDroppedSyncedDataKept) {
 TEST_P(FaultInjectionEnvTest, BufferedUnflushedDataIsNotResurrected) {
   const std::string path = Path("f");
   auto file = env_->NewWritableFile(path);
-  ASSERT_TRUE(file.ok());
-  ASSERT_TRUE(env_->SyncDir(root_).ok());
-  ASSERT_TRUE((*file)->Append("abc").ok());
-  ASSERT_TRUE((*file)->Sync().ok());
-  ASSERT_TRUE((*file)->Append("buffered").ok());  // Not flushed: may sit in a user buffer.
-  ASSERT_TRUE(env_->DropUnsyncedData().ok());
+  BASALT_ASSERT_OK(file);
+  BASALT_ASSERT_OK(env_->SyncDir(root_));
+  BASALT_ASSERT_OK((*file)->Append("abc"));
+  BASALT_ASSERT_OK((*file)->Sync());
+  BASALT_ASSERT_OK((*file)->Append("buffered"));  // Not flushed: may sit in a user buffer.
+  BASALT_ASSERT_OK(env_->DropUnsyncedData());
   file->reset();
   EXPECT_EQ(Contents(path), "abc");
 }
 
 TEST_P(FaultInjectionEnvTest, FileWithoutAnySyncBecomesEmpty) {
   const std::string path = Path("f");
-  ASSERT_TRUE(WriteStringToFile(env_.get(), path, "never synced", /*sync=*/false).ok());
-  ASSERT_TRUE(env_->SyncDir(root_).ok());
-  ASSERT_TRUE(env_->DropUnsyncedData().ok());
+  BASALT_ASSERT_OK(WriteStringToFile(env_.get(), path, "never synced", /*sync=*/false));
+  BASALT_ASSERT_OK(env_->SyncDir(root_));
+  BASALT_ASSERT_OK(env_->DropUnsyncedData());
   EXPECT_EQ(Contents(path), "");
 }
 
@@ -113,34 +114,34 @@ TEST_P(FaultInjectionEnvTest, CreateWithoutDirSyncVanishes) {
   const std::string kept = Path("kept");
   const std::string lost = Path("lost");
   WriteDurably(kept, "k");
-  ASSERT_TRUE(WriteStringToFile(env_.get(), lost, "l", /*sync=*/true).ok());
-  ASSERT_TRUE(env_->DropUnsyncedData().ok());
+  BASALT_ASSERT_OK(WriteStringToFile(env_.get(), lost, "l", /*sync=*/true));
+  BASALT_ASSERT_OK(env_->DropUnsyncedData());
   EXPECT_EQ(Contents(kept), "k");
   EXPECT_EQ(Contents(lost), "<missing>");
 }
 
 TEST_P(FaultInjectionEnvTest, DirSyncOfAnotherDirectoryDoesNotHelp) {
-  ASSERT_TRUE(env_->CreateDir(Path("a")).ok());
-  ASSERT_TRUE(env_->CreateDir(Path("b")).ok());
-  ASSERT_TRUE(env_->SyncDir(root_).ok());
-  ASSERT_TRUE(WriteStringToFile(env_.get(), Path("a/f"), "x", /*sync=*/true).ok());
-  ASSERT_TRUE(env_->SyncDir(Path("b")).ok());
-  ASSERT_TRUE(env_->DropUnsyncedData().ok());
+  BASALT_ASSERT_OK(env_->CreateDir(Path("a")));
+  BASALT_ASSERT_OK(env_->CreateDir(Path("b")));
+  BASALT_ASSERT_OK(env_->SyncDir(root_));
+  BASALT_ASSERT_OK(WriteStringToFile(env_.get(), Path("a/f"), "x", /*sync=*/true));
+  BASALT_ASSERT_OK(env_->SyncDir(Path("b")));
+  BASALT_ASSERT_OK(env_->DropUnsyncedData());
   EXPECT_EQ(Contents(Path("a/f")), "<missing>");
   EXPECT_TRUE(base_->FileExists(Path("a")));
 }
 
 TEST_P(FaultInjectionEnvTest, UnsyncedDirectoryVanishesWithItsContents) {
-  ASSERT_TRUE(env_->CreateDirs(Path("x/y")).ok());
+  BASALT_ASSERT_OK(env_->CreateDirs(Path("x/y")));
   WriteDurably(Path("x/y/f"), "data");  // Syncs x/y but never root_ or x.
-  ASSERT_TRUE(env_->DropUnsyncedData().ok());
+  BASALT_ASSERT_OK(env_->DropUnsyncedData());
   EXPECT_FALSE(base_->FileExists(Path("x")));
   // With the whole chain synced, everything survives.
-  ASSERT_TRUE(env_->CreateDirs(Path("x/y")).ok());
+  BASALT_ASSERT_OK(env_->CreateDirs(Path("x/y")));
   WriteDurably(Path("x/y/f"), "data");
-  ASSERT_TRUE(env_->SyncDir(Path("x")).ok());
-  ASSERT_TRUE(env_->SyncDir(root_).ok());
-  ASSERT_TRUE(env_->DropUnsyncedData().ok());
+  BASALT_ASSERT_OK(env_->SyncDir(Path("x")));
+  BASALT_ASSERT_OK(env_->SyncDir(root_));
+  BASALT_ASSERT_OK(env_->DropUnsyncedData());
   EXPECT_EQ(Contents(Path("x/y/f")), "data");
 }
 
@@ -149,15 +150,15 @@ TEST_P(FaultInjectionEnvTest, RenameWithoutDirSyncIsReverted) {
   const std::string tmp = Path("CURRENT.tmp");
   WriteDurably(target, "old");
   WriteDurably(tmp, "new");
-  ASSERT_TRUE(env_->RenameFile(tmp, target).ok());
+  BASALT_ASSERT_OK(env_->RenameFile(tmp, target));
   EXPECT_EQ(Contents(target), "new");
-  ASSERT_TRUE(env_->DropUnsyncedData().ok());
+  BASALT_ASSERT_OK(env_->DropUnsyncedData());
   EXPECT_EQ(Contents(target), "old");
   EXPECT_EQ(Contents(tmp), "new");
   // Synced, the rename sticks.
-  ASSERT_TRUE(env_->RenameFile(tmp, target).ok());
-  ASSERT_TRUE(env_->SyncDir(root_).ok());
-  ASSERT_TRUE(env_->DropUnsyncedData().ok());
+  BASALT_ASSERT_OK(env_->RenameFile(tmp, target));
+  BASALT_ASSERT_OK(env_->SyncDir(root_));
+  BASALT_ASSERT_OK(env_->DropUnsyncedData());
   EXPECT_EQ(Contents(target), "new");
   EXPECT_EQ(Contents(tmp), "<missing>");
 }
@@ -165,15 +166,15 @@ TEST_P(FaultInjectionEnvTest, RenameWithoutDirSyncIsReverted) {
 TEST_P(FaultInjectionEnvTest, RenamedFileKeepsItsSyncedSize) {
   const std::string a = Path("a");
   auto file = env_->NewWritableFile(a);
-  ASSERT_TRUE(file.ok());
-  ASSERT_TRUE((*file)->Append("durable").ok());
-  ASSERT_TRUE((*file)->Sync().ok());
-  ASSERT_TRUE(env_->RenameFile(a, Path("b")).ok());
-  ASSERT_TRUE(env_->SyncDir(root_).ok());
+  BASALT_ASSERT_OK(file);
+  BASALT_ASSERT_OK((*file)->Append("durable"));
+  BASALT_ASSERT_OK((*file)->Sync());
+  BASALT_ASSERT_OK(env_->RenameFile(a, Path("b")));
+  BASALT_ASSERT_OK(env_->SyncDir(root_));
   // The writer follows the file across the rename, as on POSIX.
-  ASSERT_TRUE((*file)->Append("+volatile").ok());
-  ASSERT_TRUE((*file)->Flush().ok());
-  ASSERT_TRUE(env_->DropUnsyncedData().ok());
+  BASALT_ASSERT_OK((*file)->Append("+volatile"));
+  BASALT_ASSERT_OK((*file)->Flush());
+  BASALT_ASSERT_OK(env_->DropUnsyncedData());
   EXPECT_EQ(Contents(Path("b")), "durable");
   EXPECT_EQ(Contents(a), "<missing>");
 }
@@ -181,29 +182,29 @@ TEST_P(FaultInjectionEnvTest, RenamedFileKeepsItsSyncedSize) {
 TEST_P(FaultInjectionEnvTest, DeleteWithoutDirSyncIsReverted) {
   const std::string path = Path("f");
   auto file = env_->NewWritableFile(path);
-  ASSERT_TRUE(file.ok());
-  ASSERT_TRUE((*file)->Append("durable").ok());
-  ASSERT_TRUE((*file)->Sync().ok());
-  ASSERT_TRUE((*file)->Append("+not").ok());
-  ASSERT_TRUE((*file)->Close().ok());
-  ASSERT_TRUE(env_->SyncDir(root_).ok());
-  ASSERT_TRUE(env_->DeleteFile(path).ok());
-  ASSERT_TRUE(env_->DropUnsyncedData().ok());
+  BASALT_ASSERT_OK(file);
+  BASALT_ASSERT_OK((*file)->Append("durable"));
+  BASALT_ASSERT_OK((*file)->Sync());
+  BASALT_ASSERT_OK((*file)->Append("+not"));
+  BASALT_ASSERT_OK((*file)->Close());
+  BASALT_ASSERT_OK(env_->SyncDir(root_));
+  BASALT_ASSERT_OK(env_->DeleteFile(path));
+  BASALT_ASSERT_OK(env_->DropUnsyncedData());
   EXPECT_EQ(Contents(path), "durable");
-  ASSERT_TRUE(env_->DeleteFile(path).ok());
-  ASSERT_TRUE(env_->SyncDir(root_).ok());
-  ASSERT_TRUE(env_->DropUnsyncedData().ok());
+  BASALT_ASSERT_OK(env_->DeleteFile(path));
+  BASALT_ASSERT_OK(env_->SyncDir(root_));
+  BASALT_ASSERT_OK(env_->DropUnsyncedData());
   EXPECT_EQ(Contents(path), "<missing>");
   file->reset();
 }
 
 TEST_P(FaultInjectionEnvTest, AppendableFileTreatsExistingDataAsDurable) {
   const std::string path = Path("log");
-  ASSERT_TRUE(WriteStringToFile(base_, path, "preexisting;", /*sync=*/false).ok());
+  BASALT_ASSERT_OK(WriteStringToFile(base_, path, "preexisting;", /*sync=*/false));
   auto file = env_->NewAppendableFile(path);
-  ASSERT_TRUE(file.ok());
-  ASSERT_TRUE((*file)->Append("tail").ok());
-  ASSERT_TRUE(env_->DropUnsyncedData().ok());
+  BASALT_ASSERT_OK(file);
+  BASALT_ASSERT_OK((*file)->Append("tail"));
+  BASALT_ASSERT_OK(env_->DropUnsyncedData());
   EXPECT_EQ(Contents(path), "preexisting;");
 }
 
@@ -218,7 +219,7 @@ TEST_P(FaultInjectionEnvTest, WriteFileAtomicallySurvivesCrashAtEverySyncPoint) 
     // Count the sync points of one undisturbed run.
     if (existed) WriteDurably(path, old_contents);
     int64_t before = env_->num_sync_points();
-    ASSERT_TRUE(WriteFileAtomically(env_.get(), path, new_contents).ok());
+    BASALT_ASSERT_OK(WriteFileAtomically(env_.get(), path, new_contents));
     const int64_t sync_points = env_->num_sync_points() - before;
     ASSERT_GE(sync_points, 2);  // File sync and directory sync.
     bool saw_old = false, saw_new = false;
@@ -227,13 +228,13 @@ TEST_P(FaultInjectionEnvTest, WriteFileAtomicallySurvivesCrashAtEverySyncPoint) 
       if (existed) {
         WriteDurably(path, old_contents);
       } else if (base_->FileExists(path)) {
-        ASSERT_TRUE(env_->DeleteFile(path).ok());
-        ASSERT_TRUE(env_->SyncDir(root_).ok());
+        BASALT_ASSERT_OK(env_->DeleteFile(path));
+        BASALT_ASSERT_OK(env_->SyncDir(root_));
       }
       env_->SetCrashAtSyncPoint(k);
       const absl::Status s = WriteFileAtomically(env_.get(), path, new_contents);
       EXPECT_EQ(s.ok(), k == sync_points) << s;
-      ASSERT_TRUE(env_->DropUnsyncedData().ok());
+      BASALT_ASSERT_OK(env_->DropUnsyncedData());
       const std::string after = Contents(path);
       EXPECT_TRUE(after == old_contents || after == new_contents) << after.substr(0, 40);
       saw_old |= after == old_contents;
@@ -262,11 +263,11 @@ TEST_P(FaultInjectionEnvTest, WriteFileAtomicallySurvivesFailureOfEveryOperation
       EXPECT_FALSE(s.ok());
       EXPECT_NE(s.message().find("injected"), std::string::npos) << s;
     }
-    ASSERT_TRUE(env_->DropUnsyncedData().ok());
+    BASALT_ASSERT_OK(env_->DropUnsyncedData());
     const std::string after = Contents(path);
     EXPECT_TRUE(after == "old" || after == "new") << after;
     if (!injected) {
-      EXPECT_TRUE(s.ok()) << s;
+      BASALT_EXPECT_OK(s);
       EXPECT_EQ(after, "new");
       break;
     }
@@ -276,20 +277,20 @@ TEST_P(FaultInjectionEnvTest, WriteFileAtomicallySurvivesFailureOfEveryOperation
 
 TEST_P(FaultInjectionEnvTest, FailAfterCountsOperationsOfOneKind) {
   auto file = env_->NewWritableFile(Path("f"));
-  ASSERT_TRUE(file.ok());
+  BASALT_ASSERT_OK(file);
   env_->FailAfter(2, OpKind::kAppend);
-  EXPECT_TRUE((*file)->Append("a").ok());
-  EXPECT_TRUE((*file)->Sync().ok());  // Other kinds are not counted and do not fail.
-  EXPECT_TRUE((*file)->Append("b").ok());
+  BASALT_EXPECT_OK((*file)->Append("a"));
+  BASALT_EXPECT_OK((*file)->Sync());  // Other kinds are not counted and do not fail.
+  BASALT_EXPECT_OK((*file)->Append("b"));
   const absl::Status s = (*file)->Append("c");
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
   EXPECT_NE(s.message().find("injected"), std::string::npos) << s;
   EXPECT_FALSE((*file)->Append("d").ok());  // Persistent.
   EXPECT_EQ(env_->num_injected_failures(), 2);
-  EXPECT_TRUE((*file)->Sync().ok());
+  BASALT_EXPECT_OK((*file)->Sync());
   env_->ClearFailures();
-  EXPECT_TRUE((*file)->Append("e").ok());
-  ASSERT_TRUE((*file)->Close().ok());
+  BASALT_EXPECT_OK((*file)->Append("e"));
+  BASALT_ASSERT_OK((*file)->Close());
   EXPECT_EQ(Contents(Path("f")), "abe");  // Failed appends had no effect.
 }
 
@@ -298,15 +299,15 @@ TEST_P(FaultInjectionEnvTest, OneShotFailureAndEachKind) {
   EXPECT_FALSE(env_->NewWritableFile(Path("f")).ok());
   EXPECT_FALSE(base_->FileExists(Path("f")));
   auto file = env_->NewWritableFile(Path("f"));
-  ASSERT_TRUE(file.ok());
-  ASSERT_TRUE((*file)->Append("x").ok());
-  ASSERT_TRUE((*file)->Close().ok());
+  BASALT_ASSERT_OK(file);
+  BASALT_ASSERT_OK((*file)->Append("x"));
+  BASALT_ASSERT_OK((*file)->Close());
 
   env_->FailAfter(0, OpKind::kSync, true);
   auto f2 = env_->NewAppendableFile(Path("f"));
-  ASSERT_TRUE(f2.ok());
+  BASALT_ASSERT_OK(f2);
   EXPECT_FALSE((*f2)->Sync().ok());
-  EXPECT_TRUE((*f2)->Sync().ok());
+  BASALT_EXPECT_OK((*f2)->Sync());
   f2->reset();
 
   env_->FailAfter(0, OpKind::kRename, true);
@@ -319,16 +320,16 @@ TEST_P(FaultInjectionEnvTest, OneShotFailureAndEachKind) {
 
   env_->FailAfter(0, OpKind::kSyncDir, true);
   EXPECT_FALSE(env_->SyncDir(root_).ok());
-  EXPECT_TRUE(env_->SyncDir(root_).ok());
+  BASALT_EXPECT_OK(env_->SyncDir(root_));
 
   env_->FailAfter(1, OpKind::kRead, true);
   auto reader = env_->NewRandomAccessFile(Path("f"));
-  ASSERT_TRUE(reader.ok());
+  BASALT_ASSERT_OK(reader);
   char scratch[4];
   std::string_view result = "junk";
   EXPECT_FALSE((*reader)->ReadAt(0, 1, scratch, &result).ok());
   EXPECT_TRUE(result.empty());
-  ASSERT_TRUE((*reader)->ReadAt(0, 1, scratch, &result).ok());
+  BASALT_ASSERT_OK((*reader)->ReadAt(0, 1, scratch, &result));
   EXPECT_EQ(result, "x");
   EXPECT_EQ(env_->num_injected_failures(), 6);
 }
@@ -338,9 +339,9 @@ TEST_P(FaultInjectionEnvTest, CrashStateFailsMutationsButNotReads) {
   env_->SetCrashAtSyncPoint(1);
   EXPECT_FALSE(env_->crashed());
   auto file = env_->NewWritableFile(Path("g"));
-  ASSERT_TRUE(file.ok());
-  ASSERT_TRUE((*file)->Append("g").ok());
-  ASSERT_TRUE((*file)->Sync().ok());  // Sync point 1: the crash happens right after it.
+  BASALT_ASSERT_OK(file);
+  BASALT_ASSERT_OK((*file)->Append("g"));
+  BASALT_ASSERT_OK((*file)->Sync());  // Sync point 1: the crash happens right after it.
   EXPECT_TRUE(env_->crashed());
   EXPECT_FALSE((*file)->Append("h").ok());
   EXPECT_FALSE((*file)->Sync().ok());
@@ -349,26 +350,26 @@ TEST_P(FaultInjectionEnvTest, CrashStateFailsMutationsButNotReads) {
   EXPECT_FALSE(env_->DeleteFile(Path("f")).ok());
   EXPECT_FALSE(env_->RenameFile(Path("f"), Path("h")).ok());
   std::string data;
-  EXPECT_TRUE(ReadFileToString(env_.get(), Path("f"), &data).ok());
+  BASALT_EXPECT_OK(ReadFileToString(env_.get(), Path("f"), &data));
   EXPECT_EQ(data, "data");
-  ASSERT_TRUE(env_->DropUnsyncedData().ok());
+  BASALT_ASSERT_OK(env_->DropUnsyncedData());
   EXPECT_FALSE(env_->crashed());
   EXPECT_EQ(Contents(Path("g")), "<missing>");  // Its directory was never synced.
   file->reset();
-  EXPECT_TRUE(env_->NewWritableFile(Path("g")).ok());
+  BASALT_EXPECT_OK(env_->NewWritableFile(Path("g")));
 }
 
 TEST_P(FaultInjectionEnvTest, SyncPointsCountFileAndDirectorySyncs) {
   EXPECT_EQ(env_->num_sync_points(), 0);
   auto file = env_->NewWritableFile(Path("f"));
-  ASSERT_TRUE(file.ok());
-  ASSERT_TRUE((*file)->Append("x").ok());
-  ASSERT_TRUE((*file)->Flush().ok());
-  ASSERT_TRUE((*file)->Close().ok());
+  BASALT_ASSERT_OK(file);
+  BASALT_ASSERT_OK((*file)->Append("x"));
+  BASALT_ASSERT_OK((*file)->Flush());
+  BASALT_ASSERT_OK((*file)->Close());
   EXPECT_EQ(env_->num_sync_points(), 0);
   file = env_->NewAppendableFile(Path("f"));
-  ASSERT_TRUE((*file)->Sync().ok());
-  ASSERT_TRUE(env_->SyncDir(root_).ok());
+  BASALT_ASSERT_OK((*file)->Sync());
+  BASALT_ASSERT_OK(env_->SyncDir(root_));
   EXPECT_EQ(env_->num_sync_points(), 2);
   env_->FailAfter(0, OpKind::kSync, true);
   EXPECT_FALSE((*file)->Sync().ok());
@@ -377,11 +378,11 @@ TEST_P(FaultInjectionEnvTest, SyncPointsCountFileAndDirectorySyncs) {
 
 TEST_P(FaultInjectionEnvTest, ResetStateMakesEverythingDurable) {
   auto file = env_->NewWritableFile(Path("f"));
-  ASSERT_TRUE(file.ok());
-  ASSERT_TRUE((*file)->Append("all of it").ok());
-  ASSERT_TRUE((*file)->Close().ok());
+  BASALT_ASSERT_OK(file);
+  BASALT_ASSERT_OK((*file)->Append("all of it"));
+  BASALT_ASSERT_OK((*file)->Close());
   env_->ResetState();
-  ASSERT_TRUE(env_->DropUnsyncedData().ok());
+  BASALT_ASSERT_OK(env_->DropUnsyncedData());
   EXPECT_EQ(Contents(Path("f")), "all of it");
 }
 
@@ -415,7 +416,7 @@ TEST_P(FaultInjectionEnvTest, RandomFailuresNeverCrash) {
     }
     (s.ok() ? ok : failed)++;
     if (rng.OneIn(30)) {
-      ASSERT_TRUE(env_->DropUnsyncedData().ok());
+      BASALT_ASSERT_OK(env_->DropUnsyncedData());
     }
   }
   EXPECT_GT(ok, 0);
@@ -429,21 +430,21 @@ TEST_P(FaultInjectionEnvTest, ConcurrentWritersAndSyncs) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       auto file = env_->NewWritableFile(Path(std::to_string(t)));
-      ASSERT_TRUE(file.ok());
+      BASALT_ASSERT_OK(file);
       for (int i = 0; i < 200; ++i) {
-        ASSERT_TRUE((*file)->Append("0123456789").ok());
+        BASALT_ASSERT_OK((*file)->Append("0123456789"));
         if (i % 10 == 9) {
-          ASSERT_TRUE((*file)->Sync().ok());
+          BASALT_ASSERT_OK((*file)->Sync());
         }
       }
-      ASSERT_TRUE((*file)->Append("tail").ok());
-      ASSERT_TRUE((*file)->Close().ok());
+      BASALT_ASSERT_OK((*file)->Append("tail"));
+      BASALT_ASSERT_OK((*file)->Close());
     });
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(env_->num_sync_points(), kThreads * 20);
-  ASSERT_TRUE(env_->SyncDir(root_).ok());
-  ASSERT_TRUE(env_->DropUnsyncedData().ok());
+  BASALT_ASSERT_OK(env_->SyncDir(root_));
+  BASALT_ASSERT_OK(env_->DropUnsyncedData());
   for (int t = 0; t < kThreads; ++t) {
     EXPECT_EQ(Contents(Path(std::to_string(t))).size(), 2000u);
   }

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "common/clock.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -106,7 +107,7 @@ TEST(HybridClockTest, UpdateFromRemoteAheadMovesClockForward) {
   HybridClock hc(&clock, 500000);
   hc.Now();
   const HybridTime remote = HybridTime::FromMicros(kStart + 100000, 7);
-  ASSERT_TRUE(hc.Update(remote).ok());
+  BASALT_ASSERT_OK(hc.Update(remote));
   EXPECT_EQ(hc.Peek(), remote);
   EXPECT_EQ(hc.Now(), remote.Next());
   // Once physical time passes the remote timestamp, the physical part takes over again.
@@ -118,8 +119,8 @@ TEST(HybridClockTest, UpdateWithOlderTimestampIsNoOp) {
   ManualClock clock(kStart);
   HybridClock hc(&clock, 500000);
   const HybridTime now = hc.Now();
-  ASSERT_TRUE(hc.Update(HybridTime::FromMicros(kStart - 10)).ok());
-  ASSERT_TRUE(hc.Update(now).ok());
+  BASALT_ASSERT_OK(hc.Update(HybridTime::FromMicros(kStart - 10)));
+  BASALT_ASSERT_OK(hc.Update(now));
   EXPECT_EQ(hc.Peek(), now);
   EXPECT_EQ(hc.Now(), now.Next());
 }
@@ -136,11 +137,11 @@ TEST(HybridClockTest, UpdateRejectsTimestampTooFarAhead) {
   EXPECT_EQ(hc.Peek(), before);  // Not adopted.
   EXPECT_EQ(hc.Now(), before.Next());
   const HybridTime at_bound = HybridTime::FromMicros(kStart + 500000, 4095);
-  ASSERT_TRUE(hc.Update(at_bound).ok());
+  BASALT_ASSERT_OK(hc.Update(at_bound));
   EXPECT_EQ(hc.Peek(), at_bound);
   // As local time advances, the previously rejected timestamp becomes acceptable.
   clock.AdvanceMicros(1);
-  EXPECT_TRUE(hc.Update(too_far).ok());
+  BASALT_EXPECT_OK(hc.Update(too_far));
 }
 
 TEST(HybridClockTest, UpdateRejectsInvalidTimestamps) {

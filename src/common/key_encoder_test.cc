@@ -16,6 +16,7 @@
 #include "common/partial_row.h"
 #include "common/random.h"
 #include "common/strings.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -175,7 +176,7 @@ TEST(KeyEncoderTest, EveryTypeOrdersLikeCompareAndRoundTrips) {
         }
         std::string_view input = ei;
         absl::StatusOr<Datum> back = DecodeKeyCell(type, is_last, &input);
-        ASSERT_TRUE(back.ok()) << back.status();
+        BASALT_ASSERT_OK(back);
         EXPECT_TRUE(input.empty());
         EXPECT_EQ(back->type(), type);
         EXPECT_EQ(EncodeCell(*back, is_last), ei);  // Bit-exact, NaN payloads included.
@@ -245,7 +246,7 @@ TEST_F(KeyEncoderSchemaTest, RandomCompositeKeysSortLikeDatums) {
   }
   for (size_t i = 0; i < keys.size(); i++) {
     absl::StatusOr<std::vector<Datum>> back = DecodeKey(schema_, encoded[i]);
-    ASSERT_TRUE(back.ok()) << back.status() << " for " << Hex(encoded[i]);
+    BASALT_ASSERT_OK(back) << back.status() << " for " << Hex(encoded[i]);
     ASSERT_EQ(CompareKeys(*back, keys[i]), 0);
   }
 }
@@ -255,8 +256,8 @@ TEST_F(KeyEncoderSchemaTest, RowBufferPartialRowAndDatumFormsAgree) {
   for (int n = 0; n < 100; n++) {
     std::vector<Datum> key = RandomKey(&rng);
     PartialRow row(&schema_);
-    for (int i = 0; i < 5; i++) ASSERT_TRUE(row.Set(i, key[i]).ok());
-    ASSERT_TRUE(row.SetNull(5).ok());
+    for (int i = 0; i < 5; i++) BASALT_ASSERT_OK(row.Set(i, key[i]));
+    BASALT_ASSERT_OK(row.SetNull(5));
     std::string expected = EncodeKey(schema_, key);
     EXPECT_EQ(EncodeKey(schema_, row), expected);
     EXPECT_EQ(EncodeKey(schema_, row.row_data()), expected);
@@ -288,9 +289,9 @@ TEST_F(KeyEncoderSchemaTest, PrefixIsBytePrefixOfFullKeys) {
 
 TEST_F(KeyEncoderSchemaTest, ColumnSubsetsRoundTrip) {
   PartialRow row(&schema_);
-  ASSERT_TRUE(row.Set(0, Datum::Int32(-7)).ok());
-  ASSERT_TRUE(row.Set(1, Datum::String(std::string("x\0y", 3))).ok());
-  ASSERT_TRUE(row.Set(3, Datum::Double(2.5)).ok());
+  BASALT_ASSERT_OK(row.Set(0, Datum::Int32(-7)));
+  BASALT_ASSERT_OK(row.Set(1, Datum::String(std::string("x\0y", 3))));
+  BASALT_ASSERT_OK(row.Set(3, Datum::Double(2.5)));
   // The last listed column (s) is raw, the first (d) fixed width.
   std::string out;
   EncodeColumns(schema_, row, {3, 1}, &out);
@@ -304,7 +305,7 @@ TEST_F(KeyEncoderSchemaTest, ColumnSubsetsRoundTrip) {
             "00"
             "7ffffff9");
   absl::StatusOr<std::vector<Datum>> back = DecodeColumns(schema_, {1, 0}, out);
-  ASSERT_TRUE(back.ok()) << back.status();
+  BASALT_ASSERT_OK(back);
   EXPECT_EQ((*back)[0], Datum::String(std::string("x\0y", 3)));
   EXPECT_EQ((*back)[1], Datum::Int32(-7));
 }
@@ -324,7 +325,7 @@ TEST(KeyEncoderDecodeTest, MalformedInputsAreErrors) {
           .value();
   auto code = [&](std::string bytes) { return DecodeKey(schema, bytes).status().code(); };
   const auto kInvalid = absl::StatusCode::kInvalidArgument;
-  EXPECT_TRUE(DecodeKey(schema, std::string("ab\0\0\x80\0\0\x01", 8)).ok());
+  BASALT_EXPECT_OK(DecodeKey(schema, std::string("ab\0\0\x80\0\0\x01", 8)));
   EXPECT_EQ(code(""), kInvalid);                                        // Nothing at all.
   EXPECT_EQ(code("ab"), kInvalid);                                      // No terminator.
   EXPECT_EQ(code(std::string("ab\0", 3)), kInvalid);                    // Truncated escape.
@@ -343,7 +344,7 @@ TEST(KeyEncoderDecodeTest, MalformedInputsAreErrors) {
           .value();
   auto typed_code = [&](std::string bytes) { return DecodeKey(typed, bytes).status().code(); };
   std::string good_d = EncodeCell(Datum::Decimal32(999));
-  EXPECT_TRUE(DecodeKey(typed, std::string("\x01", 1) + good_d + "ab").ok());
+  BASALT_EXPECT_OK(DecodeKey(typed, std::string("\x01", 1) + good_d + "ab"));
   EXPECT_EQ(typed_code(std::string("\x02", 1) + good_d + "ab"), kInvalid);  // BOOL byte.
   EXPECT_EQ(typed_code(std::string("\x01", 1) + EncodeCell(Datum::Decimal32(1000)) + "ab"),
             kInvalid);                                                        // Precision.

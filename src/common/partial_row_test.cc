@@ -1,4 +1,5 @@
 #include "common/partial_row.h"
+#include "common/status_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -24,9 +25,9 @@ TEST_F(PartialRowTest, SetAndGet) {
   PartialRow row(&schema_);
   EXPECT_FALSE(row.AnySet());
   EXPECT_FALSE(row.AllKeyColumnsSet());
-  ASSERT_TRUE(row.SetInt32("key", 7).ok());
-  ASSERT_TRUE(row.SetString("name", "alice").ok());
-  ASSERT_TRUE(row.SetNull("small").ok());
+  BASALT_ASSERT_OK(row.SetInt32("key", 7));
+  BASALT_ASSERT_OK(row.SetString("name", "alice"));
+  BASALT_ASSERT_OK(row.SetNull("small"));
   EXPECT_TRUE(row.AllKeyColumnsSet());
   EXPECT_EQ(row.Get(0).int_value(), 7);
   EXPECT_EQ(row.Get(1).string_value(), "alice");
@@ -48,8 +49,8 @@ TEST_F(PartialRowTest, SetRejectsBadValuesAndLeavesRowUnchanged) {
   EXPECT_EQ(row.Set(99, Datum::Int32(1)).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_FALSE(row.AnySet());
   // Integer Datums convert when they fit.
-  EXPECT_TRUE(row.Set("small", Datum::Int64(-100)).ok());
-  EXPECT_TRUE(row.Set("d", Datum::Int32(9999)).ok());
+  BASALT_EXPECT_OK(row.Set("small", Datum::Int64(-100)));
+  BASALT_EXPECT_OK(row.Set("d", Datum::Int32(9999)));
   EXPECT_EQ(row.ToString(), "(INT8 small=-100, DECIMAL(4, 1) d=999.9)");
 }
 
@@ -57,7 +58,7 @@ TEST_F(PartialRowTest, CopiesOwnTheirStrings) {
   auto row = std::make_unique<PartialRow>(&schema_);
   {
     std::string temp = "temporary";
-    ASSERT_TRUE(row->SetString("name", temp).ok());
+    BASALT_ASSERT_OK(row->SetString("name", temp));
     temp.assign("overwritten");
   }
   PartialRow copy = *row;

@@ -18,6 +18,7 @@
 #include "common/strings.h"
 #include "glog/logging.h"
 #include "proto/common.pb.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -110,7 +111,7 @@ TEST_F(PartitionTest, ToStringAndPBRoundTrip) {
   EXPECT_EQ(PartitionSchema::FromPB(by_name, schema_).value(), ps);
   Schema renamed = schema_.RenameColumn("b", "bee").value();
   auto after_rename = PartitionSchema::FromPB(pb, renamed);
-  ASSERT_TRUE(after_rename.ok()) << after_rename.status();
+  BASALT_ASSERT_OK(after_rename);
   EXPECT_EQ(after_rename->ToString(renamed),
             "HASH (a) PARTITIONS 4, HASH (c, bee) PARTITIONS 3 SEED 7, RANGE (bee)");
 }
@@ -139,7 +140,7 @@ TEST_F(PartitionTest, ValidationErrorsNameTheProblem) {
     EXPECT_NE(ps.status().message().find(c.message), std::string::npos) << ps.status();
   }
   // A column may be both hashed and in the range.
-  EXPECT_TRUE(PartitionSchema::Create(schema_, {{{"a"}, 2, 0}}, {"a"}).ok());
+  BASALT_EXPECT_OK(PartitionSchema::Create(schema_, {{{"a"}, 2, 0}}, {"a"}));
 }
 
 TEST_F(PartitionTest, FromPBRejectsBadIdentifiers) {
@@ -201,7 +202,7 @@ TEST_F(PartitionTest, GoldenPartitionKeys) {
   Schema s = Schema::Create({ColumnSchema("s", DataType::kString)}, 1).value();
   PartitionSchema ps2 = PartitionSchema::Create(s, {{{"s"}, 1000, 0xDEADBEEF}}, {}).value();
   PartialRow row(&s);
-  ASSERT_TRUE(row.SetString("s", "0123456789abcdefghijklmnopqrstuvwxyzABCDEF").ok());
+  BASALT_ASSERT_OK(row.SetString("s", "0123456789abcdefghijklmnopqrstuvwxyzABCDEF"));
   EXPECT_EQ(ps2.HashBucket(row, 0), 985);
   EXPECT_EQ(Hex(ps2.PartitionKey(row)), "000003d9");
 }
@@ -267,7 +268,7 @@ TEST_F(PartitionTest, PartitionPBRoundTripAndValidation) {
     pb::PartitionPB pb;
     p.ToPB(&pb);
     auto back = Partition::FromPB(pb);
-    ASSERT_TRUE(back.ok()) << back.status() << " " << p.ToString();
+    BASALT_ASSERT_OK(back) << back.status() << " " << p.ToString();
     EXPECT_EQ(*back, p);
   }
   auto bad = [&](std::vector<int32_t> buckets, std::string start, std::string end) {
@@ -292,7 +293,7 @@ TEST_F(PartitionTest, PartitionPBRoundTripAndValidation) {
 TEST_F(PartitionTest, HashOnlyPartitionsCoverEveryBucketInKeyOrder) {
   PartitionSchema ps = MustCreate({{{"a"}, 2, 0}, {{"b", "c"}, 3, 0}}, {});
   auto parts = ps.CreatePartitions({}, {});
-  ASSERT_TRUE(parts.ok()) << parts.status();
+  BASALT_ASSERT_OK(parts);
   ASSERT_EQ(parts->size(), 6u);
   for (size_t i = 0; i < parts->size(); i++) {
     const Partition& p = (*parts)[i];
@@ -314,7 +315,7 @@ TEST_F(PartitionTest, BoundsAndSplitsMakeSortedRanges) {
   bounds.push_back(Bounds(0, 100));
   std::vector<PartialRow> splits = {A(250), A(50)};
   auto parts = ps.CreatePartitions(splits, bounds);
-  ASSERT_TRUE(parts.ok()) << parts.status();
+  BASALT_ASSERT_OK(parts);
   ASSERT_EQ(parts->size(), 8u);
   const std::pair<int, int> ranges[] = {{0, 50}, {50, 100}, {200, 250}, {250, 300}};
   for (size_t i = 0; i < parts->size(); i++) {
@@ -341,7 +342,7 @@ TEST_F(PartitionTest, UnboundedRangesAndPrefixBounds) {
   bounds.push_back(Bounds(10, std::nullopt));
   auto parts = ps.CreatePartitions(
       {MakeRow(schema_, {{"a", Datum::Int32(20)}, {"b", Datum::String("m")}})}, bounds);
-  ASSERT_TRUE(parts.ok()) << parts.status();
+  BASALT_ASSERT_OK(parts);
   ASSERT_EQ(parts->size(), 3u);
   EXPECT_EQ((*parts)[0].partition_key_start(), "");
   EXPECT_EQ(ps.PartitionDebugString((*parts)[0], schema_), "RANGE [<start>, (a=0))");
@@ -426,7 +427,7 @@ TEST_F(PartitionTest, EmptyStringBoundsAreNotUnbounded) {
   EXPECT_NE(split_at_empty.status().message().find("equals the lower bound"), std::string::npos)
       << split_at_empty.status();
   auto parts = ps.CreatePartitions({b(std::string(1, '\0'))}, {});
-  ASSERT_TRUE(parts.ok()) << parts.status();
+  BASALT_ASSERT_OK(parts);
   EXPECT_TRUE((*parts)[0].Contains(ps.PartitionKey(FullRow(schema_, 0, "", 0))));
   EXPECT_TRUE((*parts)[1].Contains(ps.PartitionKey(FullRow(schema_, 0, std::string(1, '\0'), 0))));
 }
@@ -483,7 +484,7 @@ TEST_F(PartitionTest, CreatePartitionsValidation) {
   bounds.push_back(Bounds(0, 100));
   bounds.push_back(Bounds(100, 200));  // Adjacent, not overlapping.
   auto ok = ps.CreatePartitions({A(99), A(100 + 50)}, bounds);
-  ASSERT_TRUE(ok.ok()) << ok.status();
+  BASALT_ASSERT_OK(ok);
   EXPECT_EQ(ok->size(), 8u);
 }
 
@@ -521,7 +522,7 @@ TEST_F(PartitionTest, EveryRowLandsInExactlyOnePartition) {
       if (seen.insert(row.ToString()).second) splits.push_back(std::move(row));
     }
     auto parts = ps.CreatePartitions(splits, {});
-    ASSERT_TRUE(parts.ok()) << parts.status() << " seed " << seed;
+    BASALT_ASSERT_OK(parts) << parts.status() << " seed " << seed;
     ASSERT_EQ(parts->size(), 3 * (splits.size() + 1));
     for (size_t i = 1; i < parts->size(); i++) {
       ASSERT_LE((*parts)[i - 1].partition_key_end(), (*parts)[i].partition_key_start());
@@ -552,7 +553,7 @@ TEST_F(PartitionTest, AddAndDropRangePartitions) {
   ASSERT_EQ(existing.size(), 4u);
 
   auto added = ps.PartitionsForNewRange(existing, Bounds(100, 200));
-  ASSERT_TRUE(added.ok()) << added.status();
+  BASALT_ASSERT_OK(added);
   ASSERT_EQ(added->size(), 2u);
   EXPECT_EQ(ps.PartitionDebugString((*added)[1], schema_),
             "HASH BUCKETS (1), RANGE [(a=100), (a=200))");
@@ -563,11 +564,11 @@ TEST_F(PartitionTest, AddAndDropRangePartitions) {
       << overlap.status();
   EXPECT_FALSE(ps.PartitionsForNewRange(existing, Bounds(std::nullopt, 1)).ok());
   EXPECT_FALSE(ps.PartitionsForNewRange(existing, Bounds(300, 200)).ok());
-  EXPECT_TRUE(ps.PartitionsForNewRange(existing, Bounds(std::nullopt, 0)).ok());
+  BASALT_EXPECT_OK(ps.PartitionsForNewRange(existing, Bounds(std::nullopt, 0)));
 
   existing.insert(existing.end(), added->begin(), added->end());
   auto dropped = ps.PartitionsForDroppedRange(existing, Bounds(0, 50));
-  ASSERT_TRUE(dropped.ok()) << dropped.status();
+  BASALT_ASSERT_OK(dropped);
   ASSERT_EQ(dropped->size(), 2u);
   EXPECT_EQ((*dropped)[0], existing[0]);
   EXPECT_EQ((*dropped)[1], existing[2]);

@@ -18,6 +18,7 @@
 #include "common/random.h"
 #include "glog/logging.h"
 #include "proto/common.pb.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -221,7 +222,7 @@ class RowOperationsRoundTripTest : public ::testing::Test {
     for (int r = 0; r < rows_per_type; ++r) {
       for (Type type : kAllTypes) {
         PartialRow row = RandomRow(&rng_, schema, type, max_bytes);
-        ASSERT_TRUE(CheckRowOperationColumns(type, row).ok()) << row.ToString();
+        BASALT_ASSERT_OK(CheckRowOperationColumns(type, row)) << row.ToString();
         encoder.Add(type, row);
         expected.emplace_back(type, std::move(row));
       }
@@ -231,7 +232,7 @@ class RowOperationsRoundTripTest : public ::testing::Test {
     RowOperationsDecoder decoder(&schema, &arena);
     std::vector<DecodedRowOperation> ops;
     absl::Status s = decoder.Decode(pb, &ops);
-    ASSERT_TRUE(s.ok()) << s;
+    BASALT_ASSERT_OK(s);
     ASSERT_EQ(ops.size(), expected.size());
     for (size_t i = 0; i < ops.size(); ++i) {
       SCOPED_TRACE(i);
@@ -269,20 +270,20 @@ TEST_F(RowOperationsRoundTripTest, EmptyPayloadHasNoOps) {
   Arena arena;
   RowOperationsDecoder decoder(&schema, &arena);
   std::vector<DecodedRowOperation> ops(3);
-  ASSERT_TRUE(decoder.Decode("", "", &ops).ok());
+  BASALT_ASSERT_OK(decoder.Decode("", "", &ops));
   EXPECT_TRUE(ops.empty());
 }
 
 TEST_F(RowOperationsRoundTripTest, DecodedOpConvertsToPartialRowAndString) {
   Schema schema = NoNullablesSchema();
   PartialRow row(&schema);
-  ASSERT_TRUE(row.SetInt64("key", 5).ok());
-  ASSERT_TRUE(row.SetString("s", "hi").ok());
+  BASALT_ASSERT_OK(row.SetInt64("key", 5));
+  BASALT_ASSERT_OK(row.SetString("s", "hi"));
   std::string rows, indirect;
   RowOperationsEncoder(&rows, &indirect).Add(Type::kInsert, row);
   Arena arena;
   std::vector<DecodedRowOperation> ops;
-  ASSERT_TRUE(RowOperationsDecoder(&schema, &arena).Decode(rows, indirect, &ops).ok());
+  BASALT_ASSERT_OK(RowOperationsDecoder(&schema, &arena).Decode(rows, indirect, &ops));
   ASSERT_EQ(ops.size(), 1u);
   PartialRow copy = ops[0].ToPartialRow();
   EXPECT_EQ(copy.ToString(), row.ToString());
@@ -332,20 +333,20 @@ TEST(RowOperationsGoldenTest, DocumentedExample) {
   pb::RowOperationsPB pb;
   RowOperationsEncoder encoder(&pb);
   PartialRow r1(&schema);
-  ASSERT_TRUE(r1.SetInt32("key", 1).ok());
-  ASSERT_TRUE(r1.SetString("name", "ab").ok());
-  ASSERT_TRUE(r1.SetNull("v").ok());
+  BASALT_ASSERT_OK(r1.SetInt32("key", 1));
+  BASALT_ASSERT_OK(r1.SetString("name", "ab"));
+  BASALT_ASSERT_OK(r1.SetNull("v"));
   encoder.Add(Type::kInsert, r1);
   PartialRow r2(&schema);
-  ASSERT_TRUE(r2.SetInt32("key", 2).ok());
-  ASSERT_TRUE(r2.SetInt64("v", -2).ok());
+  BASALT_ASSERT_OK(r2.SetInt32("key", 2));
+  BASALT_ASSERT_OK(r2.SetInt64("v", -2));
   encoder.Add(Type::kUpdate, r2);
   PartialRow r3(&schema);
-  ASSERT_TRUE(r3.SetInt32("key", 3).ok());
-  ASSERT_TRUE(r3.SetString("name", "").ok());
+  BASALT_ASSERT_OK(r3.SetInt32("key", 3));
+  BASALT_ASSERT_OK(r3.SetString("name", ""));
   encoder.Add(Type::kUpsert, r3);
   PartialRow r4(&schema);
-  ASSERT_TRUE(r4.SetInt32("key", 258).ok());
+  BASALT_ASSERT_OK(r4.SetInt32("key", 258));
   encoder.Add(Type::kDelete, r4);
 
   EXPECT_EQ(absl::BytesToHexString(pb.rows()),
@@ -358,7 +359,7 @@ TEST(RowOperationsGoldenTest, DocumentedExample) {
 
   Arena arena;
   std::vector<DecodedRowOperation> ops;
-  ASSERT_TRUE(RowOperationsDecoder(&schema, &arena).Decode(pb, &ops).ok());
+  BASALT_ASSERT_OK(RowOperationsDecoder(&schema, &arena).Decode(pb, &ops));
   ASSERT_EQ(ops.size(), 4u);
   ExpectSameRow(r1, ops[0]);
   ExpectSameRow(r2, ops[1]);
@@ -369,7 +370,7 @@ TEST(RowOperationsGoldenTest, DocumentedExample) {
 TEST(RowOperationsGoldenTest, NoNullBitmapWithoutNullableColumns) {
   Schema schema = NoNullablesSchema();
   PartialRow row(&schema);
-  ASSERT_TRUE(row.SetInt64("key", -1).ok());
+  BASALT_ASSERT_OK(row.SetInt64("key", -1));
   std::string rows, indirect;
   RowOperationsEncoder(&rows, &indirect).Add(Type::kDelete, row);
   EXPECT_EQ(absl::BytesToHexString(rows), "0301ffffffffffffffff");
@@ -454,7 +455,7 @@ class RowOperationsValidationTest : public ::testing::Test {
 
   void ExpectValid(const Wire& w) {
     absl::Status s = Decode(w);
-    EXPECT_TRUE(s.ok()) << s;
+    BASALT_EXPECT_OK(s);
   }
 
   Wire ValidInsert() { return Wire().Op(Type::kInsert, kInsertMinimum).Keys().I32(5); }
@@ -690,17 +691,17 @@ TEST_F(RowOperationsValidationTest, DecoderAgreesWithCheckRowOperationColumns) {
 
 TEST_F(RowOperationsValidationTest, ClientSideColumnCheck) {
   PartialRow row(&schema_);
-  ASSERT_TRUE(row.SetInt32("k1", 1).ok());
+  BASALT_ASSERT_OK(row.SetInt32("k1", 1));
   EXPECT_EQ(CheckRowOperationColumns(Type::kDelete, row).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(CheckRowOperationColumns(Type::kSplitRow, row).ok());
-  ASSERT_TRUE(row.SetString("k2", "x").ok());
-  EXPECT_TRUE(CheckRowOperationColumns(Type::kDelete, row).ok());
+  BASALT_EXPECT_OK(CheckRowOperationColumns(Type::kSplitRow, row));
+  BASALT_ASSERT_OK(row.SetString("k2", "x"));
+  BASALT_EXPECT_OK(CheckRowOperationColumns(Type::kDelete, row));
   EXPECT_FALSE(CheckRowOperationColumns(Type::kInsert, row).ok());
   EXPECT_FALSE(CheckRowOperationColumns(Type::kUpdate, row).ok());
-  ASSERT_TRUE(row.SetInt32("req", 1).ok());
-  EXPECT_TRUE(CheckRowOperationColumns(Type::kInsert, row).ok());
-  EXPECT_TRUE(CheckRowOperationColumns(Type::kUpdate, row).ok());
+  BASALT_ASSERT_OK(row.SetInt32("req", 1));
+  BASALT_EXPECT_OK(CheckRowOperationColumns(Type::kInsert, row));
+  BASALT_EXPECT_OK(CheckRowOperationColumns(Type::kUpdate, row));
 }
 
 // ---- Fuzz ---------------------------------------------------------------------------------------
@@ -802,11 +803,11 @@ TEST(RowOperationsFuzzTest, MutatedPayloadsNeverCrash) {
     RowOperationsEncoder enc1(&rows1, &indirect1);
     for (const DecodedRowOperation& op : ops) enc1.Add(op.type, op);
     s = decoder.Decode(rows1, indirect1, &ops2);
-    ASSERT_TRUE(s.ok()) << "seed=" << seed << " iter=" << iter << ": " << s;
+    BASALT_ASSERT_OK(s) << "seed=" << seed << " iter=" << iter << ": " << s;
     ASSERT_EQ(ops2.size(), ops.size()) << "seed=" << seed << " iter=" << iter;
     for (const DecodedRowOperation& op : ops) {
       absl::Status exact = CheckRowOperationColumns(op.type, *op.schema, op.isset, op.isnull);
-      ASSERT_TRUE(exact.ok()) << "seed=" << seed << " iter=" << iter << ": " << exact;
+      BASALT_ASSERT_OK(exact) << "seed=" << seed << " iter=" << iter << ": " << exact;
     }
     RowOperationsEncoder enc2(&rows2, &indirect2);
     for (const DecodedRowOperation& op : ops2) enc2.Add(op.type, op);

@@ -4,6 +4,7 @@
 
 #include "common/strings.h"
 #include "proto/common.pb.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -97,7 +98,7 @@ TEST(SchemaTest, ProtobufRoundTrip) {
   pb::SchemaPB pb;
   s.ToPB(&pb);
   auto back = Schema::FromPB(pb);
-  ASSERT_TRUE(back.ok()) << back.status();
+  BASALT_ASSERT_OK(back);
   EXPECT_TRUE(back->Equals(s)) << back->ToString() << "\nvs\n" << s.ToString();
   EXPECT_EQ(back->column(4).storage().compression, CompressionType::kLz4);
   EXPECT_EQ(back->column(3).default_value()->int_value(), 1050);
@@ -136,13 +137,13 @@ TEST(SchemaTest, FromPBRejectsMalformedInput) {
 TEST(SchemaTest, ProjectionKeepsIds) {
   Schema s = TestSchema();
   auto p = s.Project({"tag", "host"});
-  ASSERT_TRUE(p.ok());
+  BASALT_ASSERT_OK(p);
   EXPECT_EQ(p->num_columns(), 2);
   EXPECT_EQ(p->num_key_columns(), 0);
   EXPECT_EQ(p->column_id(0), 4u);
   EXPECT_EQ(p->column_id(1), 0u);
   auto with_key = s.Project({"host", "ts", "value"});
-  ASSERT_TRUE(with_key.ok());
+  BASALT_ASSERT_OK(with_key);
   EXPECT_EQ(with_key->num_key_columns(), 2);
   EXPECT_EQ(s.Project({"nope"}).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(s.Project({"host", "host"}).status().code(), absl::StatusCode::kInvalidArgument);
@@ -152,15 +153,15 @@ TEST(SchemaTest, ProjectionKeepsIds) {
 TEST(SchemaTest, SchemaChangesNeverReuseIds) {
   Schema s = TestSchema();
   auto dropped = s.DropColumn("tag");
-  ASSERT_TRUE(dropped.ok());
+  BASALT_ASSERT_OK(dropped);
   EXPECT_EQ(dropped->version(), 1u);
   EXPECT_EQ(dropped->next_column_id(), 5u);
   auto added = dropped->AddColumn(ColumnSchema("tag", DataType::kInt32, true));
-  ASSERT_TRUE(added.ok()) << added.status();
+  BASALT_ASSERT_OK(added);
   EXPECT_EQ(added->column_id(added->find_column("tag")), 5u);
   EXPECT_EQ(added->next_column_id(), 6u);
   auto renamed = added->RenameColumn("value", "v2");
-  ASSERT_TRUE(renamed.ok());
+  BASALT_ASSERT_OK(renamed);
   EXPECT_EQ(renamed->column_id(renamed->find_column("v2")), 2u);
   EXPECT_EQ(renamed->version(), 3u);
 

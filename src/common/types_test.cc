@@ -1,4 +1,5 @@
 #include "common/types.h"
+#include "common/status_test_util.h"
 
 #include <cmath>
 #include <cstring>
@@ -18,7 +19,7 @@ TEST(TypesTest, EveryTypeHasTraitsAndARoundTrippingName) {
     EXPECT_GT(info.size(), 0u);
     if (info.is_decimal()) continue;  // "DECIMAL" resolves by precision instead.
     auto parsed = ParseDataTypeName(info.name());
-    ASSERT_TRUE(parsed.ok()) << info.name();
+    BASALT_ASSERT_OK(parsed) << info.name();
     EXPECT_EQ(*parsed, type);
   }
   EXPECT_EQ(*ParseDataTypeName("int32"), DataType::kInt32);
@@ -49,20 +50,20 @@ TEST(TypesTest, DecimalStorageFollowsPrecision) {
 }
 
 TEST(TypesTest, ValidateTypeAttributes) {
-  EXPECT_TRUE(ValidateTypeAttributes(DataType::kDecimal64, {12, 2, 0}).ok());
+  BASALT_EXPECT_OK(ValidateTypeAttributes(DataType::kDecimal64, {12, 2, 0}));
   EXPECT_FALSE(ValidateTypeAttributes(DataType::kDecimal64, {9, 2, 0}).ok());  // Wrong storage.
   EXPECT_FALSE(ValidateTypeAttributes(DataType::kDecimal32, {5, 6, 0}).ok());  // Scale > prec.
   EXPECT_FALSE(ValidateTypeAttributes(DataType::kDecimal32, {5, -1, 0}).ok());
-  EXPECT_TRUE(ValidateTypeAttributes(DataType::kVarchar, {0, 0, 10}).ok());
+  BASALT_EXPECT_OK(ValidateTypeAttributes(DataType::kVarchar, {0, 0, 10}));
   EXPECT_FALSE(ValidateTypeAttributes(DataType::kVarchar, {0, 0, 0}).ok());
   EXPECT_FALSE(ValidateTypeAttributes(DataType::kVarchar, {0, 0, kMaxVarcharLength + 1}).ok());
-  EXPECT_TRUE(ValidateTypeAttributes(DataType::kInt32, {}).ok());
+  BASALT_EXPECT_OK(ValidateTypeAttributes(DataType::kInt32, {}));
   EXPECT_FALSE(ValidateTypeAttributes(DataType::kInt32, {0, 0, 4}).ok());
 }
 
 TEST(TypesTest, ValidateCellEnforcesLimits) {
   int32_t d = 99999;
-  EXPECT_TRUE(ValidateCell(DataType::kDecimal32, {5, 2, 0}, &d).ok());
+  BASALT_EXPECT_OK(ValidateCell(DataType::kDecimal32, {5, 2, 0}, &d));
   d = 100000;
   EXPECT_FALSE(ValidateCell(DataType::kDecimal32, {5, 2, 0}, &d).ok());
   d = -100000;
@@ -70,14 +71,14 @@ TEST(TypesTest, ValidateCellEnforcesLimits) {
   absl::int128 big = absl::MakeInt128(0x4b3b4ca85a86c47a, 0x098a224000000000);  // 10^38
   EXPECT_FALSE(ValidateCell(DataType::kDecimal128, {38, 0, 0}, &big).ok());
   big -= 1;
-  EXPECT_TRUE(ValidateCell(DataType::kDecimal128, {38, 0, 0}, &big).ok());
+  BASALT_EXPECT_OK(ValidateCell(DataType::kDecimal128, {38, 0, 0}, &big));
 
   std::string_view s = "h\xc3\xa9llo";  // 5 characters, 6 bytes.
-  EXPECT_TRUE(ValidateCell(DataType::kVarchar, {0, 0, 5}, &s).ok());
+  BASALT_EXPECT_OK(ValidateCell(DataType::kVarchar, {0, 0, 5}, &s));
   EXPECT_FALSE(ValidateCell(DataType::kVarchar, {0, 0, 4}, &s).ok());
   std::string_view bad = "\xc3";
   EXPECT_FALSE(ValidateCell(DataType::kVarchar, {0, 0, 5}, &bad).ok());
-  EXPECT_TRUE(ValidateCell(DataType::kBinary, {}, &bad).ok());  // Binary is any bytes.
+  BASALT_EXPECT_OK(ValidateCell(DataType::kBinary, {}, &bad));  // Binary is any bytes.
   std::string huge(kMaxCellBytes + 1, 'x');
   std::string_view huge_view = huge;
   EXPECT_FALSE(ValidateCell(DataType::kString, {}, &huge_view).ok());

@@ -7,6 +7,7 @@
 #include "common/env_memory.h"
 #include "common/fault_injection_env.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -23,28 +24,28 @@ ConsensusMetadataContents Initial() {
 
 class ConsensusMetadataTest : public testing::Test {
  protected:
-  void SetUp() override { ASSERT_TRUE(env_.CreateDirs("/data").ok()); }
+  void SetUp() override { BASALT_ASSERT_OK(env_.CreateDirs("/data")); }
   MemoryEnv env_;
 };
 
 TEST_F(ConsensusMetadataTest, CreateLoadRoundTrip) {
   absl::StatusOr<std::unique_ptr<ConsensusMetadata>> cmeta =
       ConsensusMetadata::Create(&env_, kPath, Initial());
-  ASSERT_TRUE(cmeta.ok()) << cmeta.status();
+  BASALT_ASSERT_OK(cmeta);
   EXPECT_FALSE((*cmeta)->dirty());
   EXPECT_TRUE(absl::IsAlreadyExists(ConsensusMetadata::Create(&env_, kPath, Initial()).status()));
 
   (*cmeta)->set_current_term(5);
   (*cmeta)->set_voted_for("b");
   EXPECT_TRUE((*cmeta)->dirty());
-  ASSERT_TRUE((*cmeta)->Flush().ok());
+  BASALT_ASSERT_OK((*cmeta)->Flush());
   EXPECT_FALSE((*cmeta)->dirty());
   const int64_t flushes = (*cmeta)->num_flushes();
-  ASSERT_TRUE((*cmeta)->Flush().ok());
+  BASALT_ASSERT_OK((*cmeta)->Flush());
   EXPECT_EQ((*cmeta)->num_flushes(), flushes);  // Nothing changed: no write.
 
   absl::StatusOr<std::unique_ptr<ConsensusMetadata>> loaded = ConsensusMetadata::Load(&env_, kPath);
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  BASALT_ASSERT_OK(loaded);
   EXPECT_EQ((*loaded)->current_term(), 5u);
   EXPECT_EQ((*loaded)->voted_for(), "b");
   EXPECT_EQ((*loaded)->contents().committed_config, Initial().committed_config);
@@ -56,9 +57,9 @@ TEST_F(ConsensusMetadataTest, CreateLoadRoundTrip) {
   RaftConfig config{{"a", "b", "c", "d"}, {}};
   (*loaded)->set_committed_config(config, 42);
   (*loaded)->set_hard_state(HardState{6, "a", 40});
-  ASSERT_TRUE((*loaded)->Flush().ok());
+  BASALT_ASSERT_OK((*loaded)->Flush());
   loaded = ConsensusMetadata::Load(&env_, kPath);
-  ASSERT_TRUE(loaded.ok());
+  BASALT_ASSERT_OK(loaded);
   EXPECT_EQ((*loaded)->hard_state(), (HardState{6, "a", 40}));
   EXPECT_EQ((*loaded)->contents().committed_config, config);
   EXPECT_EQ((*loaded)->contents().committed_config_index, 42u);
@@ -88,7 +89,7 @@ TEST_F(ConsensusMetadataTest, EveryTruncationAndFlipIsDataLoss) {
   for (int i = 0; i < 1000; ++i) {
     EXPECT_FALSE(DecodeConsensusMetadata(rng.Bytes(rng.Uniform(64)), "f").ok());
   }
-  ASSERT_TRUE(WriteStringToFile(&env_, kPath, bytes.substr(0, 30), false).ok());
+  BASALT_ASSERT_OK(WriteStringToFile(&env_, kPath, bytes.substr(0, 30), false));
   absl::Status s = ConsensusMetadata::Load(&env_, kPath).status();
   EXPECT_TRUE(absl::IsDataLoss(s));
   EXPECT_NE(s.message().find(kPath), absl::string_view::npos);
@@ -108,19 +109,19 @@ TEST_F(ConsensusMetadataTest, GoldenEnvelope) {
 TEST_F(ConsensusMetadataTest, CrashDuringFlushKeepsOldOrNew) {
   MemoryEnv mem;
   FaultInjectionEnv env(&mem);
-  ASSERT_TRUE(env.CreateDirs("/data").ok());
-  ASSERT_TRUE(env.SyncDir("/").ok());
-  ASSERT_TRUE(ConsensusMetadata::Create(&env, kPath, Initial()).ok());
+  BASALT_ASSERT_OK(env.CreateDirs("/data"));
+  BASALT_ASSERT_OK(env.SyncDir("/"));
+  BASALT_ASSERT_OK(ConsensusMetadata::Create(&env, kPath, Initial()));
   for (int k = 0; k < 4; ++k) {
     absl::StatusOr<std::unique_ptr<ConsensusMetadata>> cmeta = ConsensusMetadata::Load(&env, kPath);
-    ASSERT_TRUE(cmeta.ok()) << cmeta.status();
+    BASALT_ASSERT_OK(cmeta);
     const uint64_t old_term = (*cmeta)->current_term();
     env.SetCrashAtSyncPoint(k);
     (*cmeta)->set_current_term(old_term + 1);
     const bool flushed = (*cmeta)->Flush().ok();
-    ASSERT_TRUE(env.DropUnsyncedData().ok());
+    BASALT_ASSERT_OK(env.DropUnsyncedData());
     absl::StatusOr<std::unique_ptr<ConsensusMetadata>> after = ConsensusMetadata::Load(&env, kPath);
-    ASSERT_TRUE(after.ok()) << k << ": " << after.status();
+    BASALT_ASSERT_OK(after) << k << ": " << after.status();
     if (flushed) {
       EXPECT_EQ((*after)->current_term(), old_term + 1) << k;
     }

@@ -27,6 +27,7 @@
 #include "consensus/raft_message_pb.h"
 #include "proto/consensus.grpc.pb.h"
 #include "proto/consensus.pb.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -92,12 +93,12 @@ RaftMessage Message(MessageType type, const PeerId& from, const PeerId& to, uint
 TEST(GrpcTransportTest, DeliversMessagesOfManyGroupsToTheirHandlers) {
   GrpcTransport a(Options("a", 5));
   GrpcTransport b(Options("b", 5));
-  ASSERT_TRUE(a.Start().ok());
-  ASSERT_TRUE(b.Start().ok());
-  ASSERT_TRUE(a.AddPeer("b", StrCat("127.0.0.1:", b.port())).ok());
+  BASALT_ASSERT_OK(a.Start());
+  BASALT_ASSERT_OK(b.Start());
+  BASALT_ASSERT_OK(a.AddPeer("b", StrCat("127.0.0.1:", b.port())));
   Inbox g1, g2;
-  ASSERT_TRUE(b.Register("g1", "b", g1.handler()).ok());
-  ASSERT_TRUE(b.Register("g2", "b", g2.handler()).ok());
+  BASALT_ASSERT_OK(b.Register("g1", "b", g1.handler()));
+  BASALT_ASSERT_OK(b.Register("g2", "b", g2.handler()));
   EXPECT_TRUE(absl::IsAlreadyExists(b.Register("g1", "b", g1.handler())));
   EXPECT_TRUE(absl::IsInvalidArgument(b.Register("g3", "a", g1.handler())));
 
@@ -127,14 +128,14 @@ TEST(GrpcTransportTest, DeliversMessagesOfManyGroupsToTheirHandlers) {
 TEST(GrpcTransportTest, CoalescedHeartbeatsCarryTheirSafeTimes) {
   GrpcTransport a(Options("a", 50));
   GrpcTransport b(Options("b", 50));
-  ASSERT_TRUE(a.Start().ok());
-  ASSERT_TRUE(b.Start().ok());
-  ASSERT_TRUE(a.AddPeer("b", StrCat("127.0.0.1:", b.port())).ok());
+  BASALT_ASSERT_OK(a.Start());
+  BASALT_ASSERT_OK(b.Start());
+  BASALT_ASSERT_OK(a.AddPeer("b", StrCat("127.0.0.1:", b.port())));
   constexpr int kGroups = 5;
   std::vector<std::unique_ptr<Inbox>> inboxes;
   for (int g = 0; g < kGroups; ++g) {
     inboxes.push_back(std::make_unique<Inbox>());
-    ASSERT_TRUE(b.Register(StrCat("g", g), "b", inboxes.back()->handler()).ok());
+    BASALT_ASSERT_OK(b.Register(StrCat("g", g), "b", inboxes.back()->handler()));
   }
   for (int g = 0; g < kGroups; ++g) {
     RaftMessage hb = Message(MessageType::kHeartbeat, "a", "b", 2);
@@ -180,13 +181,13 @@ TEST(GrpcTransportTest, HungPeerDoesNotBlockOthers) {
   oa.rpc_timeout_ms = 2000;
   GrpcTransport a(oa);
   GrpcTransport b(Options("b", 5));
-  ASSERT_TRUE(a.Start().ok());
-  ASSERT_TRUE(b.Start().ok());
-  ASSERT_TRUE(a.AddPeer("b", StrCat("127.0.0.1:", b.port())).ok());
+  BASALT_ASSERT_OK(a.Start());
+  BASALT_ASSERT_OK(b.Start());
+  BASALT_ASSERT_OK(a.AddPeer("b", StrCat("127.0.0.1:", b.port())));
   BlackHole hole;
-  ASSERT_TRUE(a.AddPeer("hung", StrCat("127.0.0.1:", hole.port())).ok());
+  BASALT_ASSERT_OK(a.AddPeer("hung", StrCat("127.0.0.1:", hole.port())));
   Inbox inbox;
-  ASSERT_TRUE(b.Register("g", "b", inbox.handler()).ok());
+  BASALT_ASSERT_OK(b.Register("g", "b", inbox.handler()));
   const absl::Time start = absl::Now();
   for (int i = 0; i < 100; ++i) {
     a.Send("g", Message(MessageType::kVote, "a", "hung", i + 1));
@@ -212,9 +213,9 @@ TEST(GrpcTransportTest, HungPeerDoesNotBlockOthers) {
 
 TEST(GrpcTransportTest, RejectsMalformedAndMisaddressedBatches) {
   GrpcTransport b(Options("b", 5));
-  ASSERT_TRUE(b.Start().ok());
+  BASALT_ASSERT_OK(b.Start());
   Inbox inbox;
-  ASSERT_TRUE(b.Register("g", "b", inbox.handler()).ok());
+  BASALT_ASSERT_OK(b.Register("g", "b", inbox.handler()));
   auto stub = pb::ConsensusService::NewStub(
       grpc::CreateChannel(StrCat("127.0.0.1:", b.port()), grpc::InsecureChannelCredentials()));
   auto call = [&](const pb::UpdateConsensusRequestPB& req) {
@@ -276,7 +277,7 @@ TEST(GrpcTransportRaftTest, ReplicatesSurvivesLeaderKillAndRestarts) {
   o.heartbeat_coalesce_ms = 5;
   o.seed = SeedFromEnvOrTime();
   auto c = LoopbackRaftCluster::Start(o);
-  ASSERT_TRUE(c.ok()) << c.status();
+  BASALT_ASSERT_OK(c);
   LoopbackRaftCluster& cluster = **c;
 
   const absl::Time start = absl::Now();
@@ -310,7 +311,7 @@ TEST(GrpcTransportRaftTest, ReplicatesSurvivesLeaderKillAndRestarts) {
     if (cluster.alive(i)) ExpectHasAll(cluster, i, committed);
   }
   // The old leader comes back on its port, replays its WAL and catches up over gRPC.
-  ASSERT_TRUE(cluster.RestartServer(old_leader).ok());
+  BASALT_ASSERT_OK(cluster.RestartServer(old_leader));
   ExpectHasAll(cluster, old_leader, committed);
 }
 
@@ -325,7 +326,7 @@ TEST(GrpcTransportRaftTest, CoalescesHeartbeatsOfIdleGroups) {
   o.force_fsync = false;
   o.seed = SeedFromEnvOrTime();
   auto c = LoopbackRaftCluster::Start(o);
-  ASSERT_TRUE(c.ok()) << c.status();
+  BASALT_ASSERT_OK(c);
   LoopbackRaftCluster& cluster = **c;
   std::vector<uint64_t> terms;
   for (int g = 0; g < o.num_groups; ++g) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/random.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -22,9 +23,9 @@ RaftMessage Msg(const PeerId& from, const PeerId& to, uint64_t term = 1) {
 class InMemoryTransportTest : public ::testing::Test {
  protected:
   void Listen(const std::string& group, const PeerId& peer) {
-    ASSERT_TRUE(t_.Register(group, peer, [this, group, peer](RaftMessage m) {
+    BASALT_ASSERT_OK(t_.Register(group, peer, [this, group, peer](RaftMessage m) {
                     received_.push_back(group + "/" + peer + "<-" + m.from);
-                  }).ok());
+                  }));
   }
   InMemoryTransport t_{SeedFromEnvOrTime()};
   std::vector<std::string> received_;

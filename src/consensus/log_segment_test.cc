@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/random.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -69,7 +70,7 @@ TEST(LogSegmentFormatTest, HeaderGoldenBytesAndRoundTrip) {
             "7431");
   SegmentHeader d;
   size_t size = 0;
-  ASSERT_TRUE(DecodeSegmentHeader(bytes + "trailing", "f", &d, &size).ok());
+  BASALT_ASSERT_OK(DecodeSegmentHeader(bytes + "trailing", "f", &d, &size));
   EXPECT_EQ(size, bytes.size());
   EXPECT_EQ(d.seq, 3u);
   EXPECT_EQ(d.first_index, 0x101u);
@@ -98,7 +99,7 @@ TEST(LogSegmentFormatTest, FrameGoldenBytes) {
   ASSERT_EQ(r.state, FrameState::kOk);
   EXPECT_EQ(r.frame_size, frame.size());
   std::vector<EntryView> views;
-  ASSERT_TRUE(DecodeBatch(r.payload, &views).ok());
+  BASALT_ASSERT_OK(DecodeBatch(r.payload, &views));
   ASSERT_EQ(views.size(), 1u);
   EXPECT_EQ(views[0].index, 5u);
   EXPECT_EQ(views[0].term, 2u);
@@ -129,7 +130,7 @@ TEST(LogSegmentFormatTest, DecodeBatchRejectsMalformedPayloads) {
       {Entry(4, 10, EntryType::kNormal, 1, "hello"), Entry(4, 11, EntryType::kNormal, 2, "world")});
   const std::string payload = frame.substr(kFrameHeaderSize);
   std::vector<EntryView> views;
-  ASSERT_TRUE(DecodeBatch(payload, &views).ok());
+  BASALT_ASSERT_OK(DecodeBatch(payload, &views));
   for (size_t n = 0; n < payload.size(); ++n) {
     EXPECT_TRUE(absl::IsDataLoss(DecodeBatch(payload.substr(0, n), &views))) << n;
   }
@@ -172,7 +173,7 @@ TestSegment MakeSegment() {
 TEST(LogSegmentScanTest, CompleteSegment) {
   TestSegment seg = MakeSegment();
   absl::StatusOr<SegmentScan> scan = ScanSegment(seg.bytes, "wal-000000001", false);
-  ASSERT_TRUE(scan.ok()) << scan.status();
+  BASALT_ASSERT_OK(scan);
   EXPECT_EQ(scan->batches.size(), 3u);
   EXPECT_EQ(scan->next_index, 10u);
   EXPECT_EQ(scan->last_term, 3u);
@@ -186,7 +187,7 @@ TEST(LogSegmentScanTest, TornTailOnlyInLastSegmentAndOnlyAtTheEnd) {
   for (size_t cut = last + 1; cut < seg.bytes.size(); ++cut) {
     const std::string torn = seg.bytes.substr(0, cut);
     absl::StatusOr<SegmentScan> scan = ScanSegment(torn, "f", true);
-    ASSERT_TRUE(scan.ok()) << cut << ": " << scan.status();
+    BASALT_ASSERT_OK(scan) << cut << ": " << scan.status();
     EXPECT_TRUE(scan->torn_tail);
     EXPECT_EQ(scan->valid_size, last);
     EXPECT_EQ(scan->batches.size(), 2u);

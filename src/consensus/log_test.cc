@@ -17,6 +17,7 @@
 #include "common/random.h"
 #include "common/strings.h"
 #include "consensus/log_segment.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -57,9 +58,9 @@ LogOptions SmallSegments(uint64_t bytes = 1024) {
 
 std::unique_ptr<Log> OpenLog(Env* env, const LogOptions& options, bool start = true) {
   absl::StatusOr<std::unique_ptr<Log>> log = Log::Open(env, kDir, options);
-  EXPECT_TRUE(log.ok()) << log.status();
+  BASALT_EXPECT_OK(log);
   if (!log.ok()) return nullptr;
-  if (start) EXPECT_TRUE((*log)->Start().ok());
+  if (start) BASALT_EXPECT_OK((*log)->Start());
   return *std::move(log);
 }
 
@@ -70,7 +71,7 @@ void ExpectEntries(const Log& log, uint64_t lo, uint64_t hi,
   uint64_t next = lo;
   while (next <= hi) {
     absl::StatusOr<std::vector<LogEntry>> got = log.Entries(next, hi + 1, 16 << 10);
-    ASSERT_TRUE(got.ok()) << got.status();
+    BASALT_ASSERT_OK(got);
     ASSERT_FALSE(got->empty());
     for (const LogEntry& e : *got) {
       ASSERT_EQ(e.index, next);
@@ -94,16 +95,16 @@ std::map<std::string, std::string> Snapshot(Env* env) {
   std::map<std::string, std::string> files;
   const std::vector<std::string> names = *env->GetChildren(kDir);
   for (const std::string& name : names) {
-    EXPECT_TRUE(ReadFileToString(env, JoinPath(kDir, name), &files[name]).ok());
+    BASALT_EXPECT_OK(ReadFileToString(env, JoinPath(kDir, name), &files[name]));
   }
   return files;
 }
 
 std::unique_ptr<MemoryEnv> EnvWith(const std::map<std::string, std::string>& files) {
   auto env = std::make_unique<MemoryEnv>();
-  EXPECT_TRUE(env->CreateDirs(kDir).ok());
+  BASALT_EXPECT_OK(env->CreateDirs(kDir));
   for (const auto& [name, data] : files) {
-    EXPECT_TRUE(WriteStringToFile(env.get(), JoinPath(kDir, name), data, false).ok());
+    BASALT_EXPECT_OK(WriteStringToFile(env.get(), JoinPath(kDir, name), data, false));
   }
   return env;
 }
@@ -130,7 +131,7 @@ TEST(LogTest, RoundTripAcrossSegmentsAndReopen) {
     while (next <= 600) {
       const size_t n = 1 + rng.Uniform(8);
       term = 1 + next / 100;
-      ASSERT_TRUE(log->Append(MakeEntries(next, n, term, rng.Uniform(120))).ok());
+      BASALT_ASSERT_OK(log->Append(MakeEntries(next, n, term, rng.Uniform(120))));
       next += n;
     }
     EXPECT_GT(log->SegmentSeqs().size(), 5u);
@@ -142,21 +143,21 @@ TEST(LogTest, RoundTripAcrossSegmentsAndReopen) {
   ASSERT_EQ(log->FirstIndex(), 1u);
   ASSERT_EQ(log->LastIndex(), next - 1);
   absl::StatusOr<std::vector<LogEntry>> all = log->Entries(1, next, UINT64_MAX);
-  ASSERT_TRUE(all.ok()) << all.status();
+  BASALT_ASSERT_OK(all);
   ASSERT_EQ(all->size(), next - 1);
   for (const LogEntry& e : *all) {
     EXPECT_EQ(e.data, EntryData(e.index, e.term, e.data.size()));
     EXPECT_EQ(*log->Term(e.index), e.term);
   }
   // Appendable after reopening.
-  ASSERT_TRUE(log->Append(MakeEntries(next, 3, 99)).ok());
+  BASALT_ASSERT_OK(log->Append(MakeEntries(next, 3, 99)));
   ExpectEntries(*log, next, next + 2, 99);
 }
 
 TEST(LogTest, EntriesRespectsMaxBytesButReturnsOne) {
   MemoryEnv env;
   std::unique_ptr<Log> log = OpenLog(&env, SmallSegments());
-  ASSERT_TRUE(log->Append(MakeEntries(1, 10, 1, 100)).ok());
+  BASALT_ASSERT_OK(log->Append(MakeEntries(1, 10, 1, 100)));
   EXPECT_EQ(log->Entries(1, 11, 0)->size(), 1u);
   EXPECT_EQ(log->Entries(1, 11, 2 * LogEntrySize(MakeEntry(1, 1, 100)))->size(), 2u);
   EXPECT_EQ(log->Entries(3, 5, UINT64_MAX)->size(), 2u);
@@ -171,7 +172,7 @@ TEST(LogTest, AppendValidation) {
     EXPECT_TRUE(absl::IsFailedPrecondition(log->Append(MakeEntries(1, 1, 1))));
   }
   std::unique_ptr<Log> log = OpenLog(&env, SmallSegments());
-  ASSERT_TRUE(log->Append(MakeEntries(1, 3, 2)).ok());
+  BASALT_ASSERT_OK(log->Append(MakeEntries(1, 3, 2)));
   EXPECT_TRUE(absl::IsInvalidArgument(log->Append({})));
   EXPECT_TRUE(absl::IsInvalidArgument(log->Append(MakeEntries(5, 1, 2))));  // gap
   EXPECT_TRUE(absl::IsInvalidArgument(log->Append(MakeEntries(4, 1, 1))));  // lower term
@@ -201,12 +202,12 @@ BuiltLog BuildLog() {
   std::unique_ptr<Log> log = OpenLog(&env, SmallSegments());
   uint64_t next = 1;
   for (int i = 0; i < 40; ++i, next += 3) {
-    EXPECT_TRUE(log->Append(MakeEntries(next, 3, 1)).ok());
+    BASALT_EXPECT_OK(log->Append(MakeEntries(next, 3, 1)));
   }
   b.last_name = SegmentFileName(log->SegmentSeqs().back());
   b.last_batch_offset = *env.GetFileSize(JoinPath(kDir, b.last_name));
   b.last_batch_first = next;
-  EXPECT_TRUE(log->Append(MakeEntries(next, 3, 2)).ok());
+  BASALT_EXPECT_OK(log->Append(MakeEntries(next, 3, 2)));
   b.last_index = next + 2;
   EXPECT_EQ(SegmentFileName(log->SegmentSeqs().back()), b.last_name) << "final batch rolled";
   log.reset();
@@ -228,7 +229,7 @@ TEST(LogRecoveryTest, TruncatedFinalBatchAtEveryOffset) {
       ASSERT_NE(log, nullptr);
       ASSERT_EQ(log->LastIndex(), b.last_batch_first - 1);
       EXPECT_EQ(*env->GetFileSize(JoinPath(kDir, b.last_name)), b.last_batch_offset);
-      ASSERT_TRUE(log->Append(MakeEntries(b.last_batch_first, 2, 5)).ok());
+      BASALT_ASSERT_OK(log->Append(MakeEntries(b.last_batch_first, 2, 5)));
     }
     std::unique_ptr<Log> log = OpenLog(env.get(), SmallSegments());
     ASSERT_EQ(log->LastIndex(), b.last_batch_first + 1);
@@ -263,7 +264,7 @@ TEST(LogRecoveryTest, CorruptMiddleBatchIsDataLoss) {
   const std::string& last = b.files.at(b.last_name);
   SegmentHeader h;
   size_t header_size;
-  ASSERT_TRUE(DecodeSegmentHeader(last, "x", &h, &header_size).ok());
+  BASALT_ASSERT_OK(DecodeSegmentHeader(last, "x", &h, &header_size));
   ASSERT_LT(header_size, b.last_batch_offset);
   for (size_t pos = header_size; pos < b.last_batch_offset; ++pos) {
     auto files = b.files;
@@ -318,7 +319,7 @@ TEST(LogRecoveryTest, HalfCreatedLastSegmentAndTempFilesAreRemoved) {
     EXPECT_EQ(log->LastIndex(), b.last_index);
     EXPECT_FALSE(env->FileExists(JoinPath(kDir, SegmentFileName(seq + 1))));
     EXPECT_FALSE(env->FileExists(JoinPath(kDir, b.last_name + ".tmp")));
-    EXPECT_TRUE(log->Append(MakeEntries(b.last_index + 1, 1, 3)).ok());
+    BASALT_EXPECT_OK(log->Append(MakeEntries(b.last_index + 1, 1, 3)));
   }
 }
 
@@ -336,21 +337,21 @@ TEST(LogTest, TruncateSuffixAcrossSegmentsThenAppendThenReopen) {
   MemoryEnv env;
   std::unique_ptr<Log> log = OpenLog(&env, SmallSegments());
   for (uint64_t next = 1; next <= 300; next += 5) {
-    ASSERT_TRUE(log->Append(MakeEntries(next, 5, 1)).ok());
+    BASALT_ASSERT_OK(log->Append(MakeEntries(next, 5, 1)));
   }
   const size_t segments_before = log->SegmentSeqs().size();
   ASSERT_GT(segments_before, 5u);
   // 103 is inside a batch [101, 105] of an early segment.
-  ASSERT_TRUE(log->TruncateSuffix(103).ok());
+  BASALT_ASSERT_OK(log->TruncateSuffix(103));
   EXPECT_EQ(log->LastIndex(), 102u);
   EXPECT_LT(log->SegmentSeqs().size(), segments_before);
   EXPECT_TRUE(absl::IsNotFound(log->Term(103).status()));
   ExpectEntries(*log, 1, 102, 1);
-  ASSERT_TRUE(log->Append(MakeEntries(103, 50, 2)).ok());
+  BASALT_ASSERT_OK(log->Append(MakeEntries(103, 50, 2)));
   // An append that overlaps replaces the suffix, like TruncateSuffix.
-  ASSERT_TRUE(log->Append(MakeEntries(140, 4, 3)).ok());
+  BASALT_ASSERT_OK(log->Append(MakeEntries(140, 4, 3)));
   EXPECT_EQ(log->LastIndex(), 143u);
-  EXPECT_TRUE(log->TruncateSuffix(500).ok());  // nothing to drop
+  BASALT_EXPECT_OK(log->TruncateSuffix(500));  // nothing to drop
   EXPECT_TRUE(absl::IsInvalidArgument(log->TruncateSuffix(0)));
   auto term_of = [](uint64_t i) -> uint64_t { return i < 103 ? 1 : i < 140 ? 2 : 3; };
   ExpectEntries(*log, 1, 143, term_of);
@@ -359,9 +360,9 @@ TEST(LogTest, TruncateSuffixAcrossSegmentsThenAppendThenReopen) {
   EXPECT_EQ(log->LastIndex(), 143u);
   ExpectEntries(*log, 1, 143, term_of);
   // Truncating everything leaves an empty, appendable log.
-  ASSERT_TRUE(log->TruncateSuffix(1).ok());
+  BASALT_ASSERT_OK(log->TruncateSuffix(1));
   EXPECT_EQ(log->LastIndex(), 0u);
-  ASSERT_TRUE(log->Append(MakeEntries(1, 2, 7)).ok());
+  BASALT_ASSERT_OK(log->Append(MakeEntries(1, 2, 7)));
   log.reset();
   log = OpenLog(&env, SmallSegments());
   ExpectEntries(*log, 1, 2, 7);
@@ -372,13 +373,13 @@ TEST(LogTest, GCKeepsRetainedEntriesAndTheActiveSegment) {
   MemoryEnv env;
   std::unique_ptr<Log> log = OpenLog(&env, SmallSegments());
   for (uint64_t next = 1; next <= 400; next += 4) {
-    ASSERT_TRUE(log->Append(MakeEntries(next, 4, 1 + next / 50)).ok());
+    BASALT_ASSERT_OK(log->Append(MakeEntries(next, 4, 1 + next / 50)));
   }
   auto term_of = [](uint64_t i) -> uint64_t { return 1 + ((i - 1) / 4 * 4 + 1) / 50; };
   const std::vector<uint64_t> before = log->SegmentSeqs();
   EXPECT_EQ(*log->GC(1), 0);
   absl::StatusOr<int> deleted = log->GC(200);
-  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  BASALT_ASSERT_OK(deleted);
   EXPECT_GT(*deleted, 0);
   EXPECT_LE(log->FirstIndex(), 200u);
   EXPECT_EQ(log->SegmentSeqs().size(), before.size() - *deleted);
@@ -388,7 +389,7 @@ TEST(LogTest, GCKeepsRetainedEntriesAndTheActiveSegment) {
   EXPECT_TRUE(absl::IsNotFound(log->Entries(log->FirstIndex() - 1, 400, 10).status()));
   EXPECT_FALSE(env.FileExists(JoinPath(kDir, SegmentFileName(before.front()))));
   // Retaining nothing still keeps the active segment.
-  ASSERT_TRUE(log->GC(UINT64_MAX).ok());
+  BASALT_ASSERT_OK(log->GC(UINT64_MAX));
   EXPECT_EQ(log->SegmentSeqs(), std::vector<uint64_t>{before.back()});
   EXPECT_EQ(log->LastIndex(), 400u);
   const uint64_t first = log->FirstIndex();
@@ -396,21 +397,21 @@ TEST(LogTest, GCKeepsRetainedEntriesAndTheActiveSegment) {
   log = OpenLog(&env, SmallSegments());
   EXPECT_EQ(log->FirstIndex(), first);
   ExpectEntries(*log, first, 400, term_of);
-  ASSERT_TRUE(log->Append(MakeEntries(401, 1, 20)).ok());
+  BASALT_ASSERT_OK(log->Append(MakeEntries(401, 1, 20)));
 }
 
 TEST(LogTest, ResetToSnapshot) {
   MemoryEnv env;
   std::unique_ptr<Log> log = OpenLog(&env, SmallSegments());
   for (uint64_t next = 1; next <= 100; next += 5) {
-    ASSERT_TRUE(log->Append(MakeEntries(next, 5, 1)).ok());
+    BASALT_ASSERT_OK(log->Append(MakeEntries(next, 5, 1)));
   }
-  ASSERT_TRUE(log->ResetToSnapshot(OpId{4, 1000}).ok());
+  BASALT_ASSERT_OK(log->ResetToSnapshot(OpId{4, 1000}));
   EXPECT_EQ(log->FirstIndex(), 1001u);
   EXPECT_EQ(log->LastIndex(), 1000u);
   EXPECT_EQ(*log->Term(1000), 4u);
   EXPECT_EQ(log->SegmentSeqs().size(), 1u);
-  ASSERT_TRUE(log->Append(MakeEntries(1001, 3, 4)).ok());
+  BASALT_ASSERT_OK(log->Append(MakeEntries(1001, 3, 4)));
   log.reset();
   log = OpenLog(&env, SmallSegments());
   EXPECT_EQ(log->FirstIndex(), 1001u);
@@ -434,9 +435,9 @@ TEST(LogTest, GroupCommitSyncsFewerTimesThanAppends) {
   // they must share a few group commits.
   {
     absl::MutexLock l(&mu);
-    ASSERT_TRUE(log->AsyncAppend(MakeEntries(next_index++, 1, 1),
+    BASALT_ASSERT_OK(log->AsyncAppend(MakeEntries(next_index++, 1, 1),
                                  [&](const absl::Status& s) { release.WaitForNotification(); })
-                    .ok());
+                    );
   }
   const int64_t syncs_before = env.num_sync_points();
   std::vector<std::thread> threads;
@@ -483,7 +484,7 @@ TEST(LogTest, ConcurrentReadersWhileAppending) {
     }
   });
   for (uint64_t next = 1; next <= 2000; next += 4) {
-    ASSERT_TRUE(log->Append(MakeEntries(next, 4, 1)).ok());
+    BASALT_ASSERT_OK(log->Append(MakeEntries(next, 4, 1)));
   }
   done = true;
   reader.join();
@@ -530,7 +531,7 @@ TEST(LogFaultTest, ReadErrorsSurfaceAsStatus) {
   MemoryEnv mem;
   FaultInjectionEnv env(&mem);
   std::unique_ptr<Log> log = OpenLog(&env, SmallSegments());
-  ASSERT_TRUE(log->Append(MakeEntries(1, 50, 1)).ok());
+  BASALT_ASSERT_OK(log->Append(MakeEntries(1, 50, 1)));
   env.FailAfter(0, FaultInjectionEnv::OpKind::kRead);
   EXPECT_FALSE(log->Entries(1, 51, UINT64_MAX).ok());
   log.reset();
@@ -619,7 +620,7 @@ TEST(LogFaultTest, CrashAtEverySyncPointKeepsAcknowledgedEntries) {
       env.SetCrashAtSyncPoint(k);
       RunCrashWorkload(log.get(), seed, &model);
     }
-    ASSERT_TRUE(env.DropUnsyncedData().ok());
+    BASALT_ASSERT_OK(env.DropUnsyncedData());
     std::unique_ptr<Log> log = OpenLog(&env, SmallSegments(400));
     ASSERT_NE(log, nullptr);
     EXPECT_LE(log->FirstIndex(), std::max<uint64_t>(model.max_retain, 1));
@@ -627,16 +628,16 @@ TEST(LogFaultTest, CrashAtEverySyncPointKeepsAcknowledgedEntries) {
       if (index < log->FirstIndex()) continue;
       ASSERT_LE(index, log->LastIndex());
       absl::StatusOr<std::vector<LogEntry>> e = log->Entries(index, index + 1, 0);
-      ASSERT_TRUE(e.ok()) << e.status();
+      BASALT_ASSERT_OK(e);
       ASSERT_EQ((*e)[0].term, term) << index;
       ASSERT_EQ((*e)[0].data, EntryData(index, term, (*e)[0].data.size()));
     }
     // Whatever survived is a readable log that accepts appends.
     if (log->LastIndex() >= log->FirstIndex()) {
-      ASSERT_TRUE(log->Entries(log->FirstIndex(), log->LastIndex() + 1, UINT64_MAX).ok());
+      BASALT_ASSERT_OK(log->Entries(log->FirstIndex(), log->LastIndex() + 1, UINT64_MAX));
     }
     const OpId last = log->LastOpId();
-    ASSERT_TRUE(log->Append(MakeEntries(last.index + 1, 1, last.term + 1)).ok());
+    BASALT_ASSERT_OK(log->Append(MakeEntries(last.index + 1, 1, last.term + 1)));
   }
 }
 
@@ -649,12 +650,12 @@ TEST(LogFaultTest, CrashDuringResetLeavesOldOrNewLog) {
     {
       std::unique_ptr<Log> log = OpenLog(&env, SmallSegments());
       for (uint64_t next = 1; next <= 100; next += 5) {
-        ASSERT_TRUE(log->Append(MakeEntries(next, 5, 1)).ok());
+        BASALT_ASSERT_OK(log->Append(MakeEntries(next, 5, 1)));
       }
       env.SetCrashAtSyncPoint(k);
       reset = log->ResetToSnapshot(OpId{3, 500});
     }
-    ASSERT_TRUE(env.DropUnsyncedData().ok());
+    BASALT_ASSERT_OK(env.DropUnsyncedData());
     std::unique_ptr<Log> log = OpenLog(&env, SmallSegments());
     ASSERT_NE(log, nullptr);
     if (log->FirstIndex() == 1) {
@@ -678,21 +679,21 @@ TEST(LogPosixTest, AppendSyncReopen) {
   Env* env = Env::Default();
   {
     absl::StatusOr<std::unique_ptr<Log>> log = Log::Open(env, dir, SmallSegments(8192));
-    ASSERT_TRUE(log.ok()) << log.status();
-    ASSERT_TRUE((*log)->Start().ok());
+    BASALT_ASSERT_OK(log);
+    BASALT_ASSERT_OK((*log)->Start());
     for (uint64_t next = 1; next <= 500; next += 5) {
-      ASSERT_TRUE((*log)->Append(MakeEntries(next, 5, 3)).ok());
+      BASALT_ASSERT_OK((*log)->Append(MakeEntries(next, 5, 3)));
     }
     EXPECT_GT((*log)->num_syncs(), 0);
-    ASSERT_TRUE((*log)->TruncateSuffix(451).ok());
+    BASALT_ASSERT_OK((*log)->TruncateSuffix(451));
   }
   {
     absl::StatusOr<std::unique_ptr<Log>> log = Log::Open(env, dir, SmallSegments(8192));
-    ASSERT_TRUE(log.ok()) << log.status();
+    BASALT_ASSERT_OK(log);
     EXPECT_EQ((*log)->LastIndex(), 450u);
     ExpectEntries(**log, 1, 450, 3);
   }
-  ASSERT_TRUE(env->DeleteDirRecursively(tmpl).ok());
+  BASALT_ASSERT_OK(env->DeleteDirRecursively(tmpl));
 }
 
 }  // namespace

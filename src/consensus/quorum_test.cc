@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "consensus/raft_config.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -70,13 +71,13 @@ TEST(QuorumTest, QuorumActive) {
 TEST(RaftConfigTest, SingleServerChanges) {
   const RaftConfig config = Voters({"a", "b", "c"});
   auto added = ApplyConfigChange(config, {ConfigChange::Type::kAddLearner, "d"});
-  ASSERT_TRUE(added.ok()) << added.status();
+  BASALT_ASSERT_OK(added);
   EXPECT_EQ(*added, Voters({"a", "b", "c"}, {"d"}));
   auto promoted = ApplyConfigChange(*added, {ConfigChange::Type::kPromoteLearner, "d"});
-  ASSERT_TRUE(promoted.ok());
+  BASALT_ASSERT_OK(promoted);
   EXPECT_EQ(*promoted, Voters({"a", "b", "c", "d"}));
   auto removed = ApplyConfigChange(*promoted, {ConfigChange::Type::kRemovePeer, "b"});
-  ASSERT_TRUE(removed.ok());
+  BASALT_ASSERT_OK(removed);
   EXPECT_EQ(*removed, Voters({"a", "c", "d"}));
 
   EXPECT_TRUE(absl::IsFailedPrecondition(
@@ -92,7 +93,7 @@ TEST(RaftConfigTest, SingleServerChanges) {
 TEST(RaftConfigTest, DemoteVoterMakesItALearner) {
   const RaftConfig config = Voters({"a", "b", "c"}, {"d"});
   auto demoted = ApplyConfigChange(config, {ConfigChange::Type::kDemoteVoter, "b"});
-  ASSERT_TRUE(demoted.ok()) << demoted.status();
+  BASALT_ASSERT_OK(demoted);
   EXPECT_EQ(*demoted, Voters({"a", "c"}, {"b", "d"}));
   // The demoted voter no longer counts toward commitment or elections.
   EXPECT_EQ(CommittedIndex(*demoted, {{"a", 5}, {"b", 5}, {"c", 1}}), 1u);
@@ -100,7 +101,7 @@ TEST(RaftConfigTest, DemoteVoterMakesItALearner) {
   EXPECT_FALSE(QuorumActive(*demoted, {{"a", true}, {"b", true}}));
   // And a promotion undoes it.
   auto promoted = ApplyConfigChange(*demoted, {ConfigChange::Type::kPromoteLearner, "b"});
-  ASSERT_TRUE(promoted.ok()) << promoted.status();
+  BASALT_ASSERT_OK(promoted);
   EXPECT_EQ(*promoted, config);
 
   for (const char* not_voter : {"d", "z"}) {
@@ -112,7 +113,7 @@ TEST(RaftConfigTest, DemoteVoterMakesItALearner) {
 }
 
 TEST(RaftConfigTest, ValidateRejectsMalformedConfigs) {
-  EXPECT_TRUE(ValidateConfig(Voters({"a", "b"}, {"c"})).ok());
+  BASALT_EXPECT_OK(ValidateConfig(Voters({"a", "b"}, {"c"})));
   EXPECT_FALSE(ValidateConfig(Voters({})).ok());
   EXPECT_FALSE(ValidateConfig(Voters({"b", "a"})).ok());
   EXPECT_FALSE(ValidateConfig(Voters({"a", "a"})).ok());
@@ -132,7 +133,7 @@ TEST(RaftConfigTest, EncodingRoundTripsAndGoldenBytes) {
                                  "d",
                                  10));
   auto decoded = DecodeConfig(encoded);
-  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  BASALT_ASSERT_OK(decoded);
   EXPECT_EQ(*decoded, config);
 }
 
@@ -150,18 +151,18 @@ TEST(RaftConfigTest, PromoteListIsVersionTwo) {
                                  "e",
                                  12));
   auto decoded = DecodeConfig(encoded);
-  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  BASALT_ASSERT_OK(decoded);
   EXPECT_EQ(*decoded, config);
   for (size_t len = 0; len < encoded.size(); ++len) {
     EXPECT_TRUE(absl::IsDataLoss(DecodeConfig(encoded.substr(0, len)).status())) << len;
   }
   // Promoting, removing, or version 2 with nothing to promote.
   auto promoted = ApplyConfigChange(config, {ConfigChange::Type::kPromoteLearner, "e"});
-  ASSERT_TRUE(promoted.ok()) << promoted.status();
+  BASALT_ASSERT_OK(promoted);
   EXPECT_TRUE(promoted->promote.empty());
   EXPECT_EQ(EncodeConfig(*promoted)[0], '\x01');
   auto removed = ApplyConfigChange(config, {ConfigChange::Type::kRemovePeer, "e"});
-  ASSERT_TRUE(removed.ok()) << removed.status();
+  BASALT_ASSERT_OK(removed);
   EXPECT_TRUE(removed->promote.empty());
   EXPECT_TRUE(absl::IsDataLoss(DecodeConfig(std::string("\x02\x01\x01"
                                                         "a"
@@ -174,7 +175,7 @@ TEST(RaftConfigTest, PromoteListIsVersionTwo) {
   ConfigChange add{ConfigChange::Type::kAddLearner, "f"};
   add.promote = true;
   auto added = ApplyConfigChange(Voters({"a"}), add);
-  ASSERT_TRUE(added.ok()) << added.status();
+  BASALT_ASSERT_OK(added);
   EXPECT_EQ(added->promote, std::vector<PeerId>{"f"});
 }
 

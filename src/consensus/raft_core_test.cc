@@ -213,7 +213,7 @@ TEST(RaftCoreTest, LeaderElectedInThreeNodeGroup) {
 TEST(RaftCoreTest, SingleVoterElectsItselfAndCommits) {
   Network net(Voters({"a"}));
   EXPECT_EQ(net.Campaign("a"), Role::kLeader);
-  ASSERT_TRUE(net.Propose("a", "x").ok());
+  BASALT_ASSERT_OK(net.Propose("a", "x"));
   EXPECT_EQ(AppliedData(net.node("a")), std::vector<std::string>{"x"});
 }
 
@@ -228,7 +228,7 @@ TEST(RaftCoreTest, ElectionTimeoutIsRandomizedBetweenTAnd2T) {
     RaftBootState boot;
     boot.config = Voters({"a", "b", "c"});
     auto core = RaftCore::Create(options, &log, boot, &rng);
-    ASSERT_TRUE(core.ok());
+    BASALT_ASSERT_OK(core);
     int ticks = 0;
     while ((*core)->role() == Role::kFollower) {
       (*core)->Tick();
@@ -430,7 +430,7 @@ TEST(RaftCoreTest, LeaderAppendsNoOpOnElection) {
 TEST(RaftCoreTest, CommittedEntriesAreAppliedEverywhereInOrder) {
   Network net(Voters({"a", "b", "c"}));
   ASSERT_EQ(net.Campaign("a"), Role::kLeader);
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(net.Propose("a", std::to_string(i)).ok());
+  for (int i = 0; i < 5; ++i) BASALT_ASSERT_OK(net.Propose("a", std::to_string(i)));
   net.TickAll(2);  // Heartbeats carry the final commit index to followers.
   const std::vector<std::string> want = {"0", "1", "2", "3", "4"};
   for (const char* id : {"a", "b", "c"}) EXPECT_EQ(AppliedData(net.node(id)), want) << id;
@@ -440,10 +440,10 @@ TEST(RaftCoreTest, EntryCommitsOnceReplicatedOnMajority) {
   Network net(Voters({"a", "b", "c"}));
   ASSERT_EQ(net.Campaign("a"), Role::kLeader);
   net.Cut("a", "c");
-  ASSERT_TRUE(net.Propose("a", "x").ok());
+  BASALT_ASSERT_OK(net.Propose("a", "x"));
   EXPECT_EQ(net.core("a").log().committed(), 2u);
   net.Cut("a", "b");
-  ASSERT_TRUE(net.Propose("a", "y").ok());
+  BASALT_ASSERT_OK(net.Propose("a", "y"));
   EXPECT_EQ(net.core("a").log().committed(), 2u);  // Only the leader has it.
 }
 
@@ -508,7 +508,7 @@ TEST(RaftCoreTest, FastBackoffSkipsAConflictingTermPerRoundTrip) {
 TEST(RaftCoreTest, ProposalsAreBatchedIntoOneAppendPerFollower) {
   Network net(Voters({"a", "b", "c"}));
   ASSERT_EQ(net.Campaign("a"), Role::kLeader);
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(net.core("a").Propose("e" + std::to_string(i)).ok());
+  for (int i = 0; i < 10; ++i) BASALT_ASSERT_OK(net.core("a").Propose("e" + std::to_string(i)));
   net.Process("a");
   ASSERT_EQ(net.queue().size(), 2u);
   EXPECT_EQ(net.queue()[0].entries.size(), 10u);
@@ -522,7 +522,7 @@ TEST(RaftCoreTest, AppendsRespectMaxBytesAndPipelineWithinWindow) {
   });
   ASSERT_EQ(net.Campaign("a"), Role::kLeader);
   ASSERT_EQ(net.core("a").progress("b")->state(), Progress::State::kReplicate);
-  for (int i = 0; i < 20; ++i) ASSERT_TRUE(net.core("a").Propose(std::string(50, 'x')).ok());
+  for (int i = 0; i < 20; ++i) BASALT_ASSERT_OK(net.core("a").Propose(std::string(50, 'x')));
   net.Process("a");
   // Pipelined without waiting for acknowledgements, up to the in-flight window.
   ASSERT_EQ(net.queue().size(), 3u);
@@ -535,7 +535,7 @@ TEST(RaftCoreTest, AppendsRespectMaxBytesAndPipelineWithinWindow) {
 TEST(RaftCoreTest, LostAppendsAreResentAfterHeartbeat) {
   Network net(Voters({"a", "b", "c"}));
   ASSERT_EQ(net.Campaign("a"), Role::kLeader);
-  ASSERT_TRUE(net.core("a").Propose("x").ok());
+  BASALT_ASSERT_OK(net.core("a").Propose("x"));
   net.Process("a");
   net.ClearQueue();  // Lose both appends.
   net.TickAll(4);
@@ -556,7 +556,7 @@ TEST(RaftCoreTest, ProposeOnFollowerReturnsUnavailableWithLeaderHint) {
 TEST(RaftCoreTest, RestartKeepsTermVoteLogAndReappliesCommitted) {
   Network net(Voters({"a", "b", "c"}));
   ASSERT_EQ(net.Campaign("a"), Role::kLeader);
-  ASSERT_TRUE(net.Propose("a", "x").ok());
+  BASALT_ASSERT_OK(net.Propose("a", "x"));
   net.TickAll(2);
   net.Restart("b");
   EXPECT_EQ(net.core("b").term(), 1u);
@@ -569,7 +569,7 @@ TEST(RaftCoreTest, FollowerBehindCompactedLogNeedsSnapshot) {
   Network net(Voters({"a", "b", "c"}));
   ASSERT_EQ(net.Campaign("a"), Role::kLeader);
   net.Isolate("c");
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(net.Propose("a", "x").ok());
+  for (int i = 0; i < 5; ++i) BASALT_ASSERT_OK(net.Propose("a", "x"));
   net.node("a").log.Compact(4);
   net.node("a").log.Sync();
   net.Recover();
@@ -595,7 +595,7 @@ TEST(RaftCoreTest, FollowerBehindCompactedLogNeedsSnapshot) {
 TEST(RaftCoreTest, LeadershipTransfer) {
   Network net(Voters({"a", "b", "c"}));
   ASSERT_EQ(net.Campaign("a"), Role::kLeader);
-  ASSERT_TRUE(net.core("a").TransferLeadership("c").ok());
+  BASALT_ASSERT_OK(net.core("a").TransferLeadership("c"));
   net.Process("a");
   net.Deliver();
   EXPECT_EQ(net.core("c").role(), Role::kLeader);
@@ -607,8 +607,8 @@ TEST(RaftCoreTest, LeadershipTransferCatchesUpLaggingTargetFirst) {
   Network net(Voters({"a", "b", "c"}));
   ASSERT_EQ(net.Campaign("a"), Role::kLeader);
   net.Cut("a", "c");
-  ASSERT_TRUE(net.Propose("a", "x").ok());
-  ASSERT_TRUE(net.core("a").TransferLeadership("c").ok());
+  BASALT_ASSERT_OK(net.Propose("a", "x"));
+  BASALT_ASSERT_OK(net.core("a").TransferLeadership("c"));
   EXPECT_TRUE(absl::IsUnavailable(net.core("a").Propose("refused").status()));
   net.Recover();
   net.TickAll(1);
@@ -619,7 +619,7 @@ TEST(RaftCoreTest, LeadershipTransferCatchesUpLaggingTargetFirst) {
 TEST(RaftCoreTest, LeaderStepDown) {
   Network net(Voters({"a", "b", "c"}));
   ASSERT_EQ(net.Campaign("a"), Role::kLeader);
-  ASSERT_TRUE(net.core("a").StepDown().ok());
+  BASALT_ASSERT_OK(net.core("a").StepDown());
   EXPECT_EQ(net.core("a").role(), Role::kFollower);
   EXPECT_TRUE(absl::IsUnavailable(net.core("b").StepDown()));
   net.TickAll(30);
@@ -641,7 +641,7 @@ TEST(RaftCoreTest, LearnerDoesNotVoteOrCampaign) {
   ASSERT_NE(net.Campaign("a"), Role::kLeader);
   net.Recover();
   ASSERT_EQ(net.Campaign("a"), Role::kLeader);
-  ASSERT_TRUE(net.Propose("a", "x").ok());
+  BASALT_ASSERT_OK(net.Propose("a", "x"));
   EXPECT_EQ(net.node("l").log.LastIndex(), 2u);  // Learners receive the log.
 }
 
@@ -650,9 +650,9 @@ TEST(RaftCoreTest, AddLearnerThenPromoteOnceCaughtUp) {
               {"d"});
   ASSERT_EQ(net.Campaign("a"), Role::kLeader);
   net.Isolate("d");
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(net.Propose("a", "x").ok());
+  for (int i = 0; i < 5; ++i) BASALT_ASSERT_OK(net.Propose("a", "x"));
   auto add = net.core("a").ProposeConfigChange({ConfigChange::Type::kAddLearner, "d"});
-  ASSERT_TRUE(add.ok()) << add.status();
+  BASALT_ASSERT_OK(add);
   EXPECT_TRUE(IsLearner(net.core("a").config(), "d"));  // Effective on append.
   net.Process("a");
   net.Deliver();
@@ -661,7 +661,7 @@ TEST(RaftCoreTest, AddLearnerThenPromoteOnceCaughtUp) {
   net.Recover();
   net.TickAll(3);
   auto promote = net.core("a").ProposeConfigChange({ConfigChange::Type::kPromoteLearner, "d"});
-  ASSERT_TRUE(promote.ok()) << promote.status();
+  BASALT_ASSERT_OK(promote);
   net.Process("a");
   net.Deliver();
   net.TickAll(2);
@@ -673,7 +673,7 @@ TEST(RaftCoreTest, AutoPromoteLearner) {
   Network net(Voters({"a", "b", "c"}), [](RaftOptions* o) { o->auto_promote_learners = true; },
               {"d"});
   ASSERT_EQ(net.Campaign("a"), Role::kLeader);
-  ASSERT_TRUE(net.core("a").ProposeConfigChange({ConfigChange::Type::kAddLearner, "d"}).ok());
+  BASALT_ASSERT_OK(net.core("a").ProposeConfigChange({ConfigChange::Type::kAddLearner, "d"}));
   net.Process("a");
   net.Deliver();
   net.TickAll(3);
@@ -685,13 +685,13 @@ TEST(RaftCoreTest, OnlyOneConfigChangePendingAtATime) {
   ASSERT_EQ(net.Campaign("a"), Role::kLeader);
   net.Cut("a", "b");
   net.Cut("a", "c");
-  ASSERT_TRUE(net.core("a").ProposeConfigChange({ConfigChange::Type::kAddLearner, "d"}).ok());
+  BASALT_ASSERT_OK(net.core("a").ProposeConfigChange({ConfigChange::Type::kAddLearner, "d"}));
   auto second = net.core("a").ProposeConfigChange({ConfigChange::Type::kAddLearner, "e"});
   EXPECT_TRUE(absl::IsUnavailable(second.status())) << second.status();
   net.Recover();
   net.Process("a");
   net.TickAll(2);
-  EXPECT_TRUE(net.core("a").ProposeConfigChange({ConfigChange::Type::kAddLearner, "e"}).ok());
+  BASALT_EXPECT_OK(net.core("a").ProposeConfigChange({ConfigChange::Type::kAddLearner, "e"}));
 }
 
 TEST(RaftCoreTest, RemovedVoterNoLongerCountsTowardQuorum) {
@@ -699,13 +699,13 @@ TEST(RaftCoreTest, RemovedVoterNoLongerCountsTowardQuorum) {
   ASSERT_EQ(net.Campaign("a"), Role::kLeader);
   EXPECT_TRUE(absl::IsFailedPrecondition(
       net.core("a").ProposeConfigChange({ConfigChange::Type::kRemovePeer, "a"}).status()));
-  ASSERT_TRUE(net.core("a").ProposeConfigChange({ConfigChange::Type::kRemovePeer, "c"}).ok());
+  BASALT_ASSERT_OK(net.core("a").ProposeConfigChange({ConfigChange::Type::kRemovePeer, "c"}));
   net.Process("a");
   net.Deliver();
   net.TickAll(2);
   EXPECT_EQ(net.core("b").config(), Voters({"a", "b"}));
   net.node("c").up = false;
-  ASSERT_TRUE(net.Propose("a", "y").ok());
+  BASALT_ASSERT_OK(net.Propose("a", "y"));
   EXPECT_EQ(net.core("a").log().committed(), net.core("a").log().LastIndex());
   // The removed replica, still running and campaigning, cannot disrupt the group.
   net.node("c").up = true;
@@ -726,7 +726,7 @@ TEST(RaftCoreTest, DemotedVoterStopsCountingAndCampaigning) {
   // c still receives the log, but its acknowledgement no longer makes a majority with a's.
   net.Cut("a", "b");
   auto index = net.Propose("a", "x");
-  ASSERT_TRUE(index.ok()) << index.status();
+  BASALT_ASSERT_OK(index);
   EXPECT_EQ(net.node("c").log.LastIndex(), *index);
   EXPECT_LT(net.core("a").log().committed(), *index);
   net.Recover();
@@ -764,7 +764,7 @@ TEST(RaftCoreTest, LeaderCannotDemoteItselfOrTheLastVoter) {
   ASSERT_EQ(net.core("b").role(), Role::kLeader);
   net.TickAll(2);  // b commits an entry of its term before it may change the configuration.
   auto demote = net.core("b").ProposeConfigChange({ConfigChange::Type::kDemoteVoter, "a"});
-  ASSERT_TRUE(demote.ok()) << demote.status();
+  BASALT_ASSERT_OK(demote);
   net.Process("b");
   net.Deliver();
   net.TickAll(2);
@@ -780,11 +780,11 @@ TEST(RaftCoreTest, UncommittedConfigRevertsWhenTruncated) {
   Network net(Voters({"a", "b", "c"}), nullptr, {"d"});
   ASSERT_EQ(net.Campaign("a"), Role::kLeader);
   net.Cut("a", "c");
-  ASSERT_TRUE(net.Propose("a", "committed").ok());
+  BASALT_ASSERT_OK(net.Propose("a", "committed"));
   // The change reaches nobody; b and c elect a new leader that overwrites it on a.
   net.SetFilter([](RaftMessage* m) { return m->to != "c"; });
   net.Cut("a", "b");
-  ASSERT_TRUE(net.core("a").ProposeConfigChange({ConfigChange::Type::kAddLearner, "d"}).ok());
+  BASALT_ASSERT_OK(net.core("a").ProposeConfigChange({ConfigChange::Type::kAddLearner, "d"}));
   net.Process("a");
   net.ClearQueue();
   EXPECT_TRUE(IsLearner(net.core("a").config(), "d"));
@@ -800,7 +800,7 @@ TEST(RaftCoreTest, UncommittedConfigRevertsWhenTruncated) {
   const PeerId leader = net.core("b").leader();
   ASSERT_FALSE(leader.empty());
   ASSERT_NE(leader, "a");
-  ASSERT_TRUE(net.Propose(leader, "new").ok());
+  BASALT_ASSERT_OK(net.Propose(leader, "new"));
   net.TickAll(2);
   EXPECT_FALSE(IsLearner(net.core("a").config(), "d")) << net.core("a").DebugString();
 }

@@ -10,6 +10,7 @@
 #include "consensus/memory_log.h"
 #include "consensus/raft_core.h"
 #include "proto/consensus.pb.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -95,7 +96,7 @@ TEST(RaftMessagePbTest, RoundTripsEveryTypeAndField) {
     std::vector<GroupMessage> batch = RandomBatch(&rng);
     absl::StatusOr<std::vector<GroupMessage>> back =
         ParseBatch(SerializeBatch("server-a", "server-b", batch));
-    ASSERT_TRUE(back.ok()) << back.status();
+    BASALT_ASSERT_OK(back);
     ASSERT_EQ(back->size(), batch.size());
     for (size_t i = 0; i < batch.size(); ++i) ExpectSame(batch[i], (*back)[i]);
   }
@@ -142,7 +143,7 @@ void ExpectInvalid(const pb::UpdateConsensusRequestPB& pb, const std::string& wh
 TEST(RaftMessagePbTest, ValidAppendDecodesWithImpliedIndexes) {
   pb::UpdateConsensusRequestPB pb = ValidAppend();
   absl::StatusOr<std::vector<GroupMessage>> r = BatchFromPB(&pb);
-  ASSERT_TRUE(r.ok()) << r.status();
+  BASALT_ASSERT_OK(r);
   ASSERT_EQ(r->size(), 1u);
   const RaftMessage& m = (*r)[0].message;
   EXPECT_EQ(m.from, "a");
@@ -204,7 +205,7 @@ TEST(RaftMessagePbTest, RejectsInvalidFields) {
   // The largest index that still fits is fine.
   pb::UpdateConsensusRequestPB pb = ValidAppend();
   pb.mutable_messages(0)->set_index(~uint64_t{0} - 3);
-  EXPECT_TRUE(BatchFromPB(&pb).ok());
+  BASALT_EXPECT_OK(BatchFromPB(&pb));
 }
 
 TEST(RaftMessagePbTest, SafeTimeRoundTripsOnAppendsAndHeartbeats) {
@@ -218,7 +219,7 @@ TEST(RaftMessagePbTest, SafeTimeRoundTripsOnAppendsAndHeartbeats) {
     gm.message.safe_time = 0xfedcba9876543210ULL;
     gm.message.safe_time_index = 42;
     absl::StatusOr<std::vector<GroupMessage>> back = ParseBatch(SerializeBatch("a", "b", {gm}));
-    ASSERT_TRUE(back.ok()) << back.status();
+    BASALT_ASSERT_OK(back);
     ASSERT_EQ(back->size(), 1u);
     EXPECT_EQ((*back)[0].message.safe_time, 0xfedcba9876543210ULL);
     EXPECT_EQ((*back)[0].message.safe_time_index, 42u);
@@ -229,7 +230,7 @@ TEST(RaftMessagePbTest, SafeTimeRoundTripsOnAppendsAndHeartbeats) {
   // Absent on the wire means 0/0 (an older sender).
   pb::UpdateConsensusRequestPB pb = ValidAppend();
   absl::StatusOr<std::vector<GroupMessage>> r = BatchFromPB(&pb);
-  ASSERT_TRUE(r.ok()) << r.status();
+  BASALT_ASSERT_OK(r);
   EXPECT_EQ((*r)[0].message.safe_time, 0u);
   EXPECT_EQ((*r)[0].message.safe_time_index, 0u);
 }
@@ -255,7 +256,7 @@ void StepIntoFreshFollower(const RaftMessage& m, uint64_t seed) {
   RaftOptions options;
   options.id = "server-b";
   absl::StatusOr<std::unique_ptr<RaftCore>> core = RaftCore::Create(options, &log, boot, &rng);
-  ASSERT_TRUE(core.ok()) << core.status();
+  BASALT_ASSERT_OK(core);
   (*core)->Step(m);
   while ((*core)->HasReady()) {
     Ready ready = (*core)->GetReady();

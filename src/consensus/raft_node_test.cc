@@ -22,6 +22,7 @@
 #include "common/random.h"
 #include "common/strings.h"
 #include "consensus/in_memory_transport.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -166,12 +167,12 @@ class RaftNodeTest : public ::testing::Test {
 
   // Starts (or restarts from its files) node `id` with a fresh state machine.
   void StartNode(const PeerId& id) {
-    ASSERT_TRUE(env_->CreateDirs(JoinPath(root_, id)).ok());
+    BASALT_ASSERT_OK(env_->CreateDirs(JoinPath(root_, id)));
     sms_[id] = std::make_unique<KvStateMachine>(durable_state_machines_);
     absl::StatusOr<std::unique_ptr<RaftNode>> node =
         RaftNode::Open(env_, Options(id), &transport_, sms_[id].get());
-    ASSERT_TRUE(node.ok()) << node.status();
-    ASSERT_TRUE((*node)->Start().ok());
+    BASALT_ASSERT_OK(node);
+    BASALT_ASSERT_OK((*node)->Start());
     nodes_[id] = std::move(*node);
   }
   void StartAll() {
@@ -294,7 +295,7 @@ TEST_F(RaftNodeTest, ElectsLeaderAndReplicatesInOrder) {
   ASSERT_NE(WaitForLeader(), nullptr);
   ASSERT_TRUE(WriteAll(0, 10000));
   ExpectConverged(10000, 10000);
-  for (auto& [id, node] : nodes_) EXPECT_TRUE(node->health().ok()) << id;
+  for (auto& [id, node] : nodes_) BASALT_EXPECT_OK(node->health()) << id;
 }
 
 TEST_F(RaftNodeTest, NonLeaderProposeFailsWithLeaderHint) {
@@ -309,7 +310,7 @@ TEST_F(RaftNodeTest, NonLeaderProposeFailsWithLeaderHint) {
     ASSERT_TRUE(hint.has_value()) << r.status();
     EXPECT_EQ(std::string(*hint), leader->peer_id());
   }
-  EXPECT_TRUE(leader->ProposeAndWait("x=1", kDeadline).ok());
+  BASALT_EXPECT_OK(leader->ProposeAndWait("x=1", kDeadline));
 }
 
 TEST_F(RaftNodeTest, ProposeWithExpectedTermLandsOnlyInThatTerm) {
@@ -333,7 +334,7 @@ TEST_F(RaftNodeTest, ProposeWithExpectedTermLandsOnlyInThatTerm) {
   absl::StatusOr<uint64_t> stale = propose(term + 1);
   EXPECT_EQ(stale.status().code(), absl::StatusCode::kUnavailable) << stale.status();
   absl::StatusOr<uint64_t> ok = propose(term);
-  EXPECT_TRUE(ok.ok()) << ok.status();
+  BASALT_EXPECT_OK(ok);
 }
 
 TEST_F(RaftNodeTest, FailoverAndRestartedNodeCatchesUp) {
@@ -365,13 +366,13 @@ TEST_F(RaftNodeTest, TransferLeadershipAndStepDown) {
     if (id != leader->peer_id()) target = id;
   }
   const uint64_t first_term = leader->term();
-  ASSERT_TRUE(leader->TransferLeadership(target).ok());
+  BASALT_ASSERT_OK(leader->TransferLeadership(target));
   RaftNode* next = WaitForLeader(first_term + 1);
   ASSERT_NE(next, nullptr);
   EXPECT_EQ(next->peer_id(), target);
 
   const uint64_t term = next->term();
-  ASSERT_TRUE(next->LeaderStepDown().ok());
+  BASALT_ASSERT_OK(next->LeaderStepDown());
   ASSERT_NE(WaitForLeader(term + 1), nullptr);
   ASSERT_TRUE(WriteAll(10, 20));
   ExpectConverged(20, 20);
@@ -403,7 +404,7 @@ TEST_F(RaftNodeTest, EntryOfIsolatedLeaderIsAborted) {
     }
     return next != nullptr;
   }));
-  for (int i = 10; i < 15; ++i) ASSERT_TRUE(next->ProposeAndWait(Kv(i), kDeadline).ok());
+  for (int i = 10; i < 15; ++i) BASALT_ASSERT_OK(next->ProposeAndWait(Kv(i), kDeadline));
   transport_.HealAll();
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(kDeadline));
   EXPECT_EQ(result.code(), absl::StatusCode::kAborted) << result;
@@ -440,7 +441,7 @@ TEST_F(RaftNodeTest, PosixEnvFullRestartKeepsCommittedEntries) {
   ExpectConverged(310, 310);
   for (auto& [id, node] : nodes_) node->Shutdown();
   nodes_.clear();
-  ASSERT_TRUE(Env::Default()->DeleteDirRecursively(tmpl).ok());
+  BASALT_ASSERT_OK(Env::Default()->DeleteDirRecursively(tmpl));
 }
 
 TEST_F(RaftNodeTest, RemovePeerPersistsCommittedConfig) {
@@ -455,7 +456,7 @@ TEST_F(RaftNodeTest, RemovePeerPersistsCommittedConfig) {
   }
   absl::StatusOr<uint64_t> index =
       leader->ChangeConfigAndWait({ConfigChange::Type::kRemovePeer, removed}, kDeadline);
-  ASSERT_TRUE(index.ok()) << index.status();
+  BASALT_ASSERT_OK(index);
   StopNode(removed);
   ASSERT_TRUE(WriteAll(10, 20));  // Two voters of two.
   ExpectConverged(20, 20);
@@ -466,7 +467,7 @@ TEST_F(RaftNodeTest, RemovePeerPersistsCommittedConfig) {
   StopNode(kept);
   absl::StatusOr<std::unique_ptr<ConsensusMetadata>> cmeta =
       ConsensusMetadata::Load(env_, Options(kept).metadata_path);
-  ASSERT_TRUE(cmeta.ok()) << cmeta.status();
+  BASALT_ASSERT_OK(cmeta);
   EXPECT_EQ((*cmeta)->contents().committed_config, two);
   EXPECT_EQ((*cmeta)->contents().committed_config_index, *index);
   StartNode(kept);

@@ -13,6 +13,7 @@
 #include "master/master_test_util.h"
 #include "proto/master.pb.h"
 #include "rpc/rpc_status.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -33,7 +34,7 @@ class CatalogManagerTest : public ::testing::Test {
     seed_ = SeedFromEnvOrTime();
     ts_ = std::make_unique<TsManager>(&clock_, /*unresponsive_timeout_ms=*/600000);
     ASSERT_NO_FATAL_FAILURE(OpenCatalog());
-    for (int i = 0; i < kNumServers; ++i) ASSERT_TRUE(SendHeartbeat(Heartbeat(i)).ok());
+    for (int i = 0; i < kNumServers; ++i) BASALT_ASSERT_OK(SendHeartbeat(Heartbeat(i)));
   }
 
   void TearDown() override { CloseCatalog(); }
@@ -49,11 +50,11 @@ class CatalogManagerTest : public ::testing::Test {
     so.uuid = "master";
     so.tick_interval_ms = 10;
     auto c = SysCatalog::Open(Env::Default(), so, &transport_, cm_.get());
-    ASSERT_TRUE(c.ok()) << c.status();
+    BASALT_ASSERT_OK(c);
     catalog_ = *std::move(c);
     cm_->set_sys_catalog(catalog_.get());
-    ASSERT_TRUE(catalog_->Start().ok());
-    ASSERT_TRUE(catalog_->WaitUntilLeader(absl::Seconds(10)).ok());
+    BASALT_ASSERT_OK(catalog_->Start());
+    BASALT_ASSERT_OK(catalog_->WaitUntilLeader(absl::Seconds(10)));
     cm_->SetReady(true);
   }
 
@@ -79,7 +80,7 @@ class CatalogManagerTest : public ::testing::Test {
 
   std::string CreateOk(const std::string& name, const std::vector<int32_t>& splits) {
     auto id = Create(CreateTableRequest(name, splits));
-    EXPECT_TRUE(id.ok()) << id.status();
+    BASALT_EXPECT_OK(id);
     return id.ok() ? *id : "";
   }
 
@@ -96,7 +97,7 @@ class CatalogManagerTest : public ::testing::Test {
           }
         }
       }
-      ASSERT_TRUE(SendHeartbeat(hb).ok());
+      BASALT_ASSERT_OK(SendHeartbeat(hb));
     }
   }
 
@@ -104,7 +105,7 @@ class CatalogManagerTest : public ::testing::Test {
     pb::IsCreateTableDoneRequestPB req;
     req.mutable_table()->set_table_name(name);
     pb::IsCreateTableDoneResponsePB resp;
-    EXPECT_TRUE(cm_->IsCreateTableDone(req, &resp).ok());
+    BASALT_EXPECT_OK(cm_->IsCreateTableDone(req, &resp));
     return resp.done();
   }
 
@@ -172,7 +173,7 @@ TEST_F(CatalogManagerTest, CreateTableValidation) {
     req = CreateTableRequest("r", {});
     RowOperationsEncoder enc(req.mutable_split_rows_range_bounds());
     PartialRow row(&schema);
-    ASSERT_TRUE(row.SetInt32("key", 1).ok());
+    BASALT_ASSERT_OK(row.SetInt32("key", 1));
     enc.Add(RowOperationType::kInsert, row);
     EXPECT_EQ(CodeOf(Create(req).status()), kInvalid);
     req = CreateTableRequest("r", {});
@@ -183,7 +184,7 @@ TEST_F(CatalogManagerTest, CreateTableValidation) {
     *req.mutable_split_rows_range_bounds() = RangeBoundsOps(schema, 0, 10);  // Split outside.
     RowOperationsEncoder enc3(req.mutable_split_rows_range_bounds());
     PartialRow split(&schema);
-    ASSERT_TRUE(split.SetInt32("key", 50).ok());
+    BASALT_ASSERT_OK(split.SetInt32("key", 50));
     enc3.Add(RowOperationType::kSplitRow, split);
     EXPECT_EQ(CodeOf(Create(req).status()), kInvalid);
   }
@@ -197,9 +198,9 @@ TEST_F(CatalogManagerTest, CreateTableValidation) {
   EXPECT_EQ(CodeOf(Create(CreateTableRequest("n", {}, -1)).status()), kInvalid);
   EXPECT_EQ(CodeOf(Create(CreateTableRequest("n", {}, 9)).status()), kInvalid);
   // Nothing of the failed requests exists; 0 replicas means the default (3).
-  ASSERT_TRUE(Create(CreateTableRequest("n", {}, 0)).ok());
+  BASALT_ASSERT_OK(Create(CreateTableRequest("n", {}, 0)));
   pb::ListTablesResponsePB list;
-  ASSERT_TRUE(cm_->ListTables({}, &list).ok());
+  BASALT_ASSERT_OK(cm_->ListTables({}, &list));
   ASSERT_EQ(list.tables_size(), 2);
   EXPECT_EQ(list.tables(0).name(), "n");
   EXPECT_EQ(list.tables(0).num_replicas(), 3);
@@ -211,7 +212,7 @@ TEST_F(CatalogManagerTest, AssignsColumnIdsAndPlacesDistinctReplicas) {
   auto req = CreateTableRequest("t", {10, 20});
   for (auto& c : *req.mutable_schema()->mutable_columns()) c.set_id(77);  // Ignored.
   auto id = Create(req);
-  ASSERT_TRUE(id.ok()) << id.status();
+  BASALT_ASSERT_OK(id);
   auto table = cm_->GetTableByName("t");
   ASSERT_NE(table, nullptr);
   for (int i = 0; i < table->schema.num_columns(); ++i) EXPECT_EQ(table->schema.column_id(i), i);
@@ -283,7 +284,7 @@ TEST_F(CatalogManagerTest, HeartbeatsMakeCreateTableDone) {
   for (int i = 0; i < kNumServers; ++i) {
     pb::TSHeartbeatRequestPB hb = Heartbeat(i);
     for (const auto& tablet : cm_->GetTablets(id)) AddReport(&hb, tablet->id(), false);
-    ASSERT_TRUE(SendHeartbeat(hb).ok());
+    BASALT_ASSERT_OK(SendHeartbeat(hb));
   }
   EXPECT_FALSE(CreateDone("t"));
   ReportAll(id);
@@ -303,14 +304,14 @@ TEST_F(CatalogManagerTest, HeartbeatsMakeCreateTableDone) {
 TEST_F(CatalogManagerTest, HeartbeatResponses) {
   pb::TSHeartbeatResponsePB resp;
   // An unknown server's incremental report: ask for a full one.
-  ASSERT_TRUE(SendHeartbeat(Heartbeat(7, /*incremental=*/true), &resp).ok());
+  BASALT_ASSERT_OK(SendHeartbeat(Heartbeat(7, /*incremental=*/true), &resp));
   EXPECT_TRUE(resp.needs_full_tablet_report());
   EXPECT_EQ(resp.tablet_servers_size(), kNumServers);
   resp.Clear();
-  ASSERT_TRUE(SendHeartbeat(Heartbeat(7), &resp).ok());
+  BASALT_ASSERT_OK(SendHeartbeat(Heartbeat(7), &resp));
   EXPECT_FALSE(resp.needs_full_tablet_report());
   resp.Clear();
-  ASSERT_TRUE(SendHeartbeat(Heartbeat(7, true), &resp).ok());
+  BASALT_ASSERT_OK(SendHeartbeat(Heartbeat(7, true), &resp));
   EXPECT_FALSE(resp.needs_full_tablet_report());
   // Malformed heartbeats.
   auto hb = Heartbeat(1);
@@ -334,7 +335,7 @@ TEST_F(CatalogManagerTest, DeleteTableSendsDeleteTablet) {
   pb::DeleteTableRequestPB req;
   req.mutable_table()->set_table_name("t");
   pb::DeleteTableResponsePB resp;
-  ASSERT_TRUE(cm_->DeleteTable(req, &resp).ok());
+  BASALT_ASSERT_OK(cm_->DeleteTable(req, &resp));
   pb::GetTableSchemaRequestPB sreq;
   sreq.mutable_table()->set_table_id(id);
   pb::GetTableSchemaResponsePB sresp;
@@ -369,12 +370,12 @@ TEST_F(CatalogManagerTest, AlterTableSendsAlterSchemaToTheLeader) {
   ren->set_new_name("value");
   req.add_steps()->mutable_drop_column()->set_name("name");
   pb::AlterTableResponsePB resp;
-  ASSERT_TRUE(cm_->AlterTable(req, &resp).ok());
+  BASALT_ASSERT_OK(cm_->AlterTable(req, &resp));
   EXPECT_EQ(resp.schema_version(), 1u);
   pb::IsAlterTableDoneRequestPB dreq;
   dreq.mutable_table()->set_table_id(id);
   pb::IsAlterTableDoneResponsePB dresp;
-  ASSERT_TRUE(cm_->IsAlterTableDone(dreq, &dresp).ok());
+  BASALT_ASSERT_OK(cm_->IsAlterTableDone(dreq, &dresp));
   EXPECT_FALSE(dresp.done());
 
   cm_->ReconcileOnce();
@@ -383,7 +384,7 @@ TEST_F(CatalogManagerTest, AlterTableSendsAlterSchemaToTheLeader) {
   const auto tablet = cm_->GetTablets(id)[0];
   EXPECT_EQ(calls[0].dest_uuid, tablet->pb.config().peers(0).uuid());  // The reported leader.
   EXPECT_EQ(calls[0].schema_version, 1u);
-  ASSERT_TRUE(cm_->IsAlterTableDone(dreq, &dresp).ok());
+  BASALT_ASSERT_OK(cm_->IsAlterTableDone(dreq, &dresp));
   EXPECT_TRUE(dresp.done());
   cm_->ReconcileOnce();
   EXPECT_EQ(cm_->GetTableByName("t")->pb.state(), pb::SysTableEntryPB::RUNNING);
@@ -391,7 +392,7 @@ TEST_F(CatalogManagerTest, AlterTableSendsAlterSchemaToTheLeader) {
   pb::GetTableSchemaRequestPB sreq;
   sreq.mutable_table()->set_table_name("t");
   pb::GetTableSchemaResponsePB sresp;
-  ASSERT_TRUE(cm_->GetTableSchema(sreq, &sresp).ok());
+  BASALT_ASSERT_OK(cm_->GetTableSchema(sreq, &sresp));
   ASSERT_EQ(sresp.schema().columns_size(), 3);
   EXPECT_EQ(sresp.schema().columns(1).name(), "value");
   EXPECT_EQ(sresp.schema().columns(2).name(), "extra");
@@ -402,7 +403,7 @@ TEST_F(CatalogManagerTest, AlterTableSendsAlterSchemaToTheLeader) {
   pb::AlterTableRequestPB rename;
   rename.mutable_table()->set_table_id(id);
   rename.set_new_table_name("t2");
-  ASSERT_TRUE(cm_->AlterTable(rename, &resp).ok());
+  BASALT_ASSERT_OK(cm_->AlterTable(rename, &resp));
   EXPECT_EQ(resp.schema_version(), 2u);
   EXPECT_EQ(cm_->GetTableByName("t"), nullptr);
   cm_->ReconcileOnce();
@@ -451,7 +452,7 @@ TEST_F(CatalogManagerTest, AlterTableRangePartitions) {
   auto req = CreateTableRequest("t", {});
   *req.mutable_split_rows_range_bounds() = RangeBoundsOps(schema, 0, 100);
   auto id = Create(req);
-  ASSERT_TRUE(id.ok()) << id.status();
+  BASALT_ASSERT_OK(id);
   ASSERT_EQ(cm_->GetTablets(*id).size(), 1u);
   auto alter_range = [&](bool add, int32_t lo, int32_t hi) {
     pb::AlterTableRequestPB a;
@@ -462,13 +463,13 @@ TEST_F(CatalogManagerTest, AlterTableRangePartitions) {
     pb::AlterTableResponsePB resp;
     return cm_->AlterTable(a, &resp);
   };
-  ASSERT_TRUE(alter_range(true, 100, 200).ok());
+  BASALT_ASSERT_OK(alter_range(true, 100, 200));
   EXPECT_EQ(cm_->GetTablets(*id).size(), 2u);
   EXPECT_EQ(alter_range(true, 150, 250).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(alter_range(false, 0, 50).code(), absl::StatusCode::kNotFound);
   const std::string first = cm_->GetTablets(*id)[0]->id();
   ReportAll(*id);
-  ASSERT_TRUE(alter_range(false, 0, 100).ok());
+  BASALT_ASSERT_OK(alter_range(false, 0, 100));
   auto tablets = cm_->GetTablets(*id);
   ASSERT_EQ(tablets.size(), 1u);
   EXPECT_NE(tablets[0]->id(), first);
@@ -486,7 +487,7 @@ TEST_F(CatalogManagerTest, GetTableLocationsByPartitionKeyRange) {
   auto table = cm_->GetTableByName("t");
   auto key_of = [&](int32_t k) {
     PartialRow row(&table->schema);
-    EXPECT_TRUE(row.SetInt32("key", k).ok());
+    BASALT_EXPECT_OK(row.SetInt32("key", k));
     return table->partition_schema.PartitionKey(row);
   };
   auto locate = [&](const std::string& start, const std::string& end, uint32_t max) {
@@ -496,7 +497,7 @@ TEST_F(CatalogManagerTest, GetTableLocationsByPartitionKeyRange) {
     req.set_partition_key_end(end);
     req.set_max_returned_locations(max);
     pb::GetTableLocationsResponsePB resp;
-    EXPECT_TRUE(cm_->GetTableLocations(req, &resp).ok());
+    BASALT_EXPECT_OK(cm_->GetTableLocations(req, &resp));
     return resp;
   };
   auto all = locate("", "", 0);
@@ -548,12 +549,12 @@ TEST_F(CatalogManagerTest, NewestLeaderWinsOverStaleLeaderReports) {
     pb::TSHeartbeatRequestPB hb = Heartbeat(i);
     if (hb.ts_uuid() == old_leader) AddReport(&hb, tablet->id(), true, 0, /*term=*/1);
     if (hb.ts_uuid() == new_leader) AddReport(&hb, tablet->id(), true, 0, /*term=*/2);
-    ASSERT_TRUE(SendHeartbeat(hb).ok());
+    BASALT_ASSERT_OK(SendHeartbeat(hb));
   }
   pb::GetTableLocationsRequestPB req;
   req.mutable_table()->set_table_id(id);
   pb::GetTableLocationsResponsePB resp;
-  ASSERT_TRUE(cm_->GetTableLocations(req, &resp).ok());
+  BASALT_ASSERT_OK(cm_->GetTableLocations(req, &resp));
   ASSERT_EQ(resp.tablet_locations_size(), 1);
   std::map<std::string, pb::RaftRolePB> roles;
   for (const auto& r : resp.tablet_locations(0).replicas()) roles[r.ts_uuid()] = r.role();
@@ -568,7 +569,7 @@ TEST_F(CatalogManagerTest, NewestLeaderWinsOverStaleLeaderReports) {
   ren->set_old_name("val");
   ren->set_new_name("v");
   pb::AlterTableResponsePB aresp;
-  ASSERT_TRUE(cm_->AlterTable(alter, &aresp).ok());
+  BASALT_ASSERT_OK(cm_->AlterTable(alter, &aresp));
   cm_->ReconcileOnce();
   auto calls = admin_.calls("alter");
   ASSERT_EQ(calls.size(), 1u);
@@ -585,7 +586,7 @@ TEST_F(CatalogManagerTest, CatalogSurvivesRestart) {
   req.mutable_table()->set_table_id(id);
   req.set_new_table_name("renamed");
   pb::AlterTableResponsePB resp;
-  ASSERT_TRUE(cm_->AlterTable(req, &resp).ok());
+  BASALT_ASSERT_OK(cm_->AlterTable(req, &resp));
   std::vector<std::string> tablet_ids;
   for (const auto& t : cm_->GetTablets(id)) tablet_ids.push_back(t->id());
   CloseCatalog();

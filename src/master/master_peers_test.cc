@@ -8,6 +8,7 @@
 #include "common/env.h"
 #include "common/strings.h"
 #include "master/master_test_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -21,7 +22,7 @@ std::vector<MasterPeer> ThreePeers() {
 TEST(MasterPeersTest, FindSelf) {
   const std::vector<HostPort> masters = {Hp("m1", 7051), Hp("m2", 7051), Hp("m3", 7051)};
   auto idx = FindSelfInMasters(masters, Hp("m2", 7051));
-  ASSERT_TRUE(idx.ok()) << idx.status();
+  BASALT_ASSERT_OK(idx);
   EXPECT_EQ(*idx, 1);
 
   auto missing = FindSelfInMasters(masters, Hp("m2", 7052));
@@ -38,11 +39,11 @@ TEST(MasterPeersTest, StoreLoadRoundTrip) {
   master_test::TempDir dir("master_peers_rt");
   const std::string path = JoinPath(dir.path(), "master_peers");
   auto none = LoadMasterPeers(env, path);
-  ASSERT_TRUE(none.ok()) << none.status();
+  BASALT_ASSERT_OK(none);
   EXPECT_FALSE(none->has_value());
-  ASSERT_TRUE(StoreMasterPeers(env, path, ThreePeers()).ok());
+  BASALT_ASSERT_OK(StoreMasterPeers(env, path, ThreePeers()));
   auto loaded = LoadMasterPeers(env, path);
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  BASALT_ASSERT_OK(loaded);
   ASSERT_TRUE(loaded->has_value());
   EXPECT_EQ(**loaded, ThreePeers());
 }
@@ -53,32 +54,31 @@ TEST(MasterPeersTest, CorruptFileIsDataLoss) {
   Env* env = Env::Default();
   master_test::TempDir dir("master_peers_corrupt");
   const std::string path = JoinPath(dir.path(), "master_peers");
-  ASSERT_TRUE(StoreMasterPeers(env, path, ThreePeers()).ok());
+  BASALT_ASSERT_OK(StoreMasterPeers(env, path, ThreePeers()));
   std::string good;
-  ASSERT_TRUE(ReadFileToString(env, path, &good).ok());
+  BASALT_ASSERT_OK(ReadFileToString(env, path, &good));
   for (size_t len = 0; len < good.size(); ++len) {
-    ASSERT_TRUE(WriteFileAtomically(env, path, good.substr(0, len)).ok());
+    BASALT_ASSERT_OK(WriteFileAtomically(env, path, good.substr(0, len)));
     auto r = LoadMasterPeers(env, path);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << "truncated to " << len;
   }
   for (size_t i = 0; i < good.size(); ++i) {
     std::string bad = good;
     bad[i] = static_cast<char>(bad[i] ^ 0x5a);
-    ASSERT_TRUE(WriteFileAtomically(env, path, bad).ok());
+    BASALT_ASSERT_OK(WriteFileAtomically(env, path, bad));
     auto r = LoadMasterPeers(env, path);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << "byte " << i;
   }
   // Well framed but empty: no group.
-  ASSERT_TRUE(StoreMasterPeers(env, path, {}).ok());
+  BASALT_ASSERT_OK(StoreMasterPeers(env, path, {}));
   EXPECT_EQ(LoadMasterPeers(env, path).status().code(), absl::StatusCode::kDataLoss);
   // One master is a group that `basalt master remove` shrank.
-  ASSERT_TRUE(StoreMasterPeers(env, path, {{"a", Hp("m1", 7051)}}).ok());
-  EXPECT_TRUE(LoadMasterPeers(env, path).ok());
+  BASALT_ASSERT_OK(StoreMasterPeers(env, path, {{"a", Hp("m1", 7051)}}));
+  BASALT_EXPECT_OK(LoadMasterPeers(env, path));
 }
 
 TEST(MasterPeersTest, ConfiguredMustMatchStored) {
-  EXPECT_TRUE(
-      CheckMasterPeersMatch(ThreePeers(), {Hp("m3", 7051), Hp("m1", 7051), Hp("m2", 7051)}).ok());
+  BASALT_EXPECT_OK(CheckMasterPeersMatch(ThreePeers(), {Hp("m3", 7051), Hp("m1", 7051), Hp("m2", 7051)}));
   absl::Status fewer = CheckMasterPeersMatch(ThreePeers(), {Hp("m1", 7051), Hp("m2", 7051)});
   EXPECT_EQ(fewer.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(fewer.message()).find("m3:7051"), std::string::npos) << fewer;

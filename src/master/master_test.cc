@@ -15,6 +15,7 @@
 #include "proto/master.pb.h"
 #include "rpc/net_util.h"
 #include "rpc/rpc_status.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -38,7 +39,7 @@ class MasterTest : public ::testing::Test {
     o.ts_admin_client = &admin_;
     o.catalog_tick_interval_ms = 10;
     auto m = Master::Start(o);
-    ASSERT_TRUE(m.ok()) << m.status();
+    BASALT_ASSERT_OK(m);
     master_ = *std::move(m);
     stub_ =
         pb::MasterService::NewStub(NewChannel("127.0.0.1:" + std::to_string(master_->rpc_port())));
@@ -68,22 +69,20 @@ class MasterTest : public ::testing::Test {
 
 TEST_F(MasterTest, CreateLocateAndRestart) {
   pb::ListMastersResponsePB masters;
-  ASSERT_TRUE(
-      Call(&pb::MasterService::Stub::ListMasters, pb::ListMastersRequestPB(), &masters).ok());
+  BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::ListMasters, pb::ListMastersRequestPB(), &masters));
   ASSERT_EQ(masters.masters_size(), 1);
   EXPECT_EQ(masters.masters(0).uuid(), master_->uuid());
   EXPECT_EQ(masters.masters(0).role(), pb::LEADER);
   EXPECT_EQ(masters.masters(0).rpc_address().port(), static_cast<uint32_t>(master_->rpc_port()));
 
   pb::TSHeartbeatResponsePB hb_resp;
-  ASSERT_TRUE(Call(&pb::MasterService::Stub::TSHeartbeat, Heartbeat(0), &hb_resp).ok());
+  BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::TSHeartbeat, Heartbeat(0), &hb_resp));
   EXPECT_EQ(hb_resp.master_uuid(), master_->uuid());
   EXPECT_TRUE(hb_resp.leader_master());
-  ASSERT_TRUE(Heartbeat3().ok());
+  BASALT_ASSERT_OK(Heartbeat3());
 
   pb::CreateTableResponsePB created;
-  ASSERT_TRUE(
-      Call(&pb::MasterService::Stub::CreateTable, CreateTableRequest("t", {10}), &created).ok());
+  BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::CreateTable, CreateTableRequest("t", {10}), &created));
   // The reconciliation thread sends CreateTablet to all six replicas.
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   while (admin_.calls("create").size() < 6 && absl::Now() < deadline) {
@@ -94,7 +93,7 @@ TEST_F(MasterTest, CreateLocateAndRestart) {
   pb::GetTableLocationsRequestPB lreq;
   lreq.mutable_table()->set_table_name("t");
   pb::GetTableLocationsResponsePB locs;
-  ASSERT_TRUE(Call(&pb::MasterService::Stub::GetTableLocations, lreq, &locs).ok());
+  BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::GetTableLocations, lreq, &locs));
   ASSERT_EQ(locs.tablet_locations_size(), 2);
 
   // Report every replica, with the first peer leading: create is done.
@@ -105,18 +104,17 @@ TEST_F(MasterTest, CreateLocateAndRestart) {
         if (loc.replicas(p).ts_uuid() == hb.ts_uuid()) AddReport(&hb, loc.tablet_id(), p == 0);
       }
     }
-    ASSERT_TRUE(Call(&pb::MasterService::Stub::TSHeartbeat, hb, &hb_resp).ok());
+    BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::TSHeartbeat, hb, &hb_resp));
   }
   pb::IsCreateTableDoneRequestPB dreq;
   dreq.mutable_table()->set_table_id(created.table_id());
   pb::IsCreateTableDoneResponsePB done;
-  ASSERT_TRUE(Call(&pb::MasterService::Stub::IsCreateTableDone, dreq, &done).ok());
+  BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::IsCreateTableDone, dreq, &done));
   EXPECT_TRUE(done.done());
 
   pb::ListTabletServersResponsePB servers;
-  ASSERT_TRUE(
-      Call(&pb::MasterService::Stub::ListTabletServers, pb::ListTabletServersRequestPB(), &servers)
-          .ok());
+  BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::ListTabletServers, pb::ListTabletServersRequestPB(), &servers)
+          );
   EXPECT_EQ(servers.servers_size(), 3);
 
   // Restart from the directory: same uuid, same table.
@@ -128,21 +126,20 @@ TEST_F(MasterTest, CreateLocateAndRestart) {
   pb::GetTableSchemaRequestPB sreq;
   sreq.mutable_table()->set_table_name("t");
   pb::GetTableSchemaResponsePB schema;
-  ASSERT_TRUE(Call(&pb::MasterService::Stub::GetTableSchema, sreq, &schema).ok());
+  BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::GetTableSchema, sreq, &schema));
   EXPECT_EQ(schema.table_id(), created.table_id());
   EXPECT_EQ(schema.schema().columns_size(), 3);
   EXPECT_EQ(schema.num_replicas(), 3);
-  ASSERT_TRUE(Call(&pb::MasterService::Stub::GetTableLocations, lreq, &locs).ok());
+  BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::GetTableLocations, lreq, &locs));
   EXPECT_EQ(locs.tablet_locations_size(), 2);
   // The restarted master does not know the servers' replicas: it asks for full reports.
-  ASSERT_TRUE(
-      Call(&pb::MasterService::Stub::TSHeartbeat, Heartbeat(0, /*incremental=*/true), &hb_resp)
-          .ok());
+  BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::TSHeartbeat, Heartbeat(0, /*incremental=*/true), &hb_resp)
+          );
   EXPECT_TRUE(hb_resp.needs_full_tablet_report());
 }
 
 TEST_F(MasterTest, MalformedRequestsGetClearErrors) {
-  ASSERT_TRUE(Heartbeat3().ok());
+  BASALT_ASSERT_OK(Heartbeat3());
   auto req = CreateTableRequest("t", {});
   req.mutable_split_rows_range_bounds()->set_rows(std::string(1000, '\xee'));
   pb::CreateTableResponsePB created;
@@ -178,18 +175,16 @@ TEST_F(MasterTest, MalformedRequestsGetClearErrors) {
       absl::StatusCode::kInvalidArgument);
 
   // Still serving.
-  ASSERT_TRUE(
-      Call(&pb::MasterService::Stub::CreateTable, CreateTableRequest("t", {}), &created).ok());
+  BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::CreateTable, CreateTableRequest("t", {}), &created));
   pb::ListTablesResponsePB tables;
-  ASSERT_TRUE(Call(&pb::MasterService::Stub::ListTables, pb::ListTablesRequestPB(), &tables).ok());
+  BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::ListTables, pb::ListTablesRequestPB(), &tables));
   EXPECT_EQ(tables.tables_size(), 1);
 }
 
 TEST_F(MasterTest, GarbledCatalogFailsStartCleanly) {
-  ASSERT_TRUE(Heartbeat3().ok());
+  BASALT_ASSERT_OK(Heartbeat3());
   pb::CreateTableResponsePB created;
-  ASSERT_TRUE(
-      Call(&pb::MasterService::Stub::CreateTable, CreateTableRequest("t", {}), &created).ok());
+  BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::CreateTable, CreateTableRequest("t", {}), &created));
   master_->Shutdown();
   master_.reset();
   {
@@ -225,7 +220,7 @@ TEST(MasterStartTest, RefusesBadMasterAddresses) {
       << m.status();
   // A catalog formed by a single master does not silently become one of several.
   o.master_addresses = "";
-  ASSERT_TRUE(Master::Start(o).ok());
+  BASALT_ASSERT_OK(Master::Start(o));
   o.rpc_advertised_address = "127.0.0.1:7051";
   o.master_addresses = "127.0.0.1:7051,127.0.0.1:7052";
   m = Master::Start(o);
@@ -244,7 +239,7 @@ TEST(MasterStartTest, SecondMasterOnSameDirectoryFails) {
   FakeTsAdminClient admin;
   o.ts_admin_client = &admin;
   auto m = Master::Start(o);
-  ASSERT_TRUE(m.ok()) << m.status();
+  BASALT_ASSERT_OK(m);
   auto second = Master::Start(o);
   EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition) << second.status();
 }

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "common/random.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -25,7 +26,7 @@ TEST(PlacementPolicyTest, SpreadsReplicasAndNeverDoublesUp) {
   std::map<std::string, int> count;
   for (int t = 0; t < 200; ++t) {
     auto chosen = policy.PlaceTablet(&servers, 3);
-    ASSERT_TRUE(chosen.ok()) << chosen.status();
+    BASALT_ASSERT_OK(chosen);
     ASSERT_EQ(chosen->size(), 3u);
     std::set<std::string> distinct(chosen->begin(), chosen->end());
     ASSERT_EQ(distinct.size(), 3u) << "seed " << seed;
@@ -44,12 +45,12 @@ TEST(PlacementPolicyTest, PrefersLessLoadedServers) {
   std::vector<PlacementPolicy::Candidate> servers = {{"busy", 1000}, {"a", 0}, {"b", 0}};
   for (int t = 0; t < 50; ++t) {
     auto chosen = policy.PlaceTablet(&servers, 1);
-    ASSERT_TRUE(chosen.ok());
+    BASALT_ASSERT_OK(chosen);
     EXPECT_NE((*chosen)[0], "busy");
   }
   // Every server is used when the tablet needs all of them.
   auto all = policy.PlaceTablet(&servers, 3);
-  ASSERT_TRUE(all.ok());
+  BASALT_ASSERT_OK(all);
   EXPECT_EQ(std::set<std::string>(all->begin(), all->end()).size(), 3u);
 }
 

@@ -12,6 +12,7 @@
 #include "consensus/in_memory_transport.h"
 #include "master/master_test_util.h"
 #include "proto/master_catalog.pb.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -33,10 +34,10 @@ class SysCatalogTest : public ::testing::Test {
 
   std::unique_ptr<SysCatalog> OpenAndLead() {
     auto c = Open();
-    EXPECT_TRUE(c.ok()) << c.status();
+    BASALT_EXPECT_OK(c);
     if (!c.ok()) return nullptr;
-    EXPECT_TRUE((*c)->Start().ok());
-    EXPECT_TRUE((*c)->WaitUntilLeader(absl::Seconds(10)).ok());
+    BASALT_EXPECT_OK((*c)->Start());
+    BASALT_EXPECT_OK((*c)->WaitUntilLeader(absl::Seconds(10)));
     return *std::move(c);
   }
 
@@ -75,11 +76,11 @@ TEST_F(SysCatalogTest, WriteThenReloadAfterRestart) {
     auto c = OpenAndLead();
     ASSERT_NE(c, nullptr);
     EXPECT_EQ(listener_.loaded().upsert_tables_size(), 0);
-    ASSERT_TRUE(c->Write(SampleBatch("t1"), absl::Seconds(10)).ok());
-    ASSERT_TRUE(c->Write(SampleBatch("t2"), absl::Seconds(10)).ok());
+    BASALT_ASSERT_OK(c->Write(SampleBatch("t1"), absl::Seconds(10)));
+    BASALT_ASSERT_OK(c->Write(SampleBatch("t2"), absl::Seconds(10)));
     pb::SysCatalogWriteBatchPB del;
     del.add_delete_tablet_ids("tablet-t1");
-    ASSERT_TRUE(c->Write(del, absl::Seconds(10)).ok());
+    BASALT_ASSERT_OK(c->Write(del, absl::Seconds(10)));
     EXPECT_EQ(listener_.num_applied(), 3u);
     index = c->DurableIndex();
     EXPECT_GE(index, 3u);
@@ -96,13 +97,13 @@ TEST_F(SysCatalogTest, WriteThenReloadAfterRestart) {
   // Nothing was re-applied from the log: RocksDB had it all.
   EXPECT_EQ(listener_.num_applied(), 3u);
   // And the catalog still takes writes.
-  ASSERT_TRUE(c->Write(SampleBatch("t3"), absl::Seconds(10)).ok());
+  BASALT_ASSERT_OK(c->Write(SampleBatch("t3"), absl::Seconds(10)));
 }
 
 TEST_F(SysCatalogTest, ValueFraming) {
   const std::string v = SysCatalog::EncodeValue("payload");
   auto d = SysCatalog::DecodeValue("k", v);
-  ASSERT_TRUE(d.ok());
+  BASALT_ASSERT_OK(d);
   EXPECT_EQ(*d, "payload");
   for (size_t i = 0; i < v.size(); ++i) {
     std::string bad = v;
@@ -116,7 +117,7 @@ TEST_F(SysCatalogTest, GarbledEntryIsDataLoss) {
   {
     auto c = OpenAndLead();
     ASSERT_NE(c, nullptr);
-    ASSERT_TRUE(c->Write(SampleBatch("t1"), absl::Seconds(10)).ok());
+    BASALT_ASSERT_OK(c->Write(SampleBatch("t1"), absl::Seconds(10)));
   }
   std::string good =
       SysCatalog::EncodeValue(SampleBatch("t1").upsert_tables(0).SerializeAsString());
@@ -132,7 +133,7 @@ TEST_F(SysCatalogTest, UnparsableAndMisplacedEntriesAreDataLoss) {
   {
     auto c = OpenAndLead();
     ASSERT_NE(c, nullptr);
-    ASSERT_TRUE(c->Write(SampleBatch("t1"), absl::Seconds(10)).ok());
+    BASALT_ASSERT_OK(c->Write(SampleBatch("t1"), absl::Seconds(10)));
   }
   // A valid checksum over bytes that are not a protobuf.
   PutRaw("tablet/tablet-t1", SysCatalog::EncodeValue("\xff\xff\xff\xff\xff"));
@@ -143,7 +144,7 @@ TEST_F(SysCatalogTest, UnparsableAndMisplacedEntriesAreDataLoss) {
   EXPECT_EQ(Open().status().code(), absl::StatusCode::kDataLoss);
   PutRaw("tablet/tablet-t1",
          SysCatalog::EncodeValue(SampleBatch("t1").upsert_tablets(0).SerializeAsString()));
-  EXPECT_TRUE(Open().ok());
+  BASALT_EXPECT_OK(Open());
   // A short applied index, then an unknown key.
   PutRaw(kSysAppliedIndexKey, SysCatalog::EncodeValue("abc"));
   EXPECT_EQ(Open().status().code(), absl::StatusCode::kDataLoss);

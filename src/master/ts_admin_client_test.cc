@@ -10,6 +10,7 @@
 #include "proto/tserver.grpc.pb.h"
 #include "proto/tserver.pb.h"
 #include "rpc/rpc_status.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -55,7 +56,7 @@ TEST(TsAdminClientTest, GrpcCallsAndShutdownCancelsInFlight) {
   pb::AlterSchemaRequestPB alter;
   alter.mutable_schema()->set_version(4);
   auto v = client->AlterSchema(address, alter);
-  ASSERT_TRUE(v.ok()) << v.status();
+  BASALT_ASSERT_OK(v);
   EXPECT_EQ(*v, 4u);
 
   // A request that hangs is cancelled by Shutdown; later requests fail at once.

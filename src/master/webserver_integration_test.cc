@@ -17,6 +17,7 @@
 #include "rpc/net_util.h"
 #include "rpc/rpc_status.h"
 #include "server/webserver.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -42,7 +43,7 @@ class MasterWebTest : public ::testing::Test {
     o.catalog_tick_interval_ms = 10;
     o.webserver_port = 0;
     auto m = Master::Start(o);
-    ASSERT_TRUE(m.ok()) << m.status();
+    BASALT_ASSERT_OK(m);
     master_ = *std::move(m);
     ASSERT_GT(master_->webserver_port(), 0);
     stub_ = pb::MasterService::NewStub(NewChannel(StrCat("127.0.0.1:", master_->rpc_port())));
@@ -57,7 +58,7 @@ class MasterWebTest : public ::testing::Test {
 
   HttpResponse Get(const std::string& path) {
     absl::StatusOr<HttpResponse> r = HttpGet("127.0.0.1", master_->webserver_port(), path);
-    EXPECT_TRUE(r.ok()) << r.status();
+    BASALT_EXPECT_OK(r);
     return r.ok() ? *r : HttpResponse{};
   }
 
@@ -85,12 +86,12 @@ TEST_F(MasterWebTest, HealthzMetricsAndPages) {
 
   for (int i = 0; i < 3; ++i) {
     pb::TSHeartbeatResponsePB resp;
-    ASSERT_TRUE(Call(&pb::MasterService::Stub::TSHeartbeat, Heartbeat(i), &resp).ok());
+    BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::TSHeartbeat, Heartbeat(i), &resp));
   }
   pb::CreateTableResponsePB cresp;
-  ASSERT_TRUE(Call(&pb::MasterService::Stub::CreateTable,
+  BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::CreateTable,
                    CreateTableRequest("web<table>&", {10, 20}), &cresp)
-                  .ok());
+                  );
 
   const std::string m = Get("/metrics").body;
   EXPECT_EQ(SampleValue(m, "basalt_master_tables"), 1) << m;

@@ -1,4 +1,5 @@
 #include "rpc/net_util.h"
+#include "common/status_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -7,17 +8,17 @@ namespace {
 
 TEST(NetUtilTest, ParseHostPort) {
   auto hp = ParseHostPort("127.0.0.1:7051", 1);
-  ASSERT_TRUE(hp.ok());
+  BASALT_ASSERT_OK(hp);
   EXPECT_EQ(hp->host, "127.0.0.1");
   EXPECT_EQ(hp->port, 7051);
   EXPECT_EQ(hp->ToString(), "127.0.0.1:7051");
 
   hp = ParseHostPort(" localhost ", 7050);
-  ASSERT_TRUE(hp.ok());
+  BASALT_ASSERT_OK(hp);
   EXPECT_EQ(hp->ToString(), "localhost:7050");
 
   hp = ParseHostPort("[::1]:9", 7050);
-  ASSERT_TRUE(hp.ok());
+  BASALT_ASSERT_OK(hp);
   EXPECT_EQ(hp->host, "::1");
   EXPECT_EQ(hp->ToString(), "[::1]:9");
 }
@@ -30,7 +31,7 @@ TEST(NetUtilTest, BadAddresses) {
 
 TEST(NetUtilTest, List) {
   auto list = ParseHostPortList("a:1, b ,c:3", 7);
-  ASSERT_TRUE(list.ok());
+  BASALT_ASSERT_OK(list);
   ASSERT_EQ(list->size(), 3u);
   EXPECT_EQ((*list)[1].ToString(), "b:7");
   EXPECT_FALSE(ParseHostPortList(" , ", 7).ok());

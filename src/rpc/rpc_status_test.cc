@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "proto/common.pb.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -53,7 +54,7 @@ TEST(RpcStatusTest, AppStatusPB) {
   pb.set_code(999);
   EXPECT_EQ(StatusFromPB(pb).code(), absl::StatusCode::kUnknown);
   pb.set_code(0);
-  EXPECT_TRUE(StatusFromPB(pb).ok());
+  BASALT_EXPECT_OK(StatusFromPB(pb));
 }
 
 }  // namespace

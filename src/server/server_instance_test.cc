@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/env.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -14,12 +15,12 @@ TEST(ServerInstanceTest, UuidIsStableAcrossOpensAndDirIsLocked) {
   std::string uuid;
   {
     auto inst = ServerInstance::Open(env, dir, "tserver");
-    ASSERT_TRUE(inst.ok()) << inst.status();
+    BASALT_ASSERT_OK(inst);
     uuid = (*inst)->uuid();
     EXPECT_EQ(uuid.size(), 32u);
   }
   auto inst = ServerInstance::Open(env, dir, "tserver");
-  ASSERT_TRUE(inst.ok()) << inst.status();
+  BASALT_ASSERT_OK(inst);
   EXPECT_EQ((*inst)->uuid(), uuid);
   EXPECT_EQ(ServerInstance::Open(env, dir, "tserver").status().code(),
             absl::StatusCode::kFailedPrecondition);
@@ -32,10 +33,10 @@ TEST(ServerInstanceTest, CorruptInstanceFileIsDataLoss) {
   std::string dir = JoinPath(::testing::TempDir(), "server_instance_test_corrupt");
   Env* env = Env::Default();
   env->DeleteDirRecursively(dir).IgnoreError();
-  ASSERT_TRUE(env->CreateDirs(dir).ok());
+  BASALT_ASSERT_OK(env->CreateDirs(dir));
   for (const char* bad : {"", "tserver", "tserver xyz\n", "tserver 0123\n",
                           "tserver 0123456789abcdef0123456789abcdeF\n"}) {
-    ASSERT_TRUE(WriteFileAtomically(env, JoinPath(dir, "instance"), bad).ok());
+    BASALT_ASSERT_OK(WriteFileAtomically(env, JoinPath(dir, "instance"), bad));
     EXPECT_EQ(ServerInstance::Open(env, dir, "tserver").status().code(),
               absl::StatusCode::kDataLoss)
         << bad;

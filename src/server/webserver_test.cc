@@ -8,6 +8,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "common/metrics.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -27,7 +28,7 @@ class WebserverTest : public ::testing::Test {
       release_.WaitForNotification();
       return std::string("released");
     });
-    ASSERT_TRUE(server_->Start().ok());
+    BASALT_ASSERT_OK(server_->Start());
     ASSERT_GT(server_->port(), 0);
   }
   absl::StatusOr<HttpResponse> Get(const std::string& path) {
@@ -43,12 +44,12 @@ class WebserverTest : public ::testing::Test {
 TEST_F(WebserverTest, HealthzFollowsHealthStatus) {
   StartServer();
   auto r = Get("/healthz");
-  ASSERT_TRUE(r.ok()) << r.status();
+  BASALT_ASSERT_OK(r);
   EXPECT_EQ(r->status, 503);
   EXPECT_EQ(r->body, "starting\n");
   server_->SetHealth(absl::OkStatus());
   r = Get("/healthz");
-  ASSERT_TRUE(r.ok()) << r.status();
+  BASALT_ASSERT_OK(r);
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->body, "OK\n");
 }
@@ -65,27 +66,27 @@ TEST_F(WebserverTest, HealthzConsultsHealthCheck) {
                         : absl::UnavailableError("starting: 2 tablets bootstrapping");
   });
   auto r = Get("/healthz");  // Still "starting" by SetHealth: the check is not consulted.
-  ASSERT_TRUE(r.ok()) << r.status();
+  BASALT_ASSERT_OK(r);
   EXPECT_EQ(r->status, 503);
   EXPECT_EQ(r->body, "starting\n");
   EXPECT_EQ(calls.load(), 0);
 
   server_->SetHealth(absl::OkStatus());
   r = Get("/healthz");
-  ASSERT_TRUE(r.ok()) << r.status();
+  BASALT_ASSERT_OK(r);
   EXPECT_EQ(r->status, 503);
   EXPECT_EQ(r->body, "starting: 2 tablets bootstrapping\n");
   EXPECT_EQ(calls.load(), 1);
 
   ready = true;
   r = Get("/healthz");
-  ASSERT_TRUE(r.ok()) << r.status();
+  BASALT_ASSERT_OK(r);
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->body, "OK\n");
 
   server_->SetHealth(absl::UnavailableError("shutting down"));
   r = Get("/healthz");
-  ASSERT_TRUE(r.ok()) << r.status();
+  BASALT_ASSERT_OK(r);
   EXPECT_EQ(r->status, 503);
   EXPECT_EQ(r->body, "shutting down\n");
   EXPECT_EQ(calls.load(), 2);
@@ -93,7 +94,7 @@ TEST_F(WebserverTest, HealthzConsultsHealthCheck) {
   server_->SetHealth(absl::OkStatus());
   server_->SetHealthCheck(nullptr);  // Removed: OK again without consulting anything.
   r = Get("/healthz");
-  ASSERT_TRUE(r.ok()) << r.status();
+  BASALT_ASSERT_OK(r);
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(calls.load(), 2);
   server_->Shutdown();  // Before `calls` and `ready` go away.
@@ -103,24 +104,24 @@ TEST_F(WebserverTest, MetricsIndexPagesAnd404) {
   StartServer();
   registry_.GetCounter("basalt_test_total", "Test.")->Increment(42);
   auto r = Get("/metrics");
-  ASSERT_TRUE(r.ok()) << r.status();
+  BASALT_ASSERT_OK(r);
   EXPECT_EQ(r->status, 200);
   EXPECT_NE(r->content_type.find("text/plain"), std::string::npos);
   EXPECT_NE(r->body.find("\nbasalt_test_total 42\n"), std::string::npos) << r->body;
 
   r = Get("/");
-  ASSERT_TRUE(r.ok()) << r.status();
+  BASALT_ASSERT_OK(r);
   EXPECT_NE(r->body.find("href=\"/things\""), std::string::npos) << r->body;
   EXPECT_NE(r->body.find("test&lt;server&gt;"), std::string::npos);
 
   r = Get("/things");
-  ASSERT_TRUE(r.ok()) << r.status();
+  BASALT_ASSERT_OK(r);
   EXPECT_EQ(r->status, 200);
   EXPECT_NE(r->body.find("&lt;script&gt;x&lt;/script&gt;"), std::string::npos);
   EXPECT_EQ(r->body.find("<script>"), std::string::npos);
 
   r = Get("/no/such/page");
-  ASSERT_TRUE(r.ok()) << r.status();
+  BASALT_ASSERT_OK(r);
   EXPECT_EQ(r->status, 404);
 }
 
@@ -152,7 +153,7 @@ TEST_F(WebserverTest, ShutdownWithRequestInFlight) {
   stopper.join();
   client.join();
   // The in-flight request completes; afterwards nothing listens.
-  ASSERT_TRUE(result.ok()) << result.status();
+  BASALT_ASSERT_OK(result);
   EXPECT_NE(result->body.find("released"), std::string::npos);
   EXPECT_FALSE(HttpGet("127.0.0.1", port, "/healthz", absl::Seconds(2)).ok());
   server_->Shutdown();  // Idempotent.
@@ -160,7 +161,7 @@ TEST_F(WebserverTest, ShutdownWithRequestInFlight) {
 
 TEST(WebserverPortTest, BusyPortIsUnavailable) {
   Webserver a(WebserverOptions{});
-  ASSERT_TRUE(a.Start().ok());
+  BASALT_ASSERT_OK(a.Start());
   WebserverOptions o;
   o.port = a.port();
   Webserver b(o);

@@ -15,6 +15,7 @@
 #include "common/random.h"
 #include "tablet/delta_test_util.h"
 #include "tablet/row_changelist.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -183,7 +184,7 @@ TEST(DeltaApplierTest, MatchesBruteForceReference) {
   for (int iter = 0; iter < 300; ++iter) {
     // A snapshot with holes: ops 1..199 started, a random subset finished.
     MvccManager mvcc;
-    for (uint64_t ts = 1; ts < 200; ++ts) ASSERT_TRUE(mvcc.StartOp(HybridTime(ts)).ok());
+    for (uint64_t ts = 1; ts < 200; ++ts) BASALT_ASSERT_OK(mvcc.StartOp(HybridTime(ts)));
     const uint64_t finish_below = rng.Uniform(210);
     for (uint64_t ts = 1; ts < 200; ++ts) {
       if (ts < finish_below || rng.OneIn(3)) mvcc.FinishOp(HybridTime(ts));
@@ -236,7 +237,7 @@ TEST(DeltaApplierTest, MatchesBruteForceReference) {
       }
     }
     absl::Status s = applier.Apply(snap, start, n, undos, redos, batch.blocks, batch.live.data());
-    ASSERT_TRUE(s.ok()) << s;
+    BASALT_ASSERT_OK(s);
     for (size_t i = 0; i < n; ++i) {
       ASSERT_EQ(BitmapTest(batch.live.data(), i), ref[i].live) << "iter " << iter << " row " << i;
       if (!ref[i].live) continue;
@@ -274,12 +275,12 @@ TEST_F(DeltaApplierCasesTest, RedoSequenceAndReinsertDefaults) {
   const std::string u1 = UpdateInt32({{1, 5}, {2, 6}});
   const std::string del = DeleteList();
   const std::string re = ReinsertInt32({{1, 8}});  // b, s, l absent: default, NULL, default.
-  ASSERT_TRUE(Apply({}, {{{10, HybridTime(1)}, u1},
+  BASALT_ASSERT_OK(Apply({}, {{{10, HybridTime(1)}, u1},
                          {{11, HybridTime(1)}, u1},
                          {{11, HybridTime(2)}, del},
                          {{12, HybridTime(1)}, del},
                          {{12, HybridTime(3)}, re}})
-                  .ok());
+                  );
   EXPECT_EQ(A(0), 5);
   EXPECT_EQ(B(0), 6);
   EXPECT_FALSE(BitmapTest(batch_.live.data(), 1));
@@ -303,19 +304,19 @@ TEST_F(DeltaApplierCasesTest, UndosNewestFirstThenRedos) {
   std::vector<DeltaEntry> redos = {{{10, HybridTime(10)}, a3}};
   // Snapshot {1, 2}: both UNDOs apply, 5 then 3, so the older value wins.
   absl::Status s = Apply(undos, redos, MvccSnapshot::IncludingAllBefore(HybridTime(3)));
-  ASSERT_TRUE(s.ok()) << s;
+  BASALT_ASSERT_OK(s);
   EXPECT_EQ(A(0), 2);
   // Snapshot {1, 2, 3}: only the UNDO at 5 applies. Row 11 was inserted at 4: it did not exist
   // yet. Row 12 was deleted at 6: it existed, with a = 42.
   batch_.live.assign(1, 0xFF);
-  ASSERT_TRUE(Apply(undos, redos, MvccSnapshot::IncludingAllBefore(HybridTime(4))).ok());
+  BASALT_ASSERT_OK(Apply(undos, redos, MvccSnapshot::IncludingAllBefore(HybridTime(4))));
   EXPECT_EQ(A(0), 1);
   EXPECT_FALSE(BitmapTest(batch_.live.data(), 1));
   EXPECT_TRUE(BitmapTest(batch_.live.data(), 2));
   EXPECT_EQ(A(2), 42);
   // Everything: no UNDO applies, the REDO does.
   batch_.live.assign(1, 0xFF);
-  ASSERT_TRUE(Apply(undos, redos, MvccSnapshot::IncludingAll()).ok());
+  BASALT_ASSERT_OK(Apply(undos, redos, MvccSnapshot::IncludingAll()));
   EXPECT_EQ(A(0), 3);
 }
 
@@ -335,7 +336,7 @@ TEST_F(DeltaApplierCasesTest, CorruptOrMisplacedEntries) {
   EXPECT_EQ(code({{{11, HybridTime(1)}, DeleteList()}, {{10, HybridTime(1)}, DeleteList()}}),
             absl::StatusCode::kInvalidArgument);
   // An entry the snapshot excludes is not even decoded.
-  EXPECT_TRUE(Apply({}, {{{10, HybridTime(5)}, "\x09"}}, MvccSnapshot::IncludingNone()).ok());
+  BASALT_EXPECT_OK(Apply({}, {{{10, HybridTime(5)}, "\x09"}}, MvccSnapshot::IncludingNone()));
   std::vector<ColumnBlock*> too_few(batch_.blocks.begin(), batch_.blocks.end() - 1);
   EXPECT_EQ(ApplyDeltas(proj_, MvccSnapshot::IncludingAll(), 10, 4, {},
                         {{{10, HybridTime(1)}, DeleteList()}}, too_few, batch_.live.data())
@@ -355,7 +356,7 @@ TEST(DeltaApplierKeyTest, KeyColumnIdsProtectNonLeadingKeys) {
   absl::Status s =
       DeltaApplier(&proj, {&key_id, 1})
           .Apply(MvccSnapshot::IncludingAll(), 0, 1, {}, redos, batch.blocks, batch.live.data());
-  ASSERT_TRUE(s.ok()) << s;
+  BASALT_ASSERT_OK(s);
   EXPECT_EQ(batch.blocks[0]->data<int32_t>()[0], 5);
   EXPECT_EQ(batch.blocks[1]->data<int32_t>()[0], 1234);
 }

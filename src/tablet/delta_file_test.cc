@@ -14,6 +14,7 @@
 #include "common/env_memory.h"
 #include "common/random.h"
 #include "tablet/delta_test_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -34,11 +35,11 @@ class DeltaFileTest : public ::testing::Test {
     auto block = bm_->CreateBlock().value();
     const BlockId id = block->id();
     DeltaFileWriter w(type, std::move(block), options);
-    EXPECT_TRUE(w.Start().ok());
-    for (const auto& [k, v] : model) EXPECT_TRUE(w.Append(k, v).ok());
+    BASALT_EXPECT_OK(w.Start());
+    for (const auto& [k, v] : model) BASALT_EXPECT_OK(w.Append(k, v));
     EXPECT_EQ(w.num_entries(), static_cast<int64_t>(model.size()));
     absl::Status s = w.Finish();
-    EXPECT_TRUE(s.ok()) << s;
+    BASALT_EXPECT_OK(s);
     return id;
   }
 
@@ -70,7 +71,7 @@ class DeltaFileTest : public ::testing::Test {
       Arena arena(4096);
       s = Collect(**r, 0, SIZE_MAX, &arena).status();
     }
-    EXPECT_TRUE(bm_->DeleteBlock(id).ok());
+    BASALT_EXPECT_OK(bm_->DeleteBlock(id));
     if (!s.ok()) {
       EXPECT_NE(s.message().find(id.ToString()), absl::string_view::npos) << s;
     }
@@ -100,7 +101,7 @@ TEST_F(DeltaFileTest, RoundTripsWithEveryCodecAndPageSize) {
       const Model model = RandomModel(&rng, 3000, 5000);
       const BlockId id = WriteFile(model, {page_size, codec});
       auto r = Open(id);
-      ASSERT_TRUE(r.ok()) << r.status();
+      BASALT_ASSERT_OK(r);
       const DeltaFileReader& reader = **r;
       EXPECT_EQ(reader.type(), DeltaType::kRedo);
       EXPECT_EQ(reader.ToString(), "REDO file " + id.ToString());
@@ -131,7 +132,7 @@ TEST_F(DeltaFileTest, RoundTripsWithEveryCodecAndPageSize) {
 TEST_F(DeltaFileTest, EmptyAndUndoFiles) {
   const BlockId id = WriteFile({}, {}, DeltaType::kUndo);
   auto r = Open(id);
-  ASSERT_TRUE(r.ok()) << r.status();
+  BASALT_ASSERT_OK(r);
   EXPECT_EQ((*r)->type(), DeltaType::kUndo);
   EXPECT_EQ((*r)->num_entries(), 0);
   EXPECT_EQ((*r)->num_pages(), 0u);
@@ -147,9 +148,9 @@ TEST_F(DeltaFileTest, WriterRejectsBadInput) {
     DeltaFileWriter w(DeltaType::kRedo, bm_->CreateBlock().value());
     EXPECT_EQ(w.Append(DeltaKey{1, HybridTime(1)}, DeleteList()).code(),
               absl::StatusCode::kFailedPrecondition);
-    ASSERT_TRUE(w.Start().ok());
+    BASALT_ASSERT_OK(w.Start());
     EXPECT_EQ(w.Start().code(), absl::StatusCode::kFailedPrecondition);
-    ASSERT_TRUE(w.Append(DeltaKey{5, HybridTime(10)}, DeleteList()).ok());
+    BASALT_ASSERT_OK(w.Append(DeltaKey{5, HybridTime(10)}, DeleteList()));
     EXPECT_EQ(w.Append(DeltaKey{5, HybridTime(10)}, DeleteList()).code(),
               absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(w.Append(DeltaKey{5, HybridTime(9)}, DeleteList()).code(),
@@ -160,7 +161,7 @@ TEST_F(DeltaFileTest, WriterRejectsBadInput) {
               absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(w.Append(DeltaKey{6, HybridTime(1)}, "\x07").code(),
               absl::StatusCode::kInvalidArgument);
-    ASSERT_TRUE(w.Append(DeltaKey{5, HybridTime(11)}, DeleteList()).ok());
+    BASALT_ASSERT_OK(w.Append(DeltaKey{5, HybridTime(11)}, DeleteList()));
     EXPECT_EQ(w.num_entries(), 2);
     // Destroyed unfinished: the block is aborted.
   }
@@ -177,16 +178,16 @@ TEST_F(DeltaFileTest, FinishWithoutFinalizeReturnsTheBlock) {
   auto block = bm_->CreateBlock().value();
   const BlockId id = block->id();
   DeltaFileWriter w(DeltaType::kRedo, std::move(block));
-  ASSERT_TRUE(w.Start().ok());
-  ASSERT_TRUE(w.Append(DeltaKey{1, HybridTime(3)}, DeleteList()).ok());
+  BASALT_ASSERT_OK(w.Start());
+  BASALT_ASSERT_OK(w.Append(DeltaKey{1, HybridTime(3)}, DeleteList()));
   auto unfinalized = w.FinishWithoutFinalize();
-  ASSERT_TRUE(unfinalized.ok());
+  BASALT_ASSERT_OK(unfinalized);
   EXPECT_EQ((*unfinalized)->id(), id);
   EXPECT_FALSE(bm_->BlockExists(id));
   WritableBlock* ptr = unfinalized->get();
-  ASSERT_TRUE(bm_->FinalizeBlocks(std::span<WritableBlock* const>(&ptr, 1)).ok());
+  BASALT_ASSERT_OK(bm_->FinalizeBlocks(std::span<WritableBlock* const>(&ptr, 1)));
   auto r = Open(id);
-  ASSERT_TRUE(r.ok());
+  BASALT_ASSERT_OK(r);
   EXPECT_EQ((*r)->num_entries(), 1);
 }
 
@@ -204,7 +205,7 @@ TEST_F(DeltaFileTest, GoldenBytes) {
   EXPECT_EQ(absl::BytesToHexString(ReadBytes(id)), absl::BytesToHexString(golden));
   // And the reader accepts the golden bytes as written by hand.
   auto r = Open(WriteBytes(golden));
-  ASSERT_TRUE(r.ok()) << r.status();
+  BASALT_ASSERT_OK(r);
   Arena arena(256);
   EXPECT_EQ(ToPairs(Collect(**r, 0, 10, &arena).value()), ModelRange(model, 0, 10));
 }
@@ -219,7 +220,7 @@ TEST_F(DeltaFileTest, ReadsOnlyThePagesCoveringTheRows) {
   const BlockId id = WriteFile(model, {512, CompressionType::kNone});
   BlockCache cache(1 << 20);
   auto r = Open(id, &cache);
-  ASSERT_TRUE(r.ok());
+  BASALT_ASSERT_OK(r);
   ASSERT_GT((*r)->num_pages(), 100u);
   Arena arena(4096);
   auto misses = [&] { return cache.GetStats().misses; };
@@ -245,7 +246,7 @@ TEST_F(DeltaFileTest, EveryFlippedByteIsDataLoss) {
   Random rng(SeedFromEnvOrTime());
   for (CompressionType codec : {CompressionType::kNone, CompressionType::kLz4}) {
     const std::string good = ReadBytes(WriteFile(RandomModel(&rng, 60, 100), {256, codec}));
-    ASSERT_TRUE(OpenAndReadAll(good).ok());
+    BASALT_ASSERT_OK(OpenAndReadAll(good));
     for (size_t i = 0; i < good.size(); ++i) {
       std::string bad = good;
       bad[i] ^= static_cast<char>(1 << rng.Uniform(8));

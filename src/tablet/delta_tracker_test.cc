@@ -21,6 +21,7 @@
 #include "tablet/delta_file.h"
 #include "tablet/delta_test_util.h"
 #include "tablet/deltamemstore.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -41,7 +42,7 @@ Pairs CollectAll(std::span<const std::shared_ptr<const DeltaStore>> stores, rowi
   Arena arena(4096);
   std::vector<DeltaEntry> out;
   absl::Status s = DeltaTracker::CollectMerged(stores, start, n, &arena, &out);
-  EXPECT_TRUE(s.ok()) << s;
+  BASALT_EXPECT_OK(s);
   return ToPairs(out);
 }
 
@@ -63,16 +64,16 @@ class DeltaTrackerTest : public ::testing::Test {
                                             std::vector<BlockId> undos = {},
                                             rowid_t num_rows = 1000) {
     auto t = DeltaTracker::Open(Options(num_rows), redos, undos);
-    EXPECT_TRUE(t.ok()) << t.status();
+    BASALT_EXPECT_OK(t);
     return t.ok() ? *std::move(t) : nullptr;
   }
   BlockId WriteFile(DeltaType type, const Model& model) {
     auto block = bm_->CreateBlock().value();
     const BlockId id = block->id();
     DeltaFileWriter w(type, std::move(block));
-    EXPECT_TRUE(w.Start().ok());
-    for (const auto& [k, v] : model) EXPECT_TRUE(w.Append(k, v).ok());
-    EXPECT_TRUE(w.Finish().ok());
+    BASALT_EXPECT_OK(w.Start());
+    for (const auto& [k, v] : model) BASALT_EXPECT_OK(w.Append(k, v));
+    BASALT_EXPECT_OK(w.Finish());
     return id;
   }
   Pairs Redos(const DeltaTracker& t) { return CollectAll(t.GetStores().redos); }
@@ -89,8 +90,8 @@ TEST_F(DeltaTrackerTest, UpdateValidatesAndLandsInTheDMS) {
   EXPECT_EQ(t->dms_entries(), 0);
   EXPECT_EQ(t->dms_min_timestamp(), HybridTime::kInvalid);
   EXPECT_EQ(t->min_unflushed_op_index(), INT64_MAX);
-  ASSERT_TRUE(t->Update(Ts(9), 3, UpdateInt32({{1, 1}}), 12).ok());
-  ASSERT_TRUE(t->Update(Ts(7), 5, DeleteList(), 11).ok());
+  BASALT_ASSERT_OK(t->Update(Ts(9), 3, UpdateInt32({{1, 1}}), 12));
+  BASALT_ASSERT_OK(t->Update(Ts(7), 5, DeleteList(), 11));
   EXPECT_EQ(t->dms_entries(), 2);
   EXPECT_GT(t->dms_memory(), 0u);
   EXPECT_EQ(t->dms_min_timestamp(), Ts(7));
@@ -110,11 +111,11 @@ TEST_F(DeltaTrackerTest, CollectMergedIsAStableKWayMerge) {
   auto b = std::make_shared<DeltaMemStore>(2);
   auto c = std::make_shared<DeltaMemStore>(3);
   const std::string x = UpdateInt32({{1, 1}}), y = UpdateInt32({{1, 2}}), z = DeleteList();
-  ASSERT_TRUE(a->Update(Ts(5), 1, x).ok());
-  ASSERT_TRUE(b->Update(Ts(5), 1, y).ok());  // Same key in two stores: a's first.
-  ASSERT_TRUE(c->Update(Ts(1), 1, z).ok());
-  ASSERT_TRUE(b->Update(Ts(2), 0, z).ok());
-  ASSERT_TRUE(a->Update(Ts(3), 2, z).ok());
+  BASALT_ASSERT_OK(a->Update(Ts(5), 1, x));
+  BASALT_ASSERT_OK(b->Update(Ts(5), 1, y));  // Same key in two stores: a's first.
+  BASALT_ASSERT_OK(c->Update(Ts(1), 1, z));
+  BASALT_ASSERT_OK(b->Update(Ts(2), 0, z));
+  BASALT_ASSERT_OK(a->Update(Ts(3), 2, z));
   std::vector<std::shared_ptr<const DeltaStore>> stores = {a, b, c};
   EXPECT_EQ(
       CollectAll(stores),
@@ -123,7 +124,7 @@ TEST_F(DeltaTrackerTest, CollectMergedIsAStableKWayMerge) {
   // Appends after what *out holds.
   Arena arena(256);
   std::vector<DeltaEntry> out = {{{99, Ts(1)}, z}};
-  ASSERT_TRUE(DeltaTracker::CollectMerged(stores, 2, 1, &arena, &out).ok());
+  BASALT_ASSERT_OK(DeltaTracker::CollectMerged(stores, 2, 1, &arena, &out));
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[1].key, (DeltaKey{2, Ts(3)}));
   // Randomized: the merge equals a stable sort of the concatenation.
@@ -137,7 +138,7 @@ TEST_F(DeltaTrackerTest, CollectMergedIsAStableKWayMerge) {
       m[DeltaKey{static_cast<rowid_t>(rng.Uniform(100)), Ts(1 + rng.Uniform(50))}] =
           delta_test::RandomChangeList(&rng);
     }
-    for (const auto& [k, v] : m) ASSERT_TRUE(d->Update(k.ts, k.row, v).ok());
+    for (const auto& [k, v] : m) BASALT_ASSERT_OK(d->Update(k.ts, k.row, v));
     concat.insert(concat.end(), m.begin(), m.end());
     many.push_back(d);
   }
@@ -148,26 +149,26 @@ TEST_F(DeltaTrackerTest, CollectMergedIsAStableKWayMerge) {
 
 TEST_F(DeltaTrackerTest, FlushMovesTheDMSToAFileAndSurvivesReopen) {
   auto t = OpenTracker();
-  EXPECT_TRUE(t->FlushDMS().ok());  // Empty: nothing to do.
+  BASALT_EXPECT_OK(t->FlushDMS());  // Empty: nothing to do.
   EXPECT_EQ(t->num_redo_files(), 0u);
   Random rng(SeedFromEnvOrTime());
   Model model;
   for (int i = 0; i < 500; ++i) {
     const DeltaKey k{static_cast<rowid_t>(rng.Uniform(1000)), Ts(1 + i)};
     model[k] = delta_test::RandomChangeList(&rng);
-    ASSERT_TRUE(t->Update(k.ts, k.row, model[k], 100 + i).ok());
+    BASALT_ASSERT_OK(t->Update(k.ts, k.row, model[k], 100 + i));
   }
   const Pairs before = Redos(*t);
   ASSERT_EQ(before, ModelRange(model, 0, 1000));
-  ASSERT_TRUE(t->FlushDMS().ok());
+  BASALT_ASSERT_OK(t->FlushDMS());
   EXPECT_EQ(t->num_redo_files(), 1u);
   EXPECT_EQ(t->dms_entries(), 0);
   EXPECT_EQ(t->min_unflushed_op_index(), INT64_MAX);
   EXPECT_GT(t->redo_file_bytes(), 0u);
   EXPECT_EQ(Redos(*t), before);
-  ASSERT_TRUE(t->Update(Ts(10000), 7, DeleteList(), 1).ok());
+  BASALT_ASSERT_OK(t->Update(Ts(10000), 7, DeleteList(), 1));
   model[DeltaKey{7, Ts(10000)}] = DeleteList();
-  ASSERT_TRUE(t->FlushDMS().ok());
+  BASALT_ASSERT_OK(t->FlushDMS());
   const std::vector<BlockId> redos = t->redo_blocks();
   ASSERT_EQ(redos.size(), 2u);
   t.reset();
@@ -178,7 +179,7 @@ TEST_F(DeltaTrackerTest, FlushMovesTheDMSToAFileAndSurvivesReopen) {
 
 TEST_F(DeltaTrackerTest, MinorCompactionMergesFilesIdentically) {
   auto t = OpenTracker();
-  EXPECT_TRUE(t->MinorCompactRedoFiles().ok());  // No files: nothing to do.
+  BASALT_EXPECT_OK(t->MinorCompactRedoFiles());  // No files: nothing to do.
   Random rng(SeedFromEnvOrTime());
   Model model;
   uint64_t ts = 1;
@@ -186,30 +187,30 @@ TEST_F(DeltaTrackerTest, MinorCompactionMergesFilesIdentically) {
     for (int i = 0; i < 200; ++i, ++ts) {
       const DeltaKey k{static_cast<rowid_t>(rng.Uniform(1000)), Ts(ts)};
       model[k] = delta_test::RandomChangeList(&rng);
-      ASSERT_TRUE(t->Update(k.ts, k.row, model[k], 0).ok());
+      BASALT_ASSERT_OK(t->Update(k.ts, k.row, model[k], 0));
     }
-    ASSERT_TRUE(t->FlushDMS().ok());
+    BASALT_ASSERT_OK(t->FlushDMS());
   }
   // Two ops of one batch on one row split by a flush: the compaction merges them.
-  ASSERT_TRUE(t->Update(Ts(ts), 3, UpdateInt32({{1, 1}, {2, 2}}), 0).ok());
-  ASSERT_TRUE(t->FlushDMS().ok());
-  ASSERT_TRUE(t->Update(Ts(ts), 3, UpdateInt32({{2, 5}}), 0).ok());
-  ASSERT_TRUE(t->FlushDMS().ok());
+  BASALT_ASSERT_OK(t->Update(Ts(ts), 3, UpdateInt32({{1, 1}, {2, 2}}), 0));
+  BASALT_ASSERT_OK(t->FlushDMS());
+  BASALT_ASSERT_OK(t->Update(Ts(ts), 3, UpdateInt32({{2, 5}}), 0));
+  BASALT_ASSERT_OK(t->FlushDMS());
   model[DeltaKey{3, Ts(ts)}] = UpdateInt32({{1, 1}, {2, 5}});
-  ASSERT_TRUE(t->Update(Ts(ts + 1), 4, DeleteList(), 0).ok());  // Stays in the DMS.
+  BASALT_ASSERT_OK(t->Update(Ts(ts + 1), 4, DeleteList(), 0));  // Stays in the DMS.
   model[DeltaKey{4, Ts(ts + 1)}] = DeleteList();
 
   const std::vector<BlockId> old_files = t->redo_blocks();
   ASSERT_EQ(old_files.size(), 6u);
   const auto pinned = t->GetStores();  // A scan in progress keeps the old files readable.
-  ASSERT_TRUE(t->MinorCompactRedoFiles().ok());
+  BASALT_ASSERT_OK(t->MinorCompactRedoFiles());
   EXPECT_EQ(t->num_redo_files(), 1u);
   EXPECT_EQ(Redos(*t), ModelRange(model, 0, 1000));
   EXPECT_EQ(CollectAll(pinned.redos).size(), ModelRange(model, 0, 1000).size() + 1);
   EXPECT_EQ(t->TakeObsoleteBlocks(), old_files);
   EXPECT_TRUE(t->TakeObsoleteBlocks().empty());
   // The compacted file comes first, a later flush after it; both reopen.
-  ASSERT_TRUE(t->FlushDMS().ok());
+  BASALT_ASSERT_OK(t->FlushDMS());
   const std::vector<BlockId> now = t->redo_blocks();
   ASSERT_EQ(now.size(), 2u);
   t.reset();
@@ -231,7 +232,7 @@ TEST_F(DeltaTrackerTest, LivenessAcrossUndoAndRedo) {
   redo[DeltaKey{1, Ts(30)}] = DeleteList();
   const BlockId redo_id = WriteFile(DeltaType::kRedo, redo);
   auto t = OpenTracker({redo_id}, {undo_id});
-  ASSERT_TRUE(t->Update(Ts(40), 1, ReinsertInt32({{1, 6}}), 0).ok());
+  BASALT_ASSERT_OK(t->Update(Ts(40), 1, ReinsertInt32({{1, 6}}), 0));
   EXPECT_GT(t->undo_file_bytes(), 0u);
   EXPECT_EQ(t->undo_blocks(), std::vector<BlockId>{undo_id});
   auto live = [&](rowid_t row, uint64_t before) {
@@ -252,7 +253,7 @@ TEST_F(DeltaTrackerTest, LivenessAcrossUndoAndRedo) {
   EXPECT_FALSE(*t->IsDeletedLatest(1));
   EXPECT_FALSE(*t->IsDeletedLatest(2));  // UNDOs do not matter for the latest state.
   EXPECT_EQ(*t->LatestRedoTimestamp(1), Ts(40));
-  ASSERT_TRUE(t->Update(Ts(50), 1, DeleteList(), 0).ok());
+  BASALT_ASSERT_OK(t->Update(Ts(50), 1, DeleteList(), 0));
   EXPECT_TRUE(*t->IsDeletedLatest(1));
 }
 
@@ -276,21 +277,21 @@ TEST_F(DeltaTrackerTest, OpenChecksTheFiles) {
 
 TEST_F(DeltaTrackerTest, FailedFlushKeepsTheDMSAndRetries) {
   auto t = OpenTracker();
-  ASSERT_TRUE(t->Update(Ts(1), 1, DeleteList(), 5).ok());
+  BASALT_ASSERT_OK(t->Update(Ts(1), 1, DeleteList(), 5));
   env_.FailAfter(0, FaultInjectionEnv::OpKind::kSync);
   EXPECT_FALSE(t->FlushDMS().ok());
   env_.ClearFailures();
   EXPECT_EQ(t->num_redo_files(), 0u);
   EXPECT_EQ(t->GetStores().redos.size(), 2u);  // The frozen DMS and the new one.
-  ASSERT_TRUE(t->Update(Ts(2), 2, DeleteList(), 6).ok());
+  BASALT_ASSERT_OK(t->Update(Ts(2), 2, DeleteList(), 6));
   EXPECT_EQ(t->dms_entries(), 2);
   EXPECT_EQ(t->min_unflushed_op_index(), 5);
   EXPECT_EQ(Redos(*t).size(), 2u);
-  ASSERT_TRUE(t->FlushDMS().ok());  // Retries the frozen DMS.
+  BASALT_ASSERT_OK(t->FlushDMS());  // Retries the frozen DMS.
   EXPECT_EQ(t->num_redo_files(), 1u);
   EXPECT_EQ(t->dms_entries(), 1);
   EXPECT_EQ(t->min_unflushed_op_index(), 6);
-  ASSERT_TRUE(t->FlushDMS().ok());
+  BASALT_ASSERT_OK(t->FlushDMS());
   EXPECT_EQ(t->num_redo_files(), 2u);
   EXPECT_EQ(Redos(*t).size(), 2u);
   EXPECT_EQ(bm_->ListBlocks()->size(), 2u);  // The failed attempt left no block.
@@ -312,7 +313,7 @@ TEST_F(DeltaTrackerTest, CrashAtEverySyncPointOfAFlush) {
     OpenBlockManager();
     const std::vector<BlockId> existing = bm_->ListBlocks().value();
     auto t = OpenTracker();
-    for (const auto& [key, v] : model) ASSERT_TRUE(t->Update(key.ts, key.row, v, 0).ok());
+    for (const auto& [key, v] : model) BASALT_ASSERT_OK(t->Update(key.ts, key.row, v, 0));
     const int64_t start = env_.num_sync_points();
     if (total >= 0) env_.SetCrashAtSyncPoint(k);
     const bool ok = t->FlushDMS().ok();
@@ -323,7 +324,7 @@ TEST_F(DeltaTrackerTest, CrashAtEverySyncPointOfAFlush) {
     }
     t.reset();
     bm_.reset();
-    ASSERT_TRUE(env_.DropUnsyncedData().ok());
+    BASALT_ASSERT_OK(env_.DropUnsyncedData());
     OpenBlockManager();
     std::vector<BlockId> added;
     const std::vector<BlockId> now = bm_->ListBlocks().value();
@@ -367,14 +368,13 @@ TEST_F(DeltaTrackerTest, ConcurrentReadersFlushesAndCompactions) {
       const DeltaTracker::StoreSet set = t->GetStores();
       Arena arena(4096);
       std::vector<DeltaEntry> redos;
-      ASSERT_TRUE(DeltaTracker::CollectMerged(set.redos, start, n, &arena, &redos).ok());
+      BASALT_ASSERT_OK(DeltaTracker::CollectMerged(set.redos, start, n, &arena, &redos));
       ColumnBlockBuffer key(DataType::kInt32, n, false), val(DataType::kInt32, n, false);
       std::vector<ColumnBlock*> blocks = {key.block(), val.block()};
       for (size_t i = 0; i < n; ++i) val.block()->data<int32_t>()[i] = 0;
       std::vector<uint8_t> live(BitmapSize(n), 0xFF);
-      ASSERT_TRUE(
-          applier.Apply(MvccSnapshot::IncludingAll(), start, n, {}, redos, blocks, live.data())
-              .ok());
+      BASALT_ASSERT_OK(applier.Apply(MvccSnapshot::IncludingAll(), start, n, {}, redos, blocks, live.data())
+              );
       std::vector<int32_t> count(n, 0);
       for (const DeltaEntry& e : redos) ++count[e.key.row - start];
       for (size_t i = 0; i < n; ++i) {
@@ -390,8 +390,8 @@ TEST_F(DeltaTrackerTest, ConcurrentReadersFlushesAndCompactions) {
   std::atomic<bool> writer_done{false};
   std::thread maintenance([&] {
     while (!writer_done.load(std::memory_order_acquire)) {
-      ASSERT_TRUE(t->FlushDMS().ok());
-      if (t->num_redo_files() >= 4) ASSERT_TRUE(t->MinorCompactRedoFiles().ok());
+      BASALT_ASSERT_OK(t->FlushDMS());
+      if (t->num_redo_files() >= 4) BASALT_ASSERT_OK(t->MinorCompactRedoFiles());
     }
   });
   std::vector<std::thread> readers;
@@ -400,15 +400,15 @@ TEST_F(DeltaTrackerTest, ConcurrentReadersFlushesAndCompactions) {
   std::vector<int32_t> updates(kRows, 0);
   for (int i = 0; i < kUpdates; ++i) {
     const auto row = static_cast<rowid_t>(rng.Uniform(kRows));
-    ASSERT_TRUE(t->Update(Ts(1 + i), row, UpdateInt32({{1, ++updates[row]}}), i).ok());
+    BASALT_ASSERT_OK(t->Update(Ts(1 + i), row, UpdateInt32({{1, ++updates[row]}}), i));
   }
   writer_done.store(true, std::memory_order_release);
   maintenance.join();
   done.store(true, std::memory_order_release);
   for (auto& r : readers) r.join();
   EXPECT_GT(reads.load(), 0);
-  ASSERT_TRUE(t->FlushDMS().ok());
-  ASSERT_TRUE(t->MinorCompactRedoFiles().ok());
+  BASALT_ASSERT_OK(t->FlushDMS());
+  BASALT_ASSERT_OK(t->MinorCompactRedoFiles());
   EXPECT_EQ(static_cast<int>(Redos(*t).size()), kUpdates);
 }
 

@@ -10,6 +10,7 @@
 #include "common/random.h"
 #include "tablet/delta_test_util.h"
 #include "tablet/row_changelist.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -26,7 +27,7 @@ HybridTime Ts(uint64_t v) { return HybridTime(v); }
 std::vector<DeltaEntry> Collect(const DeltaStore& s, rowid_t start, size_t n) {
   Arena arena(1024);
   std::vector<DeltaEntry> out;
-  EXPECT_TRUE(s.CollectEntries(start, n, &arena, &out).ok());
+  BASALT_EXPECT_OK(s.CollectEntries(start, n, &arena, &out));
   EXPECT_TRUE(arena.bytes_allocated() == 0) << "the DMS must borrow, not copy";
   return out;
 }
@@ -66,10 +67,10 @@ TEST(DeltaMemStoreTest, EmptyStore) {
 TEST(DeltaMemStoreTest, CollectsRangesInKeyOrderWithStats) {
   DeltaMemStore dms(1);
   const size_t empty_footprint = dms.memory_footprint();
-  ASSERT_TRUE(dms.Update(Ts(20), 5, UpdateInt32({{1, 10}}), 7).ok());
-  ASSERT_TRUE(dms.Update(Ts(10), 5, UpdateInt32({{1, 9}}), 8).ok());
-  ASSERT_TRUE(dms.Update(Ts(15), 2, DeleteList(), 9).ok());
-  ASSERT_TRUE(dms.Update(Ts(30), 9, UpdateInt32({{2, std::nullopt}}), 10).ok());
+  BASALT_ASSERT_OK(dms.Update(Ts(20), 5, UpdateInt32({{1, 10}}), 7));
+  BASALT_ASSERT_OK(dms.Update(Ts(10), 5, UpdateInt32({{1, 9}}), 8));
+  BASALT_ASSERT_OK(dms.Update(Ts(15), 2, DeleteList(), 9));
+  BASALT_ASSERT_OK(dms.Update(Ts(30), 9, UpdateInt32({{2, std::nullopt}}), 10));
   EXPECT_EQ(dms.num_entries(), 4);
   EXPECT_EQ(dms.min_timestamp(), Ts(10));
   EXPECT_EQ(dms.max_timestamp(), Ts(30));
@@ -90,7 +91,7 @@ TEST(DeltaMemStoreTest, CollectsRangesInKeyOrderWithStats) {
   EXPECT_EQ(Collect(dms, 9, 0).size(), 0u);
   EXPECT_EQ(Collect(dms, 10, 5).size(), 0u);
   EXPECT_EQ(Collect(dms, 9, SIZE_MAX).size(), 1u);  // No overflow of start + n.
-  ASSERT_TRUE(dms.Update(Ts(1), UINT32_MAX, DeleteList()).ok());
+  BASALT_ASSERT_OK(dms.Update(Ts(1), UINT32_MAX, DeleteList()));
   EXPECT_EQ(Collect(dms, UINT32_MAX, 1).size(), 1u);
 }
 
@@ -107,26 +108,26 @@ TEST(DeltaMemStoreTest, RejectsBadInput) {
 
 TEST(DeltaMemStoreTest, SameRowAndTimestampMerges) {
   DeltaMemStore dms(1);
-  ASSERT_TRUE(dms.Update(Ts(5), 1, UpdateInt32({{1, 1}, {2, 2}})).ok());
-  ASSERT_TRUE(dms.Update(Ts(5), 1, UpdateInt32({{2, 20}, {3, std::nullopt}})).ok());
+  BASALT_ASSERT_OK(dms.Update(Ts(5), 1, UpdateInt32({{1, 1}, {2, 2}})));
+  BASALT_ASSERT_OK(dms.Update(Ts(5), 1, UpdateInt32({{2, 20}, {3, std::nullopt}})));
   EXPECT_EQ(dms.num_entries(), 1);
   auto e = Collect(dms, 1, 1);
   ASSERT_EQ(e.size(), 1u);
   EXPECT_EQ(e[0].changes, UpdateInt32({{1, 1}, {2, 20}, {3, std::nullopt}}));
 
   // UPDATE then DELETE is a DELETE; DELETE then REINSERT is the REINSERT.
-  ASSERT_TRUE(dms.Update(Ts(5), 1, DeleteList()).ok());
+  BASALT_ASSERT_OK(dms.Update(Ts(5), 1, DeleteList()));
   EXPECT_EQ(Collect(dms, 1, 1)[0].changes, DeleteList());
-  ASSERT_TRUE(dms.Update(Ts(5), 1, ReinsertInt32({{1, 7}, {2, 8}})).ok());
+  BASALT_ASSERT_OK(dms.Update(Ts(5), 1, ReinsertInt32({{1, 7}, {2, 8}})));
   EXPECT_EQ(Collect(dms, 1, 1)[0].changes, ReinsertInt32({{1, 7}, {2, 8}}));
   // REINSERT then UPDATE stays a REINSERT with the new value.
-  ASSERT_TRUE(dms.Update(Ts(5), 1, UpdateInt32({{2, 9}})).ok());
+  BASALT_ASSERT_OK(dms.Update(Ts(5), 1, UpdateInt32({{2, 9}})));
   EXPECT_EQ(Collect(dms, 1, 1)[0].changes, ReinsertInt32({{1, 7}, {2, 9}}));
   // A REINSERT after anything replaces it (WAL replay may re-apply an op the DMS holds).
-  ASSERT_TRUE(dms.Update(Ts(5), 1, ReinsertInt32({{1, 1}})).ok());
+  BASALT_ASSERT_OK(dms.Update(Ts(5), 1, ReinsertInt32({{1, 1}})));
   EXPECT_EQ(Collect(dms, 1, 1)[0].changes, ReinsertInt32({{1, 1}}));
   // An UPDATE after a DELETE is rejected and changes nothing.
-  ASSERT_TRUE(dms.Update(Ts(6), 1, DeleteList()).ok());
+  BASALT_ASSERT_OK(dms.Update(Ts(6), 1, DeleteList()));
   EXPECT_EQ(dms.Update(Ts(6), 1, UpdateInt32({{1, 1}})).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(Collect(dms, 1, 1)[1].changes, DeleteList());
   EXPECT_EQ(dms.num_entries(), 2);
@@ -140,7 +141,7 @@ TEST(DeltaMemStoreTest, RandomizedAgainstModel) {
     const DeltaKey key{static_cast<rowid_t>(rng.Uniform(3000)), Ts(1 + rng.Uniform(1000000))};
     if (model.count(key)) continue;
     std::string changes = delta_test::RandomChangeList(&rng);
-    ASSERT_TRUE(dms.Update(key.ts, key.row, changes).ok());
+    BASALT_ASSERT_OK(dms.Update(key.ts, key.row, changes));
     model[key] = changes;
   }
   EXPECT_EQ(dms.num_entries(), static_cast<int64_t>(model.size()));
@@ -183,7 +184,7 @@ TEST(DeltaMemStoreTest, ConcurrentReadersNeverBlockOrLoseEntries) {
   Random rng(seed);
   for (int i = 0; i < kEntries; ++i) {
     const DeltaKey k{static_cast<rowid_t>(rng.Uniform(kRows)), Ts(i + 1)};
-    ASSERT_TRUE(dms.Update(k.ts, k.row, expected_bytes(k)).ok());
+    BASALT_ASSERT_OK(dms.Update(k.ts, k.row, expected_bytes(k)));
   }
   done.store(true, std::memory_order_release);
   for (auto& t : readers) t.join();

@@ -15,6 +15,7 @@
 #include "tablet/diskrowset.h"
 #include "tablet/diskrowset_test_util.h"
 #include "tablet/row_changelist.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -63,7 +64,7 @@ class DiskRowSetLookupTest : public drs_test::DiskRowSetTestBase {
     for (int32_t i = 0; i < kRows; ++i) rows.push_back({Datum::Int32(2 * i), Datum::Int64(i)});
     Random rng(SeedFromEnvOrTime());
     auto meta = WriteRowSet(schema_, rows, 1, &rng);
-    ASSERT_TRUE(meta.ok()) << meta.status();
+    BASALT_ASSERT_OK(meta);
     meta_ = *meta;
   }
 
@@ -113,7 +114,7 @@ TEST_F(DiskRowSetLookupTest, ResidentBloomFilterSurvivesTheCacheAndItsFile) {
   FlipByte(meta_.bloom_block, 100);
   for (size_t i = 0; i < absent.size(); ++i) {
     auto row = rs->FindRow(absent[i]);
-    ASSERT_TRUE(row.ok()) << row.status();
+    BASALT_ASSERT_OK(row);
     EXPECT_EQ(*row, first[i]);
   }
   EXPECT_EQ(rs->lookup_stats().key_index_seeks, 2 * seeks);
@@ -128,14 +129,14 @@ TEST_F(DiskRowSetLookupTest, MutateRowAtChecksLiveness) {
   const std::string key = Key(14);
   HybridTime ts(100);
   auto next = [&] { return ts = HybridTime(ts.value() + 1); };
-  EXPECT_TRUE(rs->MutateRowAt(next(), row, UpdateList(1), 0).ok());
+  BASALT_EXPECT_OK(rs->MutateRowAt(next(), row, UpdateList(1), 0));
   EXPECT_TRUE(absl::IsAlreadyExists(rs->MutateRowAt(next(), row, ReinsertList(2), 0)));
   EXPECT_TRUE(*rs->CheckRowPresent(key, nullptr));
-  EXPECT_TRUE(rs->MutateRowAt(next(), row, DeleteList(), 0).ok());
+  BASALT_EXPECT_OK(rs->MutateRowAt(next(), row, DeleteList(), 0));
   EXPECT_FALSE(*rs->CheckRowPresent(key, nullptr));
   EXPECT_TRUE(absl::IsNotFound(rs->MutateRowAt(next(), row, UpdateList(3), 0)));
   EXPECT_TRUE(absl::IsNotFound(rs->MutateRowAt(next(), row, DeleteList(), 0)));
-  EXPECT_TRUE(rs->MutateRowAt(next(), row, ReinsertList(4), 0).ok());
+  BASALT_EXPECT_OK(rs->MutateRowAt(next(), row, ReinsertList(4), 0));
   EXPECT_TRUE(*rs->CheckRowPresent(key, nullptr));
   // Other rows are untouched; bad input is INVALID_ARGUMENT.
   EXPECT_TRUE(*rs->CheckRowPresent(Key(16), nullptr));
@@ -143,7 +144,7 @@ TEST_F(DiskRowSetLookupTest, MutateRowAtChecksLiveness) {
   EXPECT_TRUE(absl::IsInvalidArgument(rs->MutateRowAt(next(), row, "", 0)));
   EXPECT_TRUE(absl::IsInvalidArgument(rs->MutateRowAt(next(), row, "\x09", 0)));
   // MutateRow by key and MutateRowAt agree.
-  EXPECT_TRUE(rs->MutateRow(next(), Key(16), DeleteList(), 0).ok());
+  BASALT_EXPECT_OK(rs->MutateRow(next(), Key(16), DeleteList(), 0));
   EXPECT_TRUE(absl::IsNotFound(rs->MutateRowAt(next(), 8, DeleteList(), 0)));
 }
 
@@ -160,14 +161,14 @@ TEST_F(DiskRowSetLookupTest, DeletedStateSurvivesFlushAndReopen) {
       ts = HybridTime(ts.value() + 1);
       const std::string list =
           deleted[row] ? ReinsertList(i) : (rng.OneIn(2) ? DeleteList() : UpdateList(i));
-      ASSERT_TRUE(rs->MutateRowAt(ts, row, list, 0).ok());
+      BASALT_ASSERT_OK(rs->MutateRowAt(ts, row, list, 0));
       if (list[0] != static_cast<char>(RowChangeType::kUpdate)) deleted[row] = !deleted[row];
     }
   };
   auto check = [&] {
     for (rowid_t row = 0; row < kRows; ++row) {
       auto d = rs->delta_tracker()->IsDeletedLatest(row);
-      ASSERT_TRUE(d.ok()) << d.status();
+      BASALT_ASSERT_OK(d);
       ASSERT_EQ(*d, deleted[row]) << "row " << row;
       EXPECT_EQ(*rs->CheckRowPresent(Key(2 * static_cast<int32_t>(row)), nullptr), !deleted[row]);
     }
@@ -175,18 +176,18 @@ TEST_F(DiskRowSetLookupTest, DeletedStateSurvivesFlushAndReopen) {
   // Only UPDATEs so far: nothing is deleted.
   for (rowid_t row = 0; row < 100; ++row) {
     ts = HybridTime(ts.value() + 1);
-    ASSERT_TRUE(rs->MutateRowAt(ts, row, UpdateList(row), 0).ok());
+    BASALT_ASSERT_OK(rs->MutateRowAt(ts, row, UpdateList(row), 0));
   }
   check();
   mutate_some(300);
   check();
-  ASSERT_TRUE(rs->delta_tracker()->FlushDMS().ok());
+  BASALT_ASSERT_OK(rs->delta_tracker()->FlushDMS());
   check();
   mutate_some(300);
   check();
-  ASSERT_TRUE(rs->delta_tracker()->FlushDMS().ok());
+  BASALT_ASSERT_OK(rs->delta_tracker()->FlushDMS());
   auto reopened = DiskRowSet::Open(rs->CurrentMetadata(), Options());
-  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  BASALT_ASSERT_OK(reopened);
   rs = *reopened;
   check();
 }

@@ -16,6 +16,7 @@
 #include "tablet/diskrowset_iterator.h"
 #include "tablet/diskrowset_test_util.h"
 #include "tablet/row_changelist.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -128,10 +129,10 @@ class DiskRowSetTest : public drs_test::DiskRowSetTestBase {
       model_.AddBase(rows.back());
     }
     auto meta = WriteRowSet(schema_, rows, 1, &rng_);
-    ASSERT_TRUE(meta.ok()) << meta.status();
+    BASALT_ASSERT_OK(meta);
     meta_ = *meta;
     auto rs = DiskRowSet::Open(meta_, Options(cache));
-    ASSERT_TRUE(rs.ok()) << rs.status();
+    BASALT_ASSERT_OK(rs);
     rs_ = *rs;
   }
 
@@ -161,7 +162,7 @@ class DiskRowSetTest : public drs_test::DiskRowSetTestBase {
     if (hi) spec.range.upper = Key(*hi);
     spec.predicates = std::move(preds);
     auto got = Scan(*rs_, schema_, Before(before), spec, max_rows);
-    ASSERT_TRUE(got.ok()) << got.status();
+    BASALT_ASSERT_OK(got);
     std::vector<TestRow> want = model_.Scan(before, lo.value_or(INT32_MIN),
                                             hi ? int64_t{*hi} : int64_t{INT32_MAX} + 1, filter);
     ASSERT_EQ(got->size(), want.size()) << "before " << before;
@@ -202,20 +203,20 @@ TEST_F(DiskRowSetTest, FindRowWithBloomFilter) {
     EXPECT_EQ(rs_->max_key(), Key(39998));
     for (int32_t i = 0; i < 20000; i += 7) {
       auto row = rs_->FindRow(Key(2 * i));
-      ASSERT_TRUE(row.ok()) << row.status();
+      BASALT_ASSERT_OK(row);
       ASSERT_EQ(*row, std::optional<rowid_t>(i));
     }
     // Keys outside [min, max] are answered without probing the bloom filter.
     for (int32_t k : {-5, -1, 39999, 100000}) {
       auto row = rs_->FindRow(Key(k));
-      ASSERT_TRUE(row.ok());
+      BASALT_ASSERT_OK(row);
       EXPECT_FALSE(row->has_value());
     }
     const DiskRowSetLookupStats before = rs_->lookup_stats();
     for (int32_t i = 0; i < 20000; ++i) {
       if (i == 19999) continue;  // 39999 is above max_key.
       auto row = rs_->FindRow(Key(2 * i + 1));
-      ASSERT_TRUE(row.ok()) << row.status();
+      BASALT_ASSERT_OK(row);
       ASSERT_FALSE(row->has_value()) << 2 * i + 1;
     }
     const DiskRowSetLookupStats after = rs_->lookup_stats();
@@ -226,10 +227,10 @@ TEST_F(DiskRowSetTest, FindRowWithBloomFilter) {
     // The expected count is 2 (rate 0.0001); 20 would be a broken filter.
     EXPECT_LE(fps, 20);
     auto present = rs_->CheckRowPresent(Key(10), nullptr);
-    ASSERT_TRUE(present.ok());
+    BASALT_ASSERT_OK(present);
     EXPECT_TRUE(*present);
     present = rs_->CheckRowPresent(Key(11), nullptr);
-    ASSERT_TRUE(present.ok());
+    BASALT_ASSERT_OK(present);
     EXPECT_FALSE(*present);
   }
 }
@@ -270,9 +271,9 @@ TEST_F(DiskRowSetTest, PredicatesArePushedIntoTheFiles) {
   // A selective predicate on the sorted column: the zone maps skip almost every page.
   auto tag = *ColumnPredicate::Range(schema_.column(3), Datum::Int32(150), Datum::Int32(152));
   auto it = rs_->NewIterator(&schema_, Before(1), {{}, {tag}});
-  ASSERT_TRUE(it.ok()) << it.status();
+  BASALT_ASSERT_OK(it);
   auto rows = drs_test::Drain(it->get(), schema_, 1024);
-  ASSERT_TRUE(rows.ok()) << rows.status();
+  BASALT_ASSERT_OK(rows);
   EXPECT_EQ(rows->size(), 100u);  // Keys 30000..30398.
   auto* drs_it = static_cast<DiskRowSetIterator*>(it->get());
   EXPECT_GT(drs_it->file_stats().pages_skipped, 50);
@@ -281,7 +282,7 @@ TEST_F(DiskRowSetTest, PredicatesArePushedIntoTheFiles) {
   // A predicate no row of the file can match ends the scan at Init.
   auto none = *ColumnPredicate::Equality(schema_.column(3), Datum::Int32(1000));
   it = rs_->NewIterator(&schema_, Before(1), {{}, {none}});
-  ASSERT_TRUE(it.ok());
+  BASALT_ASSERT_OK(it);
   EXPECT_FALSE((*it)->HasNext());
 }
 
@@ -294,12 +295,12 @@ TEST_F(DiskRowSetTest, ProjectionWithAddedDroppedAndReorderedColumns) {
        ColumnSchema("added", DataType::kInt32, false, Datum::Int32(7)),
        ColumnSchema("note", DataType::kString, true)},
       1, {0, 2, 10, 11});
-  ASSERT_TRUE(altered.ok()) << altered.status();
+  BASALT_ASSERT_OK(altered);
   auto proj = altered->Project({"s", "added", "note", "key"});
-  ASSERT_TRUE(proj.ok()) << proj.status();
+  BASALT_ASSERT_OK(proj);
   auto eq7 = *ColumnPredicate::Equality(proj->column(1), Datum::Int32(7));
   auto got = Scan(*rs_, *proj, Before(1), {{Key(100), Key(200)}, {eq7}});
-  ASSERT_TRUE(got.ok()) << got.status();
+  BASALT_ASSERT_OK(got);
   ASSERT_EQ(got->size(), 50u);
   for (size_t i = 0; i < got->size(); ++i) {
     const TestRow want = *model_.Latest(100 + 2 * static_cast<int32_t>(i));
@@ -308,11 +309,11 @@ TEST_F(DiskRowSetTest, ProjectionWithAddedDroppedAndReorderedColumns) {
   }
   auto eq8 = *ColumnPredicate::Equality(proj->column(1), Datum::Int32(8));
   got = Scan(*rs_, *proj, Before(1), {{}, {eq8}});
-  ASSERT_TRUE(got.ok());
+  BASALT_ASSERT_OK(got);
   EXPECT_TRUE(got->empty());
   auto is_null = ColumnPredicate::IsNull(proj->column(2));
   got = Scan(*rs_, *proj, Before(1), {{}, {is_null}});
-  ASSERT_TRUE(got.ok());
+  BASALT_ASSERT_OK(got);
   EXPECT_EQ(got->size(), 3000u);
 
   // A missing NOT NULL column without a default, a type change, a NOT NULL projection of a
@@ -339,10 +340,10 @@ TEST_F(DiskRowSetTest, KeyColumnsAfterTheLeadOfAProjectionSurviveReinserts) {
   Mutate(11, 20, ReinsertList(r), r);
   // The key is the projection's last column, so only the rowset knows it is a key column.
   auto proj = schema_.Project({"s", "tag", "key"});
-  ASSERT_TRUE(proj.ok());
+  BASALT_ASSERT_OK(proj);
   ASSERT_EQ(proj->num_key_columns(), 0);
   auto got = Scan(*rs_, *proj, Before(100), {{Key(18), Key(24)}, {}});
-  ASSERT_TRUE(got.ok()) << got.status();
+  BASALT_ASSERT_OK(got);
   ASSERT_EQ(got->size(), 3u);
   EXPECT_EQ((*got)[1], (TestRow{r[2], r[3], Datum::Int32(20)})) << RowToString((*got)[1]);
 }
@@ -350,13 +351,13 @@ TEST_F(DiskRowSetTest, KeyColumnsAfterTheLeadOfAProjectionSurviveReinserts) {
 TEST_F(DiskRowSetTest, IteratorContract) {
   WriteAndOpen(EvenKeys(100));
   auto it = rs_->NewIterator(&schema_, Before(1), {});
-  ASSERT_TRUE(it.ok());
-  EXPECT_TRUE((*it)->Init().ok());  // Already initialized by NewIterator: a no-op.
+  BASALT_ASSERT_OK(it);
+  BASALT_EXPECT_OK((*it)->Init());  // Already initialized by NewIterator: a no-op.
   RowBlockBuffers small(schema_, 10);
   EXPECT_TRUE(absl::IsInvalidArgument((*it)->NextBlock(small.blocks(), 11).status()));
   EXPECT_TRUE(absl::IsInvalidArgument((*it)->NextBlock(small.blocks().subspan(1), 10).status()));
   auto rows = drs_test::Drain(it->get(), schema_, 10);
-  ASSERT_TRUE(rows.ok());
+  BASALT_ASSERT_OK(rows);
   EXPECT_EQ(rows->size(), 100u);
   // A base iterator takes no scan spec.
   DiskRowSetIterator base(rs_.get(), &schema_, std::nullopt, {{Key(1), ""}, {}});
@@ -371,14 +372,14 @@ TEST_F(DiskRowSetTest, ExplicitKeyColumnIds) {
   DiskRowSetOptions opts = Options();
   opts.key_column_ids = {0};
   auto rs = DiskRowSet::Open(meta_, opts);
-  ASSERT_TRUE(rs.ok());
+  BASALT_ASSERT_OK(rs);
   rs_ = *rs;
   Mutate(10, 20, DeleteList(), std::nullopt);
   TestRow r = MakeRow(&rng_, 20);
   Mutate(11, 20, ReinsertList(r), r);
   auto proj = schema_.Project({"val", "key"});
   auto got = Scan(*rs_, *proj, Before(100), {{Key(20), Key(21)}, {}});
-  ASSERT_TRUE(got.ok()) << got.status();
+  BASALT_ASSERT_OK(got);
   ASSERT_EQ(got->size(), 1u);
   EXPECT_EQ((*got)[0], (TestRow{r[1], Datum::Int32(20)})) << RowToString((*got)[0]);
 }
@@ -432,18 +433,18 @@ TEST_F(DiskRowSetTest, SnapshotReadsWithDeltasAndGhostRows) {
     for (int32_t k : {0, 2, 10, 14, 20, 30, 3998}) {
       const MvccSnapshot snap = Before(before);
       auto present = rs_->CheckRowPresent(Key(k), &snap);
-      ASSERT_TRUE(present.ok());
+      BASALT_ASSERT_OK(present);
       EXPECT_EQ(*present, model_.At(k, before).has_value()) << k;
     }
   }
   // The predicate on `val` was evaluated after applying deltas, the one on `tag` in the files.
   auto it = rs_->NewIterator(&schema_, Before(10000), {{}, {ValRange(1000, 1500)}});
-  ASSERT_TRUE(it.ok());
-  ASSERT_TRUE(drs_test::Drain(it->get(), schema_).ok());
+  BASALT_ASSERT_OK(it);
+  BASALT_ASSERT_OK(drs_test::Drain(it->get(), schema_));
   EXPECT_GT(static_cast<DiskRowSetIterator*>(it->get())->stats().chunks_evaluated_after_deltas, 0);
 
   // Flush the DMS, reopen from the current metadata: same answers.
-  ASSERT_TRUE(rs_->delta_tracker()->FlushDMS().ok());
+  BASALT_ASSERT_OK(rs_->delta_tracker()->FlushDMS());
   const RowSetMetadata current = rs_->CurrentMetadata();
   EXPECT_EQ(current.redo_blocks.size(), 1u);
   for (int pass = 0; pass < 2; ++pass) {
@@ -452,7 +453,7 @@ TEST_F(DiskRowSetTest, SnapshotReadsWithDeltasAndGhostRows) {
       CheckScan(before, std::nullopt, std::nullopt, {ValRange(1000, 1500)}, updated_val);
     }
     auto reopened = DiskRowSet::Open(current, Options());
-    ASSERT_TRUE(reopened.ok()) << reopened.status();
+    BASALT_ASSERT_OK(reopened);
     rs_ = *reopened;
   }
 }
@@ -483,10 +484,10 @@ TEST_F(DiskRowSetTest, RandomOpsMatchModel) {
       TestRow r = MakeRow(&rng_, key);
       Mutate(++ts, key, ReinsertList(r), r);
     } else if (op < 72) {
-      ASSERT_TRUE(rs_->delta_tracker()->FlushDMS().ok());
+      BASALT_ASSERT_OK(rs_->delta_tracker()->FlushDMS());
       if (rng_.OneIn(2)) {
         auto reopened = DiskRowSet::Open(rs_->CurrentMetadata(), Options());
-        ASSERT_TRUE(reopened.ok()) << reopened.status();
+        BASALT_ASSERT_OK(reopened);
         rs_ = *reopened;
       }
     } else if (op < 80) {
@@ -521,7 +522,7 @@ TEST_F(DiskRowSetTest, RandomOpsMatchModel) {
       const uint64_t before = 1 + rng_.Uniform(ts + 1);
       MvccSnapshot snap = Before(before);
       auto present = rs_->CheckRowPresent(Key(key), rng_.OneIn(2) ? &snap : nullptr);
-      ASSERT_TRUE(present.ok()) << present.status();
+      BASALT_ASSERT_OK(present);
     }
     if (HasFatalFailure()) return;
   }
@@ -537,10 +538,10 @@ TEST_F(DiskRowSetTest, ConcurrentScansSeeOneSnapshot) {
       const int32_t key = 2 * static_cast<int32_t>(rng.Uniform(3000));
       TestRow r = MakeRow(&rng, key);
       absl::Status s = rs_->MutateRow(HybridTime(ts), Key(key), UpdateList(r), 0);
-      EXPECT_TRUE(s.ok()) << s;
+      BASALT_EXPECT_OK(s);
       committed.store(ts + 1, std::memory_order_release);
       if (ts % 500 == 0) {
-        EXPECT_TRUE(rs_->delta_tracker()->FlushDMS().ok());
+        BASALT_EXPECT_OK(rs_->delta_tracker()->FlushDMS());
       }
     }
     stop = true;
@@ -590,14 +591,14 @@ class DiskRowSetCorruptionTest : public DiskRowSetTest {
 TEST_F(DiskRowSetCorruptionTest, MissingBlocks) {
   for (BlockId id : meta_.AllBlocks()) {
     std::string data;
-    ASSERT_TRUE(ReadFileToString(&env_, bm_->BlockPath(id), &data).ok());
-    ASSERT_TRUE(bm_->DeleteBlock(id).ok());
+    BASALT_ASSERT_OK(ReadFileToString(&env_, bm_->BlockPath(id), &data));
+    BASALT_ASSERT_OK(bm_->DeleteBlock(id));
     absl::Status s = DiskRowSet::Open(meta_, Options()).status();
     EXPECT_TRUE(absl::IsNotFound(s)) << s;
     EXPECT_NE(s.message().find("rowset 1"), std::string::npos) << s;
-    ASSERT_TRUE(WriteStringToFile(&env_, bm_->BlockPath(id), data, false).ok());
+    BASALT_ASSERT_OK(WriteStringToFile(&env_, bm_->BlockPath(id), data, false));
   }
-  EXPECT_TRUE(OpenScanAndLookUp(meta_).ok());
+  BASALT_EXPECT_OK(OpenScanAndLookUp(meta_));
 }
 
 TEST_F(DiskRowSetCorruptionTest, MetadataThatDisagreesWithTheFiles) {
@@ -639,7 +640,7 @@ TEST_F(DiskRowSetCorruptionTest, DamagedPagesFailScansAndLookups) {
   // fails.
   FlipByte(ColumnBlockOf(kValId), 5);
   auto rs = DiskRowSet::Open(meta_, Options());
-  ASSERT_TRUE(rs.ok()) << rs.status();
+  BASALT_ASSERT_OK(rs);
   absl::Status s = Scan(**rs, schema_, Before(1)).status();
   EXPECT_TRUE(absl::IsDataLoss(s)) << s;
   EXPECT_NE(s.message().find("rowset 1"), std::string::npos) << s;
@@ -647,7 +648,7 @@ TEST_F(DiskRowSetCorruptionTest, DamagedPagesFailScansAndLookups) {
   // A flipped byte in the bloom filter's only page: lookups that probe it fail.
   FlipByte(meta_.bloom_block, 100);
   rs = DiskRowSet::Open(meta_, Options());
-  ASSERT_TRUE(rs.ok()) << rs.status();
+  BASALT_ASSERT_OK(rs);
   EXPECT_TRUE(absl::IsDataLoss((*rs)->FindRow(Key(11)).status()));
 }
 
@@ -657,7 +658,7 @@ TEST_F(DiskRowSetCorruptionTest, RandomDamageNeverCrashes) {
   for (int trial = 0; trial < 60; ++trial) {
     const BlockId id = blocks[rng_.Uniform(blocks.size())];
     std::string path = bm_->BlockPath(id), data;
-    ASSERT_TRUE(ReadFileToString(&env_, path, &data).ok());
+    BASALT_ASSERT_OK(ReadFileToString(&env_, path, &data));
     std::string damaged = data;
     switch (rng_.Uniform(3)) {
       case 0:
@@ -672,12 +673,12 @@ TEST_F(DiskRowSetCorruptionTest, RandomDamageNeverCrashes) {
                   damaged.begin() + std::min(damaged.size(), at + 1 + rng_.Uniform(64)), '\0');
       }
     }
-    ASSERT_TRUE(WriteStringToFile(&env_, path, damaged, false).ok());
+    BASALT_ASSERT_OK(WriteStringToFile(&env_, path, damaged, false));
     errors += !OpenScanAndLookUp(meta_).ok();
-    ASSERT_TRUE(WriteStringToFile(&env_, path, data, false).ok());
+    BASALT_ASSERT_OK(WriteStringToFile(&env_, path, data, false));
   }
   EXPECT_GT(errors, 0);
-  EXPECT_TRUE(OpenScanAndLookUp(meta_).ok());
+  BASALT_EXPECT_OK(OpenScanAndLookUp(meta_));
 }
 
 }  // namespace

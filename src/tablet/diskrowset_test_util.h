@@ -23,6 +23,7 @@
 #include "tablet/diskrowset_writer.h"
 #include "tablet/iterators_test_util.h"
 #include "tablet/row_block_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt::drs_test {
 
@@ -108,18 +109,18 @@ class DiskRowSetTestBase : public ::testing::Test {
   void FlipByte(BlockId id, int64_t offset) {
     std::string path = bm_->BlockPath(id);
     std::string data;
-    ASSERT_TRUE(ReadFileToString(&env_, path, &data).ok());
+    BASALT_ASSERT_OK(ReadFileToString(&env_, path, &data));
     size_t pos = offset >= 0 ? static_cast<size_t>(offset) : data.size() + offset;
     ASSERT_LT(pos, data.size());
     data[pos] = static_cast<char>(~data[pos]);
-    ASSERT_TRUE(WriteStringToFile(&env_, path, data, false).ok());
+    BASALT_ASSERT_OK(WriteStringToFile(&env_, path, data, false));
   }
   void Truncate(BlockId id, size_t size) {
     std::string path = bm_->BlockPath(id);
     std::string data;
-    ASSERT_TRUE(ReadFileToString(&env_, path, &data).ok());
+    BASALT_ASSERT_OK(ReadFileToString(&env_, path, &data));
     data.resize(std::min(size, data.size()));
-    ASSERT_TRUE(WriteStringToFile(&env_, path, data, false).ok());
+    BASALT_ASSERT_OK(WriteStringToFile(&env_, path, data, false));
   }
 
   MemoryEnv env_;

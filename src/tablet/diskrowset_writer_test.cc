@@ -11,6 +11,7 @@
 #include "common/random.h"
 #include "tablet/diskrowset.h"
 #include "tablet/diskrowset_test_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -97,7 +98,7 @@ class DiskRowSetWriterTest : public drs_test::DiskRowSetTestBase {
 TEST_F(DiskRowSetWriterTest, RoundTripEveryType) {
   const std::vector<TestRow> rows = WideRows(schema_, &rng_, 5000);
   auto meta = WriteRowSet(schema_, rows, 7, &rng_);
-  ASSERT_TRUE(meta.ok()) << meta.status();
+  BASALT_ASSERT_OK(meta);
   EXPECT_EQ(meta->id, 7);
   EXPECT_EQ(meta->num_rows, rows.size());
   EXPECT_EQ(meta->min_key, KeyOf(schema_, rows.front()));
@@ -114,24 +115,24 @@ TEST_F(DiskRowSetWriterTest, RoundTripEveryType) {
   for (BlockId id : all) EXPECT_TRUE(bm_->BlockExists(id)) << id.ToString();
 
   auto rs = DiskRowSet::Open(*meta, Options());
-  ASSERT_TRUE(rs.ok()) << rs.status();
+  BASALT_ASSERT_OK(rs);
   auto base = (*rs)->NewBaseIterator(&schema_);
-  ASSERT_TRUE(base.ok()) << base.status();
+  BASALT_ASSERT_OK(base);
   auto got = drs_test::Drain(base->get(), schema_, 777);
-  ASSERT_TRUE(got.ok()) << got.status();
+  BASALT_ASSERT_OK(got);
   ASSERT_EQ(got->size(), rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     ASSERT_EQ((*got)[i], rows[i]) << i << ": " << RowToString((*got)[i]) << " vs "
                                   << RowToString(rows[i]);
   }
   auto scanned = Scan(**rs, schema_, MvccSnapshot::IncludingAll(), {}, 333);
-  ASSERT_TRUE(scanned.ok()) << scanned.status();
+  BASALT_ASSERT_OK(scanned);
   EXPECT_EQ(*scanned, rows);
 }
 
 TEST_F(DiskRowSetWriterTest, RejectsKeysOutOfOrder) {
   DiskRowSetWriter writer(bm_.get(), &schema_, 1, 100);
-  ASSERT_TRUE(writer.Open().ok());
+  BASALT_ASSERT_OK(writer.Open());
   TestRow a = WideRow(&rng_, 1, "a");
   TestRow b = WideRow(&rng_, 1, "b");
   TestRow c = WideRow(&rng_, 2, "");
@@ -139,15 +140,15 @@ TEST_F(DiskRowSetWriterTest, RejectsKeysOutOfOrder) {
   EXPECT_TRUE(absl::IsInvalidArgument(Append(&writer, {a, a})));
   EXPECT_TRUE(absl::IsInvalidArgument(Append(&writer, {b, a})));
   EXPECT_EQ(writer.rows_written(), 0u);
-  ASSERT_TRUE(Append(&writer, {b}).ok());
+  BASALT_ASSERT_OK(Append(&writer, {b}));
   EXPECT_TRUE(absl::IsInvalidArgument(Append(&writer, {a})));
   EXPECT_TRUE(absl::IsInvalidArgument(Append(&writer, {b})));
   // The writer stays usable after a rejected call.
-  ASSERT_TRUE(Append(&writer, {c}).ok());
+  BASALT_ASSERT_OK(Append(&writer, {c}));
   EXPECT_EQ(writer.rows_written(), 2u);
   std::vector<std::unique_ptr<WritableBlock>> blocks;
   auto meta = writer.FinishWithoutFinalize(&blocks);
-  ASSERT_TRUE(meta.ok()) << meta.status();
+  BASALT_ASSERT_OK(meta);
   EXPECT_EQ(meta->min_key, KeyOf(schema_, b));
   EXPECT_EQ(meta->max_key, KeyOf(schema_, c));
   EXPECT_EQ(blocks.size(), static_cast<size_t>(schema_.num_columns()) + 2);
@@ -157,7 +158,7 @@ TEST_F(DiskRowSetWriterTest, RejectsBlocksThatDoNotFit) {
   DiskRowSetWriter writer(bm_.get(), &schema_, 1, 100);
   TestRow a = WideRow(&rng_, 1, "a");
   EXPECT_TRUE(absl::IsFailedPrecondition(Append(&writer, {a})));  // Not open.
-  ASSERT_TRUE(writer.Open().ok());
+  BASALT_ASSERT_OK(writer.Open());
   EXPECT_TRUE(absl::IsFailedPrecondition(writer.Open()));
   drs_test::ColumnarRows chunk(schema_, 1);
   chunk.Append(a);
@@ -172,13 +173,13 @@ TEST_F(DiskRowSetWriterTest, RejectsBlocksThatDoNotFit) {
   std::swap(cols[2], cols[3]);
   EXPECT_TRUE(absl::IsInvalidArgument(writer.AppendBlock(cols, {}, 1)));
   EXPECT_TRUE(absl::IsInvalidArgument(writer.AppendBlock(cols, keys, 2)));
-  ASSERT_TRUE(writer.AppendBlock(cols, keys, 1).ok());
+  BASALT_ASSERT_OK(writer.AppendBlock(cols, keys, 1));
   EXPECT_EQ(writer.rows_written(), 1u);
 }
 
 TEST_F(DiskRowSetWriterTest, NullInNotNullColumnFailsTheWriter) {
   DiskRowSetWriter writer(bm_.get(), &schema_, 1, 100);
-  ASSERT_TRUE(writer.Open().ok());
+  BASALT_ASSERT_OK(writer.Open());
   drs_test::ColumnarRows chunk(schema_, 1);
   chunk.Append(WideRow(&rng_, 1, "a"));
   std::string key = KeyOf(schema_, WideRow(&rng_, 1, "a"));
@@ -198,7 +199,7 @@ TEST_F(DiskRowSetWriterTest, NullInNotNullColumnFailsTheWriter) {
 TEST_F(DiskRowSetWriterTest, NoRowsIsFailedPreconditionAndLeavesNoBlocks) {
   {
     DiskRowSetWriter writer(bm_.get(), &schema_, 1, 100);
-    ASSERT_TRUE(writer.Open().ok());
+    BASALT_ASSERT_OK(writer.Open());
     std::vector<std::unique_ptr<WritableBlock>> blocks;
     auto meta = writer.FinishWithoutFinalize(&blocks);
     EXPECT_TRUE(absl::IsFailedPrecondition(meta.status())) << meta.status();
@@ -207,16 +208,16 @@ TEST_F(DiskRowSetWriterTest, NoRowsIsFailedPreconditionAndLeavesNoBlocks) {
   {
     // A writer destroyed before finishing aborts its blocks.
     DiskRowSetWriter writer(bm_.get(), &schema_, 2, 100);
-    ASSERT_TRUE(writer.Open().ok());
-    ASSERT_TRUE(Append(&writer, WideRows(schema_, &rng_, 100)).ok());
+    BASALT_ASSERT_OK(writer.Open());
+    BASALT_ASSERT_OK(Append(&writer, WideRows(schema_, &rng_, 100)));
   }
   auto listed = bm_->ListBlocks();
-  ASSERT_TRUE(listed.ok());
+  BASALT_ASSERT_OK(listed);
   EXPECT_TRUE(listed->empty());
   std::vector<std::string> children;
   for (int i = 0; i < 256; ++i) {
     auto c = env_.GetChildren(StrCat(bm_->blocks_dir(), "/", absl::Hex(i, absl::kZeroPad2)));
-    ASSERT_TRUE(c.ok());
+    BASALT_ASSERT_OK(c);
     children.insert(children.end(), c->begin(), c->end());
   }
   EXPECT_TRUE(children.empty()) << children.front();
@@ -224,19 +225,18 @@ TEST_F(DiskRowSetWriterTest, NoRowsIsFailedPreconditionAndLeavesNoBlocks) {
 
 TEST_F(DiskRowSetWriterTest, BytesWrittenCountsEveryFile) {
   DiskRowSetWriter writer(bm_.get(), &schema_, 1, 20000);
-  ASSERT_TRUE(writer.Open().ok());
+  BASALT_ASSERT_OK(writer.Open());
   const std::vector<TestRow> rows = WideRows(schema_, &rng_, 20000);
   uint64_t last = writer.bytes_written();
   for (size_t i = 0; i < rows.size(); i += 2000) {
-    ASSERT_TRUE(
-        Append(&writer, std::vector<TestRow>(rows.begin() + i, rows.begin() + i + 2000)).ok());
+    BASALT_ASSERT_OK(Append(&writer, std::vector<TestRow>(rows.begin() + i, rows.begin() + i + 2000)));
     EXPECT_GE(writer.bytes_written(), last);
     last = writer.bytes_written();
   }
   EXPECT_GT(last, 0u);  // Pages were flushed along the way.
   std::vector<std::unique_ptr<WritableBlock>> blocks;
   auto meta = writer.FinishWithoutFinalize(&blocks);
-  ASSERT_TRUE(meta.ok()) << meta.status();
+  BASALT_ASSERT_OK(meta);
   uint64_t total = 0;
   for (const auto& b : blocks) total += b->bytes_written();
   EXPECT_EQ(writer.bytes_written(), total);
@@ -248,10 +248,10 @@ TEST_F(DiskRowSetWriterTest, BloomFilterIsSizedForTheRowsWritten) {
   // The caller expected a million rows but wrote 1000: the filter is sized for 1000 keys (one
   // 4 KiB page), not 3 MiB.
   DiskRowSetWriter writer(bm_.get(), &schema_, 1, 1 << 20);
-  ASSERT_TRUE(writer.Open().ok());
-  ASSERT_TRUE(Append(&writer, WideRows(schema_, &rng_, 1000)).ok());
+  BASALT_ASSERT_OK(writer.Open());
+  BASALT_ASSERT_OK(Append(&writer, WideRows(schema_, &rng_, 1000)));
   std::vector<std::unique_ptr<WritableBlock>> blocks;
-  ASSERT_TRUE(writer.FinishWithoutFinalize(&blocks).ok());
+  BASALT_ASSERT_OK(writer.FinishWithoutFinalize(&blocks));
   EXPECT_EQ(blocks.back()->bytes_written(), kBloomPageSize + 4 + kBloomTrailerSize);
 }
 

@@ -25,6 +25,7 @@
 #include "tablet/merge_iterator.h"
 #include "tablet/row_block_util.h"
 #include "tablet/union_iterator.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -253,7 +254,7 @@ TEST(RowBlockUtilTest, KeyComparatorAndEncodeKeyOfRowAgreeWithEncodeKey) {
 TEST(RowBlockUtilTest, CheckBlocksFitProjection) {
   const Schema schema = MakeSchema(Layout::kIntKeyFixed);
   RowBlockBuffers ok(schema, 10);
-  EXPECT_TRUE(CheckBlocksFitProjection(schema, ok.blocks(), 10).ok());
+  BASALT_EXPECT_OK(CheckBlocksFitProjection(schema, ok.blocks(), 10));
   EXPECT_EQ(CheckBlocksFitProjection(schema, ok.blocks(), 11).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(CheckBlocksFitProjection(schema, ok.blocks().subspan(1), 10).code(),
@@ -326,11 +327,11 @@ TEST(FilterIteratorTest, RandomPredicatesMatchBruteForce) {
     FilterIterator it(
         std::make_unique<FakeRowIterator>(data.get(), all, RandomFakeOptions(&rng), rng.Next64()),
         &schema, preds);
-    ASSERT_TRUE(it.Init().ok());
+    BASALT_ASSERT_OK(it.Init());
     std::vector<TestRow> actual;
     std::vector<size_t> sizes;
     const size_t max_rows = 1 + rng.Skewed(8);
-    ASSERT_TRUE(Drain(&it, schema, max_rows, &actual, &sizes).ok());
+    BASALT_ASSERT_OK(Drain(&it, schema, max_rows, &actual, &sizes));
     std::string context = StrCat("iter ", iter, " preds:");
     for (const auto& p : preds) StrAppend(&context, " [", p.ToString(), "]");
     ExpectSameRows(expected, actual, context);
@@ -364,7 +365,7 @@ TEST(FilterIteratorTest, Errors) {
   RowBlockBuffers buffers(schema, 4);
   EXPECT_EQ(it->NextBlock(buffers.blocks(), 4).status().code(),
             absl::StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(it->Init().ok());
+  BASALT_ASSERT_OK(it->Init());
   EXPECT_EQ(it->NextBlock(buffers.blocks(), 5).status().code(), absl::StatusCode::kInvalidArgument);
   ASSERT_TRUE(it->HasNext());
   EXPECT_EQ(*it->NextBlock(buffers.blocks(), 4), 0u);
@@ -401,9 +402,9 @@ TEST(FilterIteratorTest, OverMemRowSet) {
       if (RowMatches(schema, preds, r)) expected.push_back(r);
     }
     FilterIterator it(mrs.NewIterator(&schema, MvccSnapshot::IncludingAll()), &schema, preds);
-    ASSERT_TRUE(it.Init().ok());
+    BASALT_ASSERT_OK(it.Init());
     std::vector<TestRow> actual;
-    ASSERT_TRUE(Drain(&it, schema, 1 + rng.Uniform(300), &actual).ok());
+    BASALT_ASSERT_OK(Drain(&it, schema, 1 + rng.Uniform(300), &actual));
     ExpectSameRows(expected, actual, StrCat("iter ", iter));
   }
 }
@@ -434,10 +435,10 @@ TEST(UnionIteratorTest, YieldsChildrenInOrder) {
                                                            RandomFakeOptions(&rng), rng.Next64()));
     }
     UnionIterator it(std::move(children));
-    ASSERT_TRUE(it.Init().ok());
+    BASALT_ASSERT_OK(it.Init());
     std::vector<TestRow> actual;
     std::vector<size_t> sizes;
-    ASSERT_TRUE(Drain(&it, schema, 1 + rng.Skewed(7), &actual, &sizes).ok());
+    BASALT_ASSERT_OK(Drain(&it, schema, 1 + rng.Skewed(7), &actual, &sizes));
     ExpectSameRows(expected, actual, StrCat("iter ", iter));
     for (size_t i = 0; i + 1 < sizes.size(); ++i) ASSERT_GT(sizes[i], 0u);
   }
@@ -480,7 +481,7 @@ TEST(UnionIteratorTest, ReleasesExhaustedChildrenAtTheNextCall) {
                                   {Datum::Int32(2), Datum::Int64(2), Datum::String("c")}});
   int destroyed = 0;
   UnionIterator it(CountedSingleRowChildren(data.get(), &destroyed));
-  ASSERT_TRUE(it.Init().ok());
+  BASALT_ASSERT_OK(it.Init());
   RowBlockBuffers out(schema, 4);
   for (int call = 0; call < 3; ++call) {
     ASSERT_EQ(*it.NextBlock(out.blocks(), 4), 1u);
@@ -502,7 +503,7 @@ TEST(UnionIteratorTest, PropagatesChildErrors) {
   children.push_back(
       std::make_unique<FakeRowIterator>(data.get(), std::vector<size_t>{0}, fail, 1));
   UnionIterator it(std::move(children));
-  ASSERT_TRUE(it.Init().ok());
+  BASALT_ASSERT_OK(it.Init());
   std::vector<TestRow> out;
   EXPECT_EQ(Drain(&it, schema, 8, &out).code(), absl::StatusCode::kInternal);
   EXPECT_EQ(out.size(), 1u);
@@ -566,10 +567,10 @@ void RunMergeCase(Random* rng, const MergeCase& mc, const std::string& context) 
     if (kept[r]) expected.push_back(rows[r]);
   }
   MergeIterator it(std::move(children), &schema, mc.child_batch_rows);
-  ASSERT_TRUE(it.Init().ok()) << context;
+  BASALT_ASSERT_OK(it.Init()) << context;
   std::vector<TestRow> actual;
   std::vector<size_t> sizes;
-  ASSERT_TRUE(Drain(&it, schema, mc.max_rows, &actual, &sizes).ok()) << context;
+  BASALT_ASSERT_OK(Drain(&it, schema, mc.max_rows, &actual, &sizes)) << context;
   ExpectSameRows(expected, actual, context);
   for (size_t i = 0; i + 1 < sizes.size(); ++i) {
     ASSERT_GT(sizes[i], 0u) << context << " batch " << i;
@@ -618,9 +619,9 @@ TEST(MergeIteratorTest, DisjointChildrenAreCopiedInWholeBatches) {
     children.push_back(std::make_unique<FakeRowIterator>(data.get(), idx, full, c));
   }
   MergeIterator it(std::move(children), &schema, 100);
-  ASSERT_TRUE(it.Init().ok());
+  BASALT_ASSERT_OK(it.Init());
   std::vector<TestRow> actual;
-  ASSERT_TRUE(Drain(&it, schema, 250, &actual).ok());
+  BASALT_ASSERT_OK(Drain(&it, schema, 250, &actual));
   ExpectSameRows(rows, actual, "disjoint");
   // 40 child batches of 100 rows, cut by 16 output batches of 250: at most 40 + 16 runs.
   EXPECT_LE(it.num_runs(), 56);
@@ -641,9 +642,9 @@ TEST(MergeIteratorTest, InterleavedChildrenAlternate) {
         std::make_unique<FakeRowIterator>(data.get(), idx, FakeIteratorOptions{}, c));
   }
   MergeIterator it(std::move(children), &schema, 16);
-  ASSERT_TRUE(it.Init().ok());
+  BASALT_ASSERT_OK(it.Init());
   std::vector<TestRow> actual;
-  ASSERT_TRUE(Drain(&it, schema, 64, &actual).ok());
+  BASALT_ASSERT_OK(Drain(&it, schema, 64, &actual));
   ExpectSameRows(rows, actual, "interleaved");
   EXPECT_EQ(it.num_runs(), 300);
 }
@@ -653,7 +654,7 @@ TEST(MergeIteratorTest, Errors) {
   auto data = ToColumnar(schema, {{Datum::Int32(1), Datum::Int64(2)}});
   // A projection without key columns cannot be merged.
   auto no_key = schema.Project({"v"});
-  ASSERT_TRUE(no_key.ok());
+  BASALT_ASSERT_OK(no_key);
   ASSERT_EQ(no_key->num_key_columns(), 0);
   EXPECT_EQ(MergeIterator({}, &*no_key).Init().code(), absl::StatusCode::kInvalidArgument);
 
@@ -673,12 +674,12 @@ TEST(MergeIteratorTest, Errors) {
   RowBlockBuffers buffers(schema, 4);
   EXPECT_EQ(it.NextBlock(buffers.blocks(), 4).status().code(),
             absl::StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(it.Init().ok());
+  BASALT_ASSERT_OK(it.Init());
   EXPECT_EQ(it.NextBlock(buffers.blocks(), 5).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(it.NextBlock(buffers.blocks(), 4).status().code(), absl::StatusCode::kInternal);
 
   MergeIterator empty({}, &schema);
-  ASSERT_TRUE(empty.Init().ok());
+  BASALT_ASSERT_OK(empty.Init());
   EXPECT_FALSE(empty.HasNext());
 }
 
@@ -689,7 +690,7 @@ TEST(MergeIteratorTest, ReleasesExhaustedChildrenAtTheNextCall) {
                                   {Datum::Int32(2), Datum::Int64(2), Datum::String("c")}});
   int destroyed = 0;
   MergeIterator it(CountedSingleRowChildren(data.get(), &destroyed), &schema);
-  ASSERT_TRUE(it.Init().ok());
+  BASALT_ASSERT_OK(it.Init());
   RowBlockBuffers out(schema, 2);
   ASSERT_EQ(*it.NextBlock(out.blocks(), 2), 2u);
   EXPECT_EQ(destroyed, 0);  // Rows 0 and 1 still point into children 0 and 1.
@@ -729,9 +730,9 @@ TEST(MergeIteratorTest, OverMemRowSets) {
   std::vector<std::unique_ptr<RowBlockIterator>> children;
   for (auto& m : mrss) children.push_back(m->NewIterator(&schema, MvccSnapshot::IncludingAll()));
   MergeIterator it(std::move(children), &schema, 1 + rng.Uniform(200));
-  ASSERT_TRUE(it.Init().ok());
+  BASALT_ASSERT_OK(it.Init());
   std::vector<TestRow> actual;
-  ASSERT_TRUE(Drain(&it, schema, 1 + rng.Uniform(500), &actual).ok());
+  BASALT_ASSERT_OK(Drain(&it, schema, 1 + rng.Uniform(500), &actual));
   ExpectSameRows(rows, actual, "mrs merge");
 }
 

@@ -13,6 +13,7 @@
 #include "absl/synchronization/notification.h"
 #include "common/clock.h"
 #include "tablet/memory_budget.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -120,7 +121,7 @@ class MaintenanceManagerTest : public ::testing::Test {
     budget_options.limit_bytes = 1000;  // Pressure at 600.
     budget_options.clock = &clock_;
     auto budget = MemoryBudget::Create(budget_options);
-    ASSERT_TRUE(budget.ok()) << budget.status();
+    BASALT_ASSERT_OK(budget);
     budget_ = std::move(*budget);
     memory_ = budget_->RegisterConsumer("tablets");
 
@@ -335,7 +336,7 @@ TEST_F(MaintenanceManagerTest, ShutdownWaitsForRunningOps) {
   t.join();
   EXPECT_EQ(op->performs(), 1);
   ASSERT_EQ(mm_->GetStatus().completed.size(), 1u);
-  EXPECT_TRUE(mm_->GetStatus().completed[0].status.ok());
+  BASALT_EXPECT_OK(mm_->GetStatus().completed[0].status);
   // Nothing runs after shutdown; unregistering still works (TearDown).
   EXPECT_EQ(mm_->RunSchedulingPassForTests(), nullptr);
   mm_->Shutdown();  // Idempotent.

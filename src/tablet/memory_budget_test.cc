@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "common/random.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -35,7 +36,7 @@ class MemoryBudgetTest : public ::testing::Test {
     options.max_write_delay = absl::Milliseconds(100);
     options.clock = &clock_;
     absl::StatusOr<std::unique_ptr<MemoryBudget>> budget = MemoryBudget::Create(options);
-    ASSERT_TRUE(budget.ok()) << budget.status();
+    BASALT_ASSERT_OK(budget);
     budget_ = std::move(*budget);
     consumer_ = budget_->RegisterConsumer("tablet-a");
   }
@@ -51,11 +52,11 @@ class MemoryBudgetTest : public ::testing::Test {
 TEST(MemoryBudgetParseTest, MeminfoTotal) {
   absl::StatusOr<int64_t> bytes = ParseMeminfoTotalBytes(
       "MemTotal:       16314748 kB\nMemFree:          123456 kB\nMemAvailable: 1 kB\n");
-  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  BASALT_ASSERT_OK(bytes);
   EXPECT_EQ(*bytes, int64_t{16314748} * 1024);
   // Not the first line.
   bytes = ParseMeminfoTotalBytes("MemFree: 5 kB\nMemTotal: 7 kB");
-  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  BASALT_ASSERT_OK(bytes);
   EXPECT_EQ(*bytes, 7 * 1024);
 }
 
@@ -70,11 +71,11 @@ TEST(MemoryBudgetParseTest, MalformedMeminfoIsInvalidArgument) {
 
 TEST(MemoryBudgetParseTest, DefaultLimitIsEightyPercentOfThisMachine) {
   absl::StatusOr<int64_t> physical = PhysicalMemoryBytes();
-  ASSERT_TRUE(physical.ok()) << physical.status();
+  BASALT_ASSERT_OK(physical);
   EXPECT_GT(*physical, 16 << 20);
   EXPECT_EQ(DefaultMemoryLimitBytes(), *physical * 80 / 100);
   absl::StatusOr<std::unique_ptr<MemoryBudget>> budget = MemoryBudget::Create({});
-  ASSERT_TRUE(budget.ok()) << budget.status();
+  BASALT_ASSERT_OK(budget);
   EXPECT_EQ((*budget)->limit_bytes(), DefaultMemoryLimitBytes());
   EXPECT_EQ((*budget)->pressure_bytes(), (*budget)->limit_bytes() * 60 / 100);
 }
@@ -148,12 +149,12 @@ TEST_F(MemoryBudgetTest, WriteDelayGrowsFromSoftToHardLimit) {
 
 TEST_F(MemoryBudgetTest, AdmitWriteSleepsTheDelay) {
   consumer_->Set(700);
-  EXPECT_TRUE(budget_->AdmitWrite().ok());
+  BASALT_EXPECT_OK(budget_->AdmitWrite());
   EXPECT_EQ(ElapsedMicros(), 0);
   EXPECT_EQ(budget_->GetStats().writes_delayed, 0);
 
   consumer_->Set(900);
-  EXPECT_TRUE(budget_->AdmitWrite().ok());
+  BASALT_EXPECT_OK(budget_->AdmitWrite());
   EXPECT_EQ(ElapsedMicros(), 25000);
   MemoryBudget::Stats stats = budget_->GetStats();
   EXPECT_EQ(stats.writes_delayed, 1);
@@ -175,7 +176,7 @@ TEST_F(MemoryBudgetTest, HardLimitRefusesOnlyWhenNothingWasFreed) {
 
   // A flush frees memory while the write waits: the write goes through.
   clock_.hook_ = [&] { consumer_->Set(700); };
-  EXPECT_TRUE(budget_->AdmitWrite().ok());
+  BASALT_EXPECT_OK(budget_->AdmitWrite());
   EXPECT_EQ(budget_->GetStats().writes_rejected, 1);
   EXPECT_EQ(budget_->GetStats().writes_delayed, 1);
   budget_->RemovePressureListener(id);
@@ -207,7 +208,7 @@ TEST(MemoryBudgetEdgeTest, SoftLimitEqualToHardLimitNeverDelaysBelowIt) {
   options.limit_bytes = kLimit;
   options.soft_limit_percentage = 100;
   auto budget = MemoryBudget::Create(options);
-  ASSERT_TRUE(budget.ok());
+  BASALT_ASSERT_OK(budget);
   auto consumer = (*budget)->RegisterConsumer("t");
   consumer->Set(999);
   EXPECT_EQ((*budget)->WriteDelay(), absl::ZeroDuration());

@@ -13,6 +13,7 @@
 #include "common/random.h"
 #include "common/strings.h"
 #include "tablet/row_changelist.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -110,17 +111,17 @@ class MemRowSetTest : public ::testing::Test {
 };
 
 TEST_F(MemRowSetTest, InsertDuplicateUpdateDeleteReinsert) {
-  ASSERT_TRUE(Insert(10, 1, 100, "a").ok());
-  ASSERT_TRUE(Insert(10, 2, std::nullopt, std::nullopt).ok());
+  BASALT_ASSERT_OK(Insert(10, 1, 100, "a"));
+  BASALT_ASSERT_OK(Insert(10, 2, std::nullopt, std::nullopt));
   EXPECT_EQ(Insert(11, 1, 5, "x").code(), absl::StatusCode::kAlreadyExists);
-  ASSERT_TRUE(Update(20, 1, 101, std::nullopt).ok());
+  BASALT_ASSERT_OK(Update(20, 1, 101, std::nullopt));
   EXPECT_EQ(Update(20, 3, 1, "z").code(), absl::StatusCode::kNotFound);
-  ASSERT_TRUE(Delete(30, 1).ok());
+  BASALT_ASSERT_OK(Delete(30, 1));
   EXPECT_EQ(Delete(31, 1).code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(Update(31, 1, 1, "q").code(), absl::StatusCode::kNotFound);
   EXPECT_FALSE(mrs_.CheckRowPresentLatest(Key(1)));
   EXPECT_TRUE(mrs_.CheckRowPresentLatest(Key(2)));
-  ASSERT_TRUE(Insert(40, 1, 200, "re").ok());  // Reinsert.
+  BASALT_ASSERT_OK(Insert(40, 1, 200, "re"));  // Reinsert.
   EXPECT_EQ(Insert(41, 1, 5, "x").code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(mrs_.entry_count(), 2);
 
@@ -147,7 +148,7 @@ TEST_F(MemRowSetTest, InsertDuplicateUpdateDeleteReinsert) {
 }
 
 TEST_F(MemRowSetTest, RejectsBadMutationsAndNulls) {
-  ASSERT_TRUE(Insert(1, 1, 1, "a").ok());
+  BASALT_ASSERT_OK(Insert(1, 1, 1, "a"));
   EXPECT_EQ(mrs_.MutateRow(HybridTime(2), Key(1), "\x07").code(),
             absl::StatusCode::kInvalidArgument);
   std::string cl;
@@ -162,20 +163,20 @@ TEST_F(MemRowSetTest, RejectsBadMutationsAndNulls) {
 }
 
 TEST_F(MemRowSetTest, FrozenAcceptsMutationsOnly) {
-  ASSERT_TRUE(Insert(1, 1, 1, "a").ok());
+  BASALT_ASSERT_OK(Insert(1, 1, 1, "a"));
   mrs_.Freeze();
   EXPECT_EQ(Insert(2, 2, 1, "b").code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(Update(3, 1, 7, "c").ok());
+  BASALT_EXPECT_OK(Update(3, 1, 7, "c"));
   EXPECT_EQ(Scan(MvccSnapshot::IncludingAll()), (std::vector<Row>{{1, 7, "c"}}));
 }
 
 // A deleted row's key goes back into the frozen MRS (as a REINSERT), so a key never ends up in two
 // rowsets; a live key is still ALREADY_EXISTS.
 TEST_F(MemRowSetTest, FrozenReinsertsDeletedRowsInPlace) {
-  ASSERT_TRUE(Insert(1, 1, 1, "a").ok());
-  ASSERT_TRUE(Delete(2, 1).ok());
+  BASALT_ASSERT_OK(Insert(1, 1, 1, "a"));
+  BASALT_ASSERT_OK(Delete(2, 1));
   mrs_.Freeze();
-  EXPECT_TRUE(Insert(3, 1, 9, "z").ok());
+  BASALT_EXPECT_OK(Insert(3, 1, 9, "z"));
   EXPECT_EQ(Insert(4, 1, 9, "z").code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(Scan(MvccSnapshot::IncludingAll()), (std::vector<Row>{{1, 9, "z"}}));
   EXPECT_EQ(mrs_.entry_count(), 1);
@@ -184,9 +185,9 @@ TEST_F(MemRowSetTest, FrozenReinsertsDeletedRowsInPlace) {
 // The flusher's view: every row in key order, deleted ones included, with its full chain, and
 // chains that keep growing after the MRS is frozen.
 TEST_F(MemRowSetTest, RawIteratorSeesDeletedRowsAndLateMutations) {
-  ASSERT_TRUE(Insert(1, 5, 1, "a").ok());
-  ASSERT_TRUE(Insert(1, 3, 1, "b").ok());
-  ASSERT_TRUE(Delete(2, 3).ok());
+  BASALT_ASSERT_OK(Insert(1, 5, 1, "a"));
+  BASALT_ASSERT_OK(Insert(1, 3, 1, "b"));
+  BASALT_ASSERT_OK(Delete(2, 3));
   mrs_.Freeze();
   auto chain_length = [](const MRSRow* row) {
     int n = 0;
@@ -211,13 +212,13 @@ TEST_F(MemRowSetTest, RawIteratorSeesDeletedRowsAndLateMutations) {
   it.Next();
   EXPECT_FALSE(it.Valid());
   // A mutation that arrives during the flush is appended where the flusher will find it.
-  ASSERT_TRUE(Update(3, 5, 2, "c").ok());
+  BASALT_ASSERT_OK(Update(3, 5, 2, "c"));
   ASSERT_NE(second->redo_head(), nullptr);
   EXPECT_EQ(second->redo_head()->timestamp(), HybridTime(3));
 }
 
 TEST_F(MemRowSetTest, KeyBoundsAndBatches) {
-  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(Insert(1, i * 2, i, std::to_string(i)).ok());
+  for (int i = 0; i < 1000; ++i) BASALT_ASSERT_OK(Insert(1, i * 2, i, std::to_string(i)));
   auto rows = Scan(At(1), {Key(101), Key(301)}, 13);
   ASSERT_EQ(rows.size(), 100u);
   EXPECT_EQ(rows.front().key, 102);
@@ -230,24 +231,24 @@ TEST_F(MemRowSetTest, KeyBoundsAndBatches) {
 }
 
 TEST_F(MemRowSetTest, ProjectionWithAddedAndDroppedColumns) {
-  ASSERT_TRUE(Insert(1, 1, 10, "a").ok());
-  ASSERT_TRUE(Insert(1, 2, 20, "b").ok());
-  ASSERT_TRUE(Update(2, 2, 21, "bb").ok());
+  BASALT_ASSERT_OK(Insert(1, 1, 10, "a"));
+  BASALT_ASSERT_OK(Insert(1, 2, 20, "b"));
+  BASALT_ASSERT_OK(Update(2, 2, 21, "bb"));
   // The table later dropped "val" and added "d" (default 7) and "n" (nullable, no default).
   auto dropped = schema_.DropColumn("val");
-  ASSERT_TRUE(dropped.ok());
+  BASALT_ASSERT_OK(dropped);
   auto added = dropped->AddColumn(ColumnSchema("d", DataType::kInt64, false, Datum::Int64(7)));
-  ASSERT_TRUE(added.ok());
+  BASALT_ASSERT_OK(added);
   auto proj = added->AddColumn(ColumnSchema("n", DataType::kString, true));
-  ASSERT_TRUE(proj.ok()) << proj.status();
+  BASALT_ASSERT_OK(proj);
   ASSERT_EQ(proj->num_columns(), 4);  // key, s, d, n
   auto it = mrs_.NewIterator(&*proj, At(5));
-  ASSERT_TRUE(it->Init().ok());
+  BASALT_ASSERT_OK(it->Init());
   ColumnBlockBuffer k(DataType::kInt32, 8, false), s(DataType::kString, 8, true),
       d(DataType::kInt64, 8, false), n(DataType::kString, 8, true);
   ColumnBlock* blocks[] = {k.block(), s.block(), d.block(), n.block()};
   auto got = it->NextBlock(blocks, 8);
-  ASSERT_TRUE(got.ok()) << got.status();
+  BASALT_ASSERT_OK(got);
   ASSERT_EQ(*got, 2u);
   EXPECT_EQ(s.block()->data<std::string_view>()[1], "bb");
   EXPECT_EQ(d.block()->data<int64_t>()[0], 7);
@@ -261,13 +262,13 @@ TEST_F(MemRowSetTest, ProjectionWithAddedAndDroppedColumns) {
   // A NOT NULL column without a default cannot be projected; nor a type change.
   auto bad_schema = Schema::Create(
       {ColumnSchema("key", DataType::kInt32), ColumnSchema("x", DataType::kInt32)}, 1, {0, 9});
-  ASSERT_TRUE(bad_schema.ok());
+  BASALT_ASSERT_OK(bad_schema);
   EXPECT_EQ(mrs_.NewIterator(&*bad_schema, At(5))->Init().code(),
             absl::StatusCode::kInvalidArgument);
   auto retyped = Schema::Create(
       {ColumnSchema("key", DataType::kInt32), ColumnSchema("val", DataType::kInt64, true)}, 1,
       {0, 1});
-  ASSERT_TRUE(retyped.ok());
+  BASALT_ASSERT_OK(retyped);
   EXPECT_EQ(mrs_.NewIterator(&*retyped, At(5))->Init().code(), absl::StatusCode::kInvalidArgument);
 }
 
@@ -342,7 +343,7 @@ class ConcurrentScanTest : public MemRowSetTest, public ::testing::WithParamInte
   }
   void StartOp(uint64_t ts) {
     if (use_mvcc_manager()) {
-      ASSERT_TRUE(mvcc_.StartOp(HybridTime(ts)).ok());
+      BASALT_ASSERT_OK(mvcc_.StartOp(HybridTime(ts)));
     }
   }
   void FinishOp(uint64_t ts) {
@@ -394,14 +395,14 @@ TEST_P(ConcurrentScanTest, ScansSeeConsistentSnapshots) {
     int32_t key = static_cast<int32_t>(ts % 3 == 0 ? ts : rnd.Uniform(kOps * 4));
     auto it = live.find(key);
     if (it == live.end()) {
-      ASSERT_TRUE(Insert(ts, key, 1, "1").ok());
+      BASALT_ASSERT_OK(Insert(ts, key, 1, "1"));
       live[key] = 1;
     } else if (rnd.OneIn(3)) {
-      ASSERT_TRUE(Delete(ts, key).ok());
-      ASSERT_TRUE(Insert(ts, key, it->second + 1, std::to_string(it->second + 1)).ok());
+      BASALT_ASSERT_OK(Delete(ts, key));
+      BASALT_ASSERT_OK(Insert(ts, key, it->second + 1, std::to_string(it->second + 1)));
       ++it->second;
     } else {
-      ASSERT_TRUE(Update(ts, key, it->second + 1, std::to_string(it->second + 1)).ok());
+      BASALT_ASSERT_OK(Update(ts, key, it->second + 1, std::to_string(it->second + 1)));
       ++it->second;
     }
     FinishOp(ts);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/synchronization/notification.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -25,9 +26,9 @@ TEST(MvccTest, SnapshotBasics) {
 
 TEST(MvccTest, WatermarkAndOutOfOrderCommit) {
   MvccManager mvcc;
-  ASSERT_TRUE(mvcc.StartOp(T(10)).ok());
-  ASSERT_TRUE(mvcc.StartOp(T(20)).ok());
-  ASSERT_TRUE(mvcc.StartOp(T(30)).ok());
+  BASALT_ASSERT_OK(mvcc.StartOp(T(10)));
+  BASALT_ASSERT_OK(mvcc.StartOp(T(20)));
+  BASALT_ASSERT_OK(mvcc.StartOp(T(30)));
   EXPECT_EQ(mvcc.num_in_flight(), 3);
   EXPECT_EQ(mvcc.earliest_in_flight(), T(10));
 
@@ -66,7 +67,7 @@ TEST(MvccTest, WatermarkAndOutOfOrderCommit) {
 TEST(MvccTest, StartOpPreconditions) {
   MvccManager mvcc;
   EXPECT_EQ(mvcc.StartOp(HybridTime::kInvalid).code(), absl::StatusCode::kInvalidArgument);
-  ASSERT_TRUE(mvcc.StartOp(T(5)).ok());
+  BASALT_ASSERT_OK(mvcc.StartOp(T(5)));
   EXPECT_EQ(mvcc.StartOp(T(5)).code(), absl::StatusCode::kFailedPrecondition);
   mvcc.FinishOp(T(5));
   EXPECT_EQ(mvcc.StartOp(T(5)).code(), absl::StatusCode::kFailedPrecondition);
@@ -74,30 +75,30 @@ TEST(MvccTest, StartOpPreconditions) {
   EXPECT_EQ(mvcc.StartOp(T(50)).code(), absl::StatusCode::kFailedPrecondition);
   mvcc.AdjustSafeTime(T(60));  // Never lowers.
   EXPECT_EQ(mvcc.safe_time(), T(100));
-  EXPECT_TRUE(mvcc.StartOp(T(101)).ok());
+  BASALT_EXPECT_OK(mvcc.StartOp(T(101)));
 }
 
 TEST(MvccTest, WaitTimesOutWhileOpInFlightOrSafeTimeBehind) {
   MvccManager mvcc;
-  ASSERT_TRUE(mvcc.StartOp(T(10)).ok());
+  BASALT_ASSERT_OK(mvcc.StartOp(T(10)));
   mvcc.AdjustSafeTime(T(20));  // Op 10 is already in flight; this is allowed.
   auto r = mvcc.WaitForSnapshotWithAllApplied(T(15), absl::Now() + absl::Milliseconds(20));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
   mvcc.FinishOp(T(10));
   r = mvcc.WaitForSnapshotWithAllApplied(T(15), absl::Now());
-  ASSERT_TRUE(r.ok()) << r.status();
+  BASALT_ASSERT_OK(r);
   EXPECT_TRUE(r->IsCommitted(T(15)));
   EXPECT_FALSE(r->IsCommitted(T(16)));
   // Safe time behind the requested time.
   r = mvcc.WaitForSnapshotWithAllApplied(T(25), absl::Now() + absl::Milliseconds(10));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
   // An already-expired deadline still succeeds when nothing needs waiting for.
-  EXPECT_TRUE(mvcc.WaitForSnapshotWithAllApplied(T(20), absl::InfinitePast()).ok());
+  BASALT_EXPECT_OK(mvcc.WaitForSnapshotWithAllApplied(T(20), absl::InfinitePast()));
 }
 
 TEST(MvccTest, WaiterWakesWhenOpFinishesAndSafeTimeAdvances) {
   MvccManager mvcc;
-  ASSERT_TRUE(mvcc.StartOp(T(10)).ok());
+  BASALT_ASSERT_OK(mvcc.StartOp(T(10)));
   absl::Notification started;
   absl::StatusOr<MvccSnapshot> result;
   std::thread waiter([&] {
@@ -106,11 +107,11 @@ TEST(MvccTest, WaiterWakesWhenOpFinishesAndSafeTimeAdvances) {
   });
   started.WaitForNotification();
   mvcc.FinishOp(T(10));
-  ASSERT_TRUE(mvcc.StartOp(T(40)).ok());
+  BASALT_ASSERT_OK(mvcc.StartOp(T(40)));
   mvcc.AdjustSafeTime(T(60));
   mvcc.FinishOp(T(40));
   waiter.join();
-  ASSERT_TRUE(result.ok()) << result.status();
+  BASALT_ASSERT_OK(result);
   EXPECT_TRUE(result->IsCommitted(T(40)));
   EXPECT_TRUE(result->IsCommitted(T(50)));
   EXPECT_FALSE(result->IsCommitted(T(51)));

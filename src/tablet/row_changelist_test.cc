@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/random.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -38,17 +39,17 @@ TEST(RowChangeListTest, UpdateRoundTripAndGoldenBytes) {
   EXPECT_EQ(buf, golden);
 
   RowChangeListDecoder dec(buf);
-  ASSERT_TRUE(dec.Init().ok());
+  BASALT_ASSERT_OK(dec.Init());
   EXPECT_TRUE(dec.is_update());
   ColumnUpdate u;
-  ASSERT_TRUE(dec.ReadNext(&u).ok());
+  BASALT_ASSERT_OK(dec.ReadNext(&u));
   EXPECT_EQ(u.column_id, 1u);
   EXPECT_FALSE(u.is_null);
   EXPECT_EQ(u.value, std::string_view("\x04\x03\x02\x01", 4));
-  ASSERT_TRUE(dec.ReadNext(&u).ok());
+  BASALT_ASSERT_OK(dec.ReadNext(&u));
   EXPECT_EQ(u.column_id, 2u);
   EXPECT_EQ(u.value, "hi");
-  ASSERT_TRUE(dec.ReadNext(&u).ok());
+  BASALT_ASSERT_OK(dec.ReadNext(&u));
   EXPECT_EQ(u.column_id, 1u);
   EXPECT_TRUE(u.is_null);
   EXPECT_FALSE(dec.HasNext());
@@ -61,7 +62,7 @@ TEST(RowChangeListTest, DeleteAndReinsert) {
   std::string buf;
   RowChangeListEncoder(&buf).SetToDelete();
   EXPECT_EQ(buf, "\x02");
-  EXPECT_TRUE(ValidateRowChangeList(TestSchema(), buf).ok());
+  BASALT_EXPECT_OK(ValidateRowChangeList(TestSchema(), buf));
   EXPECT_EQ(RowChangeListToString(buf), "DELETE");
 
   Schema schema = TestSchema();
@@ -75,14 +76,14 @@ TEST(RowChangeListTest, DeleteAndReinsert) {
   uint8_t nulls[1] = {0};
   RowChangeListEncoder enc(&buf);
   enc.EncodeReinsert(schema, row, nulls);
-  ASSERT_TRUE(ValidateRowChangeList(schema, buf).ok()) << RowChangeListToString(buf);
+  BASALT_ASSERT_OK(ValidateRowChangeList(schema, buf)) << RowChangeListToString(buf);
   RowChangeListDecoder dec(buf);
-  ASSERT_TRUE(dec.Init().ok());
+  BASALT_ASSERT_OK(dec.Init());
   EXPECT_TRUE(dec.is_reinsert());
   int n = 0;
   while (dec.HasNext()) {
     ColumnUpdate u;
-    ASSERT_TRUE(dec.ReadNext(&u).ok());
+    BASALT_ASSERT_OK(dec.ReadNext(&u));
     ++n;
     if (u.column_id == 2) {
       EXPECT_EQ(u.value, "abc");
@@ -148,7 +149,7 @@ TEST(RowChangeListTest, CorruptionNeverCrashes) {
   std::string_view s = "some string value";
   enc.AddColumnUpdate(1, DataType::kInt32, &v);
   enc.AddColumnUpdate(2, DataType::kString, &s);
-  ASSERT_TRUE(ValidateRowChangeList(schema, buf).ok());
+  BASALT_ASSERT_OK(ValidateRowChangeList(schema, buf));
   for (size_t len = 0; len < buf.size(); ++len) {
     absl::Status st = ValidateRowChangeList(schema, buf.substr(0, len));
     // A cut exactly between entries is still a valid (shorter) list.

@@ -10,6 +10,7 @@
 #include "common/random.h"
 #include "tablet/tablet.h"
 #include "tablet/tablet_test_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -42,7 +43,7 @@ TEST(TabletConcurrencyTest, ScansSeeOneSnapshotWhileWritesFlushesAndCompactionsR
   {
     std::vector<TestOp> ops;
     for (int k = 0; k < kBaseRows; ++k) ops.push_back({RowOperationType::kInsert, k, 0});
-    for (const absl::Status& s : h.Apply(ops)) ASSERT_TRUE(s.ok()) << s;
+    for (const absl::Status& s : h.Apply(ops)) BASALT_ASSERT_OK(s);
   }
   constexpr int kBatches = 400;
   std::atomic<bool> done{false};
@@ -54,7 +55,7 @@ TEST(TabletConcurrencyTest, ScansSeeOneSnapshotWhileWritesFlushesAndCompactionsR
       for (int i = 0; i < kNewPerBatch; ++i) {
         ops.push_back({RowOperationType::kInsert, kBaseRows + (v - 1) * kNewPerBatch + i, v});
       }
-      for (const absl::Status& s : h.Apply(ops)) ASSERT_TRUE(s.ok()) << s;
+      for (const absl::Status& s : h.Apply(ops)) BASALT_ASSERT_OK(s);
     }
     done = true;
   });
@@ -80,7 +81,7 @@ TEST(TabletConcurrencyTest, ScansSeeOneSnapshotWhileWritesFlushesAndCompactionsR
           s = t->MinorCompactDeltas();
           break;
       }
-      ASSERT_TRUE(s.ok()) << s;
+      BASALT_ASSERT_OK(s);
     }
   });
   std::vector<std::thread> scanners;

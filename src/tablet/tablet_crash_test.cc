@@ -12,6 +12,7 @@
 #include "common/fault_injection_env.h"
 #include "tablet/tablet.h"
 #include "tablet/tablet_test_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -30,7 +31,7 @@ void Load(TabletHarness* h, int from, int to) {
     for (int i = k; i < std::min(to, k + 50); ++i) {
       ops.push_back({RowOperationType::kInsert, i, i, false, "row" + std::to_string(i)});
     }
-    for (const absl::Status& s : h->Apply(ops)) ASSERT_TRUE(s.ok()) << s;
+    for (const absl::Status& s : h->Apply(ops)) BASALT_ASSERT_OK(s);
   }
 }
 

@@ -6,6 +6,7 @@
 #include "tablet/memory_budget.h"
 #include "tablet/tablet.h"
 #include "tablet/tablet_test_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -98,7 +99,7 @@ TEST_F(TabletMaintenanceTest, MemoryPressureFlushesFirst) {
   bo.limit_bytes = 4 << 20;
   bo.clock = h_.clock();
   auto budget = MemoryBudget::Create(bo);
-  ASSERT_TRUE(budget.ok());
+  BASALT_ASSERT_OK(budget);
   budget_ = std::move(*budget);
   maintenance_.reset();
   mm_->Shutdown();

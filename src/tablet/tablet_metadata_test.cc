@@ -11,6 +11,7 @@
 #include "common/env_memory.h"
 #include "common/fault_injection_env.h"
 #include "common/strings.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -69,17 +70,17 @@ TabletSuperBlock TestSuperBlock(uint64_t version = 1) {
 
 class TabletMetadataTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_TRUE(env_.CreateDir(kDir).ok()); }
+  void SetUp() override { BASALT_ASSERT_OK(env_.CreateDir(kDir)); }
 
   MemoryEnv env_;
 };
 
 TEST_F(TabletMetadataTest, RoundTrip) {
   const TabletSuperBlock sb = TestSuperBlock();
-  ASSERT_TRUE(ValidateSuperBlock(sb).ok()) << ValidateSuperBlock(sb);
-  ASSERT_TRUE(WriteSuperBlock(&env_, kPath, sb).ok());
+  BASALT_ASSERT_OK(ValidateSuperBlock(sb)) << ValidateSuperBlock(sb);
+  BASALT_ASSERT_OK(WriteSuperBlock(&env_, kPath, sb));
   auto read = ReadSuperBlock(&env_, kPath);
-  ASSERT_TRUE(read.ok()) << read.status();
+  BASALT_ASSERT_OK(read);
   EXPECT_EQ(*read, sb);
   EXPECT_EQ(read->schema.next_column_id(), 3u);
   EXPECT_EQ(read->rowsets[0].column_blocks.size(), 3u);
@@ -88,9 +89,9 @@ TEST_F(TabletMetadataTest, RoundTrip) {
   TabletSuperBlock sb2 = TestSuperBlock(2);
   sb2.rowsets.pop_back();
   sb2.durable_op_index = 20000;
-  ASSERT_TRUE(WriteSuperBlock(&env_, kPath, sb2).ok());
+  BASALT_ASSERT_OK(WriteSuperBlock(&env_, kPath, sb2));
   read = ReadSuperBlock(&env_, kPath);
-  ASSERT_TRUE(read.ok()) << read.status();
+  BASALT_ASSERT_OK(read);
   EXPECT_EQ(*read, sb2);
   EXPECT_NE(*read, sb);
   EXPECT_FALSE(env_.FileExists(StrCat(kPath, ".tmp")));
@@ -100,9 +101,9 @@ TEST_F(TabletMetadataTest, EmptyTablet) {
   TabletSuperBlock sb;
   sb.tablet_id = "t";
   sb.schema = TestSchema();
-  ASSERT_TRUE(WriteSuperBlock(&env_, kPath, sb).ok());
+  BASALT_ASSERT_OK(WriteSuperBlock(&env_, kPath, sb));
   auto read = ReadSuperBlock(&env_, kPath);
-  ASSERT_TRUE(read.ok()) << read.status();
+  BASALT_ASSERT_OK(read);
   EXPECT_EQ(*read, sb);
   EXPECT_EQ(read->max_durable_timestamp, HybridTime::kMin);
 }
@@ -167,7 +168,7 @@ TEST_F(TabletMetadataTest, InvalidSuperBlocksAreRejected) {
        [](TabletSuperBlock* sb) { sb->orphaned_blocks.push_back(sb->orphaned_blocks[0]); }},
   };
   const TabletSuperBlock good = TestSuperBlock();
-  ASSERT_TRUE(WriteSuperBlock(&env_, kPath, good).ok());
+  BASALT_ASSERT_OK(WriteSuperBlock(&env_, kPath, good));
   for (const auto& [name, mutate] : cases) {
     SCOPED_TRACE(name);
     TabletSuperBlock bad = good;
@@ -175,7 +176,7 @@ TEST_F(TabletMetadataTest, InvalidSuperBlocksAreRejected) {
     absl::Status s = WriteSuperBlock(&env_, kPath, bad);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
     auto still = ReadSuperBlock(&env_, kPath);
-    ASSERT_TRUE(still.ok()) << still.status();
+    BASALT_ASSERT_OK(still);
     EXPECT_EQ(*still, good);
     auto decoded = DecodeSuperBlock(EncodeSuperBlock(bad), "bad");
     EXPECT_EQ(decoded.status().code(), absl::StatusCode::kDataLoss) << decoded.status();
@@ -191,7 +192,7 @@ void ExpectDataLoss(std::string_view data, std::string_view what) {
 
 TEST_F(TabletMetadataTest, EveryFlippedByteIsDataLoss) {
   const std::string good = EncodeSuperBlock(TestSuperBlock());
-  ASSERT_TRUE(DecodeSuperBlock(good, "f").ok());
+  BASALT_ASSERT_OK(DecodeSuperBlock(good, "f"));
   for (size_t i = 0; i < good.size(); ++i) {
     for (uint8_t mask : {0x01, 0x80, 0xff}) {
       std::string bad = good;
@@ -228,7 +229,7 @@ TEST_F(TabletMetadataTest, ZeroedRegionsAreDataLoss) {
 TEST_F(TabletMetadataTest, CorruptFileReadsAsDataLossNamingThePath) {
   std::string data = EncodeSuperBlock(TestSuperBlock());
   data[data.size() / 2] ^= 0x10;
-  ASSERT_TRUE(WriteStringToFile(&env_, kPath, data, /*sync=*/false).ok());
+  BASALT_ASSERT_OK(WriteStringToFile(&env_, kPath, data, /*sync=*/false));
   auto sb = ReadSuperBlock(&env_, kPath);
   EXPECT_EQ(sb.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(sb.status().message().find(kPath), std::string::npos) << sb.status();
@@ -236,14 +237,14 @@ TEST_F(TabletMetadataTest, CorruptFileReadsAsDataLossNamingThePath) {
 
 TEST_F(TabletMetadataTest, StaleTemporaryFileIsIgnored) {
   const TabletSuperBlock sb = TestSuperBlock();
-  ASSERT_TRUE(WriteSuperBlock(&env_, kPath, sb).ok());
-  ASSERT_TRUE(WriteStringToFile(&env_, StrCat(kPath, ".tmp"), "garbage", false).ok());
+  BASALT_ASSERT_OK(WriteSuperBlock(&env_, kPath, sb));
+  BASALT_ASSERT_OK(WriteStringToFile(&env_, StrCat(kPath, ".tmp"), "garbage", false));
   auto read = ReadSuperBlock(&env_, kPath);
-  ASSERT_TRUE(read.ok()) << read.status();
+  BASALT_ASSERT_OK(read);
   EXPECT_EQ(*read, sb);
-  ASSERT_TRUE(WriteSuperBlock(&env_, kPath, TestSuperBlock(2)).ok());
+  BASALT_ASSERT_OK(WriteSuperBlock(&env_, kPath, TestSuperBlock(2)));
   read = ReadSuperBlock(&env_, kPath);
-  ASSERT_TRUE(read.ok()) << read.status();
+  BASALT_ASSERT_OK(read);
   EXPECT_EQ(read->version, 2u);
 }
 
@@ -257,9 +258,9 @@ class SuperBlockCrashTest : public ::testing::TestWithParam<bool> {
     env_.reset();  // Before the base Env it wraps.
     base_ = std::make_unique<MemoryEnv>();
     env_ = std::make_unique<FaultInjectionEnv>(base_.get());
-    ASSERT_TRUE(env_->CreateDir(kDir).ok());
+    BASALT_ASSERT_OK(env_->CreateDir(kDir));
     if (GetParam()) {
-      ASSERT_TRUE(WriteSuperBlock(env_.get(), kPath, old_).ok());
+      BASALT_ASSERT_OK(WriteSuperBlock(env_.get(), kPath, old_));
     }
     env_->ResetState();
   }
@@ -279,7 +280,7 @@ class SuperBlockCrashTest : public ::testing::TestWithParam<bool> {
 TEST_P(SuperBlockCrashTest, CrashAtEverySyncPoint) {
   ASSERT_NO_FATAL_FAILURE(Reset());
   const int64_t before = env_->num_sync_points();
-  ASSERT_TRUE(WriteSuperBlock(env_.get(), kPath, new_).ok());
+  BASALT_ASSERT_OK(WriteSuperBlock(env_.get(), kPath, new_));
   const int64_t num_sync_points = env_->num_sync_points() - before;
   ASSERT_GE(num_sync_points, 2);  // The file and its directory.
   int saw_old = 0;
@@ -289,10 +290,10 @@ TEST_P(SuperBlockCrashTest, CrashAtEverySyncPoint) {
     ASSERT_NO_FATAL_FAILURE(Reset());
     env_->SetCrashAtSyncPoint(k);
     const absl::Status write = WriteSuperBlock(env_.get(), kPath, new_);
-    ASSERT_TRUE(env_->DropUnsyncedData().ok());
+    BASALT_ASSERT_OK(env_->DropUnsyncedData());
     auto read = ReadSuperBlock(env_.get(), kPath);
     if (write.ok() || k == num_sync_points) {
-      ASSERT_TRUE(read.ok()) << read.status();
+      BASALT_ASSERT_OK(read);
       EXPECT_EQ(*read, new_);
     }
     if (!read.ok()) {
@@ -306,7 +307,7 @@ TEST_P(SuperBlockCrashTest, CrashAtEverySyncPoint) {
       ++saw_new;
     }
     // The tablet can always write again after the crash.
-    ASSERT_TRUE(WriteSuperBlock(env_.get(), kPath, new_).ok());
+    BASALT_ASSERT_OK(WriteSuperBlock(env_.get(), kPath, new_));
   }
   EXPECT_GT(saw_old, 0);
   EXPECT_GT(saw_new, 0);
@@ -322,10 +323,10 @@ TEST_P(SuperBlockCrashTest, FailEveryOperation) {
       env_->FailAfter(n, kind);
       const absl::Status write = WriteSuperBlock(env_.get(), kPath, new_);
       env_->ClearFailures();
-      ASSERT_TRUE(env_->DropUnsyncedData().ok());
+      BASALT_ASSERT_OK(env_->DropUnsyncedData());
       auto read = ReadSuperBlock(env_.get(), kPath);
       if (write.ok()) {
-        ASSERT_TRUE(read.ok()) << read.status();
+        BASALT_ASSERT_OK(read);
         EXPECT_EQ(*read, new_);
       } else if (read.ok()) {
         EXPECT_TRUE(*read == old_ || *read == new_);

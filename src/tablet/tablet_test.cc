@@ -12,6 +12,7 @@
 #include "common/key_encoder.h"
 #include "common/random.h"
 #include "tablet/tablet_test_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -65,8 +66,8 @@ TEST_F(TabletTest, RowsSurviveFlushAndMutationsFollowThem) {
 
 TEST_F(TabletTest, SnapshotReadsSeeThePastAcrossFlushAndCompaction) {
   HybridTime t1, t2;
-  ASSERT_TRUE(h_.Apply({{Type::kInsert, 1, 1}}, &t1)[0].ok());
-  ASSERT_TRUE(h_.Apply({{Type::kUpdate, 1, 2}}, &t2)[0].ok());
+  BASALT_ASSERT_OK(h_.Apply({{Type::kInsert, 1, 1}}, &t1)[0]);
+  BASALT_ASSERT_OK(h_.Apply({{Type::kUpdate, 1, 2}}, &t2)[0]);
   TABLET_ASSERT_OK(h_.Delete(1));
   auto at = [](HybridTime t) { return MvccSnapshot::IncludingAllBefore(t.Next()); };
   auto check = [&] {
@@ -126,7 +127,7 @@ TEST_F(TabletTest, ScansPushPredicatesAndKeyRanges) {
   Schema schema = tablet()->schema();
   ScanSpec spec;
   auto pred = ColumnPredicate::Equality(schema.column(1), Datum::Int32(3));
-  ASSERT_TRUE(pred.ok());
+  BASALT_ASSERT_OK(pred);
   spec.predicates.push_back(*pred);
   spec.range.lower = EncodeKey(schema, std::vector<Datum>{Datum::Int32(100)});
   spec.range.upper = EncodeKey(schema, std::vector<Datum>{Datum::Int32(350)});
@@ -147,20 +148,20 @@ TEST_F(TabletTest, AlterSchemaAddDropRename) {
   for (int k = 10; k < 20; ++k) TABLET_ASSERT_OK(h_.Insert(k, k, "b"));  // In the MRS.
   Schema s = tablet()->schema();
   auto added = s.AddColumn(ColumnSchema("extra", DataType::kInt64, false, Datum::Int64(99)));
-  ASSERT_TRUE(added.ok());
+  BASALT_ASSERT_OK(added);
   TABLET_ASSERT_OK(tablet()->AlterSchema(*added));
   auto dropped = added->DropColumn("s");
-  ASSERT_TRUE(dropped.ok());
+  BASALT_ASSERT_OK(dropped);
   TABLET_ASSERT_OK(tablet()->AlterSchema(*dropped));
   auto renamed = dropped->RenameColumn("val", "value");
-  ASSERT_TRUE(renamed.ok());
+  BASALT_ASSERT_OK(renamed);
   TABLET_ASSERT_OK(tablet()->AlterSchema(*renamed));
   Schema now = tablet()->schema();
   ASSERT_EQ(now.num_columns(), 4);
   // Scan every column of the new schema.
   auto it = tablet()->NewIterator(now, tablet()->mvcc()->SnapshotForRead(), {}, true);
-  ASSERT_TRUE(it.ok());
-  ASSERT_TRUE((*it)->Init().ok());
+  BASALT_ASSERT_OK(it);
+  BASALT_ASSERT_OK((*it)->Init());
   std::vector<std::unique_ptr<ColumnBlockBuffer>> bufs;
   std::vector<ColumnBlock*> blocks;
   for (const ColumnSchema& c : now.columns()) {
@@ -172,7 +173,7 @@ TEST_F(TabletTest, AlterSchemaAddDropRename) {
   int value = now.find_column("value");
   while ((*it)->HasNext()) {
     auto n = (*it)->NextBlock(blocks, 64);
-    ASSERT_TRUE(n.ok()) << n.status();
+    BASALT_ASSERT_OK(n);
     for (size_t i = 0; i < *n; ++i) {
       int32_t key = blocks[0]->data<int32_t>()[i];
       EXPECT_EQ(blocks[value]->data<int32_t>()[i], key);
@@ -406,17 +407,17 @@ TEST(TabletReplayTest, ReplayDecidesOncePerOpAndKey) {
   };
   TestOp update14{Type::kUpdate, 14, 302};
   update14.d = 22;
-  ASSERT_TRUE(apply({{Type::kInsert, 14, 1}, {Type::kInsert, 15, 1}})[0].ok());
+  BASALT_ASSERT_OK(apply({{Type::kInsert, 14, 1}, {Type::kInsert, 15, 1}})[0]);
   TABLET_ASSERT_OK(h.tablet()->FlushMemRowSet());
-  ASSERT_TRUE(apply({{Type::kDelete, 14}, {Type::kDelete, 15}})[0].ok());
+  BASALT_ASSERT_OK(apply({{Type::kDelete, 14}, {Type::kDelete, 15}})[0]);
   TABLET_ASSERT_OK(h.tablet()->FlushDeltas());
-  ASSERT_TRUE(apply({{Type::kInsert, 99, 9}})[0].ok());  // Holds the durable index at 2.
+  BASALT_ASSERT_OK(apply({{Type::kInsert, 99, 9}})[0]);  // Holds the durable index at 2.
   std::vector<absl::Status> got =
       apply({update14, {Type::kInsert, 14, 37, false, std::string("qqqqqqqqqq")}});
   EXPECT_EQ(got[0].code(), Code::kNotFound);
   TABLET_ASSERT_OK(got[1]);
   TABLET_ASSERT_OK(h.tablet()->FlushDeltas());  // The REINSERT of 14 is durable.
-  ASSERT_TRUE(apply({{Type::kInsert, 15, 5}, {Type::kUpdate, 15, 6}})[1].ok());
+  BASALT_ASSERT_OK(apply({{Type::kInsert, 15, 5}, {Type::kUpdate, 15, 6}})[1]);
   const std::vector<TestRow> want = {
       {14, 37, "qqqqqqqqqq", 7}, {15, 6, std::nullopt, 7}, {99, 9, std::nullopt, 7}};
   ASSERT_EQ(h.Scan(), want);

@@ -28,6 +28,7 @@
 #include "common/schema.h"
 #include "common/status_macros.h"
 #include "tablet/tablet.h"
+#include "common/status_test_util.h"
 
 // CHECKs that an absl::Status (or StatusOr) is OK, printing it otherwise.
 #define TABLET_CHECK_OK(expr)                \
@@ -40,7 +41,7 @@
 #define TABLET_ASSERT_OK(expr)                     \
   do {                                             \
     const absl::Status _st = (expr);               \
-    ASSERT_TRUE(_st.ok()) << #expr << ": " << _st; \
+    BASALT_ASSERT_OK(_st) << #expr << ": " << _st; \
   } while (0)
 
 namespace basalt {

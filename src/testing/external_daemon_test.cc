@@ -15,6 +15,7 @@
 #include "testing/reserved_port.h"
 #include "testing/testing_test_util.h"
 #include "testing/wait.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -27,7 +28,7 @@ class ExternalDaemonTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto port = ReservedPort::Reserve();
-    ASSERT_TRUE(port.ok()) << port.status();
+    BASALT_ASSERT_OK(port);
     port_ = std::make_unique<ReservedPort>(*std::move(port));
     dir_ = test_dir_.path();
   }
@@ -46,7 +47,7 @@ class ExternalDaemonTest : public ::testing::Test {
 
   std::string ReadLog(const ExternalDaemon& d) {
     std::string log;
-    EXPECT_TRUE(ReadFileToString(Env::Default(), d.log_path(), &log).ok());
+    BASALT_EXPECT_OK(ReadFileToString(Env::Default(), d.log_path(), &log));
     return log;
   }
 
@@ -66,7 +67,7 @@ int CountOccurrences(const std::string& haystack, const std::string& needle) {
 
 TEST_F(ExternalDaemonTest, StartShutdownRestartKeepUuidAndPort) {
   auto d = NewDaemon({"--heartbeat_interval_ms=5"});
-  ASSERT_TRUE(d->Start().ok());
+  BASALT_ASSERT_OK(d->Start());
   EXPECT_TRUE(d->IsRunning());
   EXPECT_EQ(d->uuid().size(), 32u);
   EXPECT_EQ(d->info().pid, d->pid());
@@ -76,14 +77,14 @@ TEST_F(ExternalDaemonTest, StartShutdownRestartKeepUuidAndPort) {
   const pid_t first_pid = d->pid();
   EXPECT_EQ(d->Start().code(), absl::StatusCode::kFailedPrecondition);
 
-  ASSERT_TRUE(d->Shutdown().ok());
+  BASALT_ASSERT_OK(d->Shutdown());
   EXPECT_FALSE(d->IsRunning());
   EXPECT_EQ(d->pid(), 0);
   EXPECT_EQ(d->last_exit(), "exited with code 0");
   EXPECT_FALSE(d->ExitedUnexpectedly());
   EXPECT_EQ(ProcessState(first_pid), 'X');
 
-  ASSERT_TRUE(d->Restart().ok());
+  BASALT_ASSERT_OK(d->Restart());
   EXPECT_EQ(d->uuid(), uuid);
   EXPECT_NE(d->pid(), first_pid);
   EXPECT_EQ(d->info().rpc_port, port_->port());
@@ -97,18 +98,18 @@ TEST_F(ExternalDaemonTest, StartShutdownRestartKeepUuidAndPort) {
 
 TEST_F(ExternalDaemonTest, KillPauseResume) {
   auto d = NewDaemon();
-  ASSERT_TRUE(d->Start().ok());
+  BASALT_ASSERT_OK(d->Start());
   const pid_t pid = d->pid();
-  ASSERT_TRUE(d->Pause().ok());
+  BASALT_ASSERT_OK(d->Pause());
   EXPECT_TRUE(d->IsPaused());
   EXPECT_TRUE(d->IsRunning());
   EXPECT_EQ(ProcessState(pid), 'T');
-  ASSERT_TRUE(d->Resume().ok());
+  BASALT_ASSERT_OK(d->Resume());
   EXPECT_FALSE(d->IsPaused());
-  ASSERT_TRUE(WaitFor(absl::Seconds(5), "the daemon to run again", [&] {
+  BASALT_ASSERT_OK(WaitFor(absl::Seconds(5), "the daemon to run again", [&] {
                 return ProcessState(pid) != 'T' ? absl::OkStatus()
                                                 : absl::UnavailableError("still stopped");
-              }).ok());
+              }));
   d->Kill();
   EXPECT_FALSE(d->IsRunning());
   EXPECT_EQ(d->last_exit(), "killed by signal 9 (Killed)");
@@ -117,29 +118,29 @@ TEST_F(ExternalDaemonTest, KillPauseResume) {
   EXPECT_EQ(d->Pause().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(d->Resume().code(), absl::StatusCode::kFailedPrecondition);
   d->Kill();  // No-op.
-  ASSERT_TRUE(d->Shutdown().ok());
+  BASALT_ASSERT_OK(d->Shutdown());
 }
 
 TEST_F(ExternalDaemonTest, ShutdownOfAPausedDaemon) {
   auto d = NewDaemon();
-  ASSERT_TRUE(d->Start().ok());
-  ASSERT_TRUE(d->Pause().ok());
-  ASSERT_TRUE(d->Shutdown().ok());
+  BASALT_ASSERT_OK(d->Start());
+  BASALT_ASSERT_OK(d->Pause());
+  BASALT_ASSERT_OK(d->Shutdown());
   EXPECT_FALSE(d->IsRunning());
   EXPECT_FALSE(d->IsPaused());
 }
 
 TEST_F(ExternalDaemonTest, CrashIsDetectedAndReported) {
   auto d = NewDaemon();
-  ASSERT_TRUE(d->Start().ok());
+  BASALT_ASSERT_OK(d->Start());
   ASSERT_EQ(kill(d->pid(), SIGKILL), 0);
-  ASSERT_TRUE(WaitFor(absl::Seconds(5), "the daemon to die", [&] {
+  BASALT_ASSERT_OK(WaitFor(absl::Seconds(5), "the daemon to die", [&] {
                 return d->IsRunning() ? absl::UnavailableError("running") : absl::OkStatus();
-              }).ok());
+              }));
   EXPECT_TRUE(d->ExitedUnexpectedly());
   EXPECT_EQ(d->last_exit(), "killed by signal 9 (Killed)");
   // It can be started again, and a new run clears the flag.
-  ASSERT_TRUE(d->Start().ok());
+  BASALT_ASSERT_OK(d->Start());
   EXPECT_FALSE(d->ExitedUnexpectedly());
 }
 
@@ -203,13 +204,13 @@ TEST_F(ExternalDaemonTest, ShutdownEscalatesToSigkillAndReportsBadExits) {
   o.flags = {"--test_daemon_mode=ignore_sigterm"};
   o.shutdown_timeout = absl::Milliseconds(500);
   ExternalDaemon d(o);
-  ASSERT_TRUE(d.Start().ok());
+  BASALT_ASSERT_OK(d.Start());
   absl::Status s = d.Shutdown();
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
   EXPECT_FALSE(d.IsRunning());
 
   // Restart with an added flag (later flags win): exits with code 2 on SIGTERM.
-  ASSERT_TRUE(d.Restart({"--test_daemon_mode=exit_on_sigterm_with_code_2"}).ok());
+  BASALT_ASSERT_OK(d.Restart({"--test_daemon_mode=exit_on_sigterm_with_code_2"}));
   s = d.Shutdown();
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
   EXPECT_NE(s.message().find("exited with code 2"), absl::string_view::npos) << s;
@@ -246,18 +247,18 @@ TEST_F(ExternalDaemonTest, DaemonDiesWithItsParent) {
     return state == 'X' || state == 'Z' ? absl::OkStatus()
                                         : absl::UnavailableError(std::string(1, state));
   });
-  EXPECT_TRUE(s.ok()) << s;
+  BASALT_EXPECT_OK(s);
 }
 
 TEST(ReadLogTailTest, LastLinesAfterOffset) {
   ScopedTestDir dir("read_log_tail_test");
   std::string path = JoinPath(dir.path(), "log");
-  ASSERT_TRUE(WriteStringToFile(Env::Default(), path, "a\nb\nc\nd\n", false).ok());
+  BASALT_ASSERT_OK(WriteStringToFile(Env::Default(), path, "a\nb\nc\nd\n", false));
   EXPECT_EQ(ReadLogTail(path, 0, 2), "c\nd\n");
   EXPECT_EQ(ReadLogTail(path, 0, 10), "a\nb\nc\nd\n");
   EXPECT_EQ(ReadLogTail(path, 4, 10), "c\nd\n");
   EXPECT_EQ(ReadLogTail(path, 1000, 1), "d\n");  // An offset past the end: the file was replaced.
-  ASSERT_TRUE(WriteStringToFile(Env::Default(), path, "x\ny", false).ok());
+  BASALT_ASSERT_OK(WriteStringToFile(Env::Default(), path, "x\ny", false));
   EXPECT_EQ(ReadLogTail(path, 0, 1), "y\n");
   EXPECT_NE(ReadLogTail(path + ".missing", 0, 1).find("cannot read"), std::string::npos);
 }

@@ -14,6 +14,7 @@
 
 #include "common/env.h"
 #include "testing/testing_test_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -34,7 +35,7 @@ ExternalMiniClusterOptions StandInOptions() {
 
 std::string ReadFile(const std::string& path) {
   std::string s;
-  EXPECT_TRUE(ReadFileToString(Env::Default(), path, &s).ok()) << path;
+  BASALT_EXPECT_OK(ReadFileToString(Env::Default(), path, &s)) << path;
   return s;
 }
 
@@ -45,7 +46,7 @@ TEST(ExternalMiniClusterTest, StartsEveryDaemonWithStableAddressesAndCleansUp) {
   std::string root;
   {
     ExternalMiniCluster cluster(StandInOptions());
-    ASSERT_TRUE(cluster.Start().ok());
+    BASALT_ASSERT_OK(cluster.Start());
     root = cluster.root_dir();
     EXPECT_EQ(root.rfind(getenv("TEST_TMPDIR"), 0), 0u) << root;
     ASSERT_EQ(cluster.num_masters(), 1);
@@ -70,7 +71,7 @@ TEST(ExternalMiniClusterTest, StartsEveryDaemonWithStableAddressesAndCleansUp) {
               std::string::npos);
     EXPECT_EQ(cluster.TabletServerIndexByUuid("nope"), -1);
 
-    ASSERT_TRUE(cluster.Restart().ok());
+    BASALT_ASSERT_OK(cluster.Restart());
     for (int i = 0; i < 3; ++i) {
       EXPECT_EQ(cluster.tablet_server(i)->uuid(), uuids[i]);
       EXPECT_EQ(cluster.tablet_server(i)->info().rpc_port, cluster.tablet_server(i)->rpc_port());
@@ -89,7 +90,7 @@ TEST(ExternalMiniClusterTest, KeepsTheRootDirWhenAsked) {
   o.root_dir = JoinPath(tmp.path(), "cluster");
   {
     ExternalMiniCluster cluster(o);
-    ASSERT_TRUE(cluster.Start().ok());
+    BASALT_ASSERT_OK(cluster.Start());
   }
   // A root dir the caller chose is never removed.
   EXPECT_TRUE(Env::Default()->FileExists(JoinPath(o.root_dir, "ts-0/ts-0.log")));
@@ -98,7 +99,7 @@ TEST(ExternalMiniClusterTest, KeepsTheRootDirWhenAsked) {
   std::string root;
   {
     ExternalMiniCluster cluster(o);
-    ASSERT_TRUE(cluster.Start().ok());
+    BASALT_ASSERT_OK(cluster.Start());
     root = cluster.root_dir();
     cluster.set_keep_root_dir(true);
   }
@@ -109,11 +110,11 @@ TEST(ExternalMiniClusterTest, KeepsTheRootDirWhenAsked) {
 TEST(ExternalMiniClusterTest, ReportsDaemonsThatDied) {
   ExternalMiniClusterOptions o = StandInOptions();
   ExternalMiniCluster cluster(o);
-  ASSERT_TRUE(cluster.Start().ok());
-  EXPECT_TRUE(cluster.CheckNoDaemonDied().ok());
+  BASALT_ASSERT_OK(cluster.Start());
+  BASALT_EXPECT_OK(cluster.CheckNoDaemonDied());
   cluster.tablet_server(0)->Kill();  // Stopped by the harness: not a death.
-  ASSERT_TRUE(cluster.tablet_server(2)->Pause().ok());
-  EXPECT_TRUE(cluster.CheckNoDaemonDied().ok());
+  BASALT_ASSERT_OK(cluster.tablet_server(2)->Pause());
+  BASALT_EXPECT_OK(cluster.CheckNoDaemonDied());
   ASSERT_EQ(kill(cluster.tablet_server(1)->pid(), SIGKILL), 0);
   absl::Status s;
   for (int i = 0; i < 500 && s.ok(); ++i) {
@@ -124,10 +125,10 @@ TEST(ExternalMiniClusterTest, ReportsDaemonsThatDied) {
   EXPECT_NE(s.message().find("ts-1 killed by signal 9"), absl::string_view::npos) << s;
   EXPECT_EQ(s.message().find("ts-0 "), absl::string_view::npos) << s;
   // Start() brings back only what is not running.
-  ASSERT_TRUE(cluster.Start().ok());
+  BASALT_ASSERT_OK(cluster.Start());
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(cluster.tablet_server(i)->IsRunning());
-  EXPECT_TRUE(cluster.CheckNoDaemonDied().ok());
-  ASSERT_TRUE(cluster.Shutdown().ok());  // Including the paused one.
+  BASALT_EXPECT_OK(cluster.CheckNoDaemonDied());
+  BASALT_ASSERT_OK(cluster.Shutdown());  // Including the paused one.
 }
 
 TEST(ExternalMiniClusterTest, WaitsReportTheMastersLogWhenTheMasterDoesNotAnswer) {
@@ -135,7 +136,7 @@ TEST(ExternalMiniClusterTest, WaitsReportTheMastersLogWhenTheMasterDoesNotAnswer
   o.num_tablet_servers = 1;
   o.rpc_timeout = absl::Milliseconds(200);
   ExternalMiniCluster cluster(o);
-  ASSERT_TRUE(cluster.Start().ok());
+  BASALT_ASSERT_OK(cluster.Start());
   // The stand-in master accepts connections but speaks no gRPC.
   absl::Status s = cluster.WaitForTabletServerCount(1, absl::Milliseconds(600));
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;

@@ -1,4 +1,5 @@
 #include "testing/reserved_port.h"
+#include "common/status_test_util.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -46,7 +47,7 @@ TEST(ReservedPortTest, ReservationsAreDistinctAndHeld) {
   std::set<uint16_t> seen;
   for (int i = 0; i < 20; ++i) {
     auto p = ReservedPort::Reserve();
-    ASSERT_TRUE(p.ok()) << p.status();
+    BASALT_ASSERT_OK(p);
     EXPECT_NE(p->port(), 0);
     EXPECT_EQ(p->address(), "127.0.0.1:" + std::to_string(p->port()));
     EXPECT_TRUE(seen.insert(p->port()).second) << "port handed out twice: " << p->port();
@@ -60,7 +61,7 @@ TEST(ReservedPortTest, ReservationsAreDistinctAndHeld) {
 
 TEST(ReservedPortTest, ADaemonCanListenOnTheReservedPortAcrossRestarts) {
   auto p = ReservedPort::Reserve();
-  ASSERT_TRUE(p.ok()) << p.status();
+  BASALT_ASSERT_OK(p);
   for (int run = 0; run < 3; ++run) {
     int fd = BindLoopback(p->port(), /*reuseport=*/true);
     ASSERT_GE(fd, 0) << "run " << run;
@@ -73,7 +74,7 @@ TEST(ReservedPortTest, ADaemonCanListenOnTheReservedPortAcrossRestarts) {
 
 TEST(ReservedPortTest, ReleaseFreesThePortAndMoveTransfersOwnership) {
   auto p = ReservedPort::Reserve();
-  ASSERT_TRUE(p.ok()) << p.status();
+  BASALT_ASSERT_OK(p);
   uint16_t port = p->port();
   ReservedPort moved = *std::move(p);
   EXPECT_EQ(moved.port(), port);

@@ -6,6 +6,7 @@
 
 #include "common/env.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -16,7 +17,7 @@ constexpr char kGood[] =
 
 TEST(ServerInfoTest, ParsesWhatWriteServerInfoWrites) {
   auto info = ParseServerInfo(kGood);
-  ASSERT_TRUE(info.ok()) << info.status();
+  BASALT_ASSERT_OK(info);
   EXPECT_EQ(info->uuid, "0123456789abcdef0123456789abcdef");
   EXPECT_EQ(info->rpc_port, 7050);
   EXPECT_EQ(info->http_port, 0);
@@ -27,7 +28,7 @@ TEST(ServerInfoTest, AcceptsAnyKeyOrderWhitespaceAndExtraKeys) {
   auto info = ParseServerInfo(
       "\n\t{ \"pid\":7,\"http_port\" : 8051 ,\r\n \"extra\": \"a\\\"b\", \"n\": -3, "
       "\"uuid\":\"u\", \"rpc_port\":65535 }  ");
-  ASSERT_TRUE(info.ok()) << info.status();
+  BASALT_ASSERT_OK(info);
   EXPECT_EQ(info->uuid, "u");
   EXPECT_EQ(info->rpc_port, 65535);
   EXPECT_EQ(info->http_port, 8051);
@@ -95,13 +96,13 @@ TEST(ServerInfoTest, ReadServerInfoReportsMissingAndBadFiles) {
   std::string path = JoinPath(::testing::TempDir(), "server_info_test_info.json");
   env->DeleteFile(path).IgnoreError();
   EXPECT_EQ(ReadServerInfo(env, path).status().code(), absl::StatusCode::kNotFound);
-  ASSERT_TRUE(WriteFileAtomically(env, path, "{\"uuid\": 1").ok());
+  BASALT_ASSERT_OK(WriteFileAtomically(env, path, "{\"uuid\": 1"));
   auto info = ReadServerInfo(env, path);
   EXPECT_EQ(info.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(info.status().message().find(path), absl::string_view::npos) << info.status();
-  ASSERT_TRUE(WriteFileAtomically(env, path, kGood).ok());
+  BASALT_ASSERT_OK(WriteFileAtomically(env, path, kGood));
   info = ReadServerInfo(env, path);
-  ASSERT_TRUE(info.ok()) << info.status();
+  BASALT_ASSERT_OK(info);
   EXPECT_EQ(info->rpc_port, 7050);
 }
 

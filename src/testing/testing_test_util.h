@@ -16,6 +16,7 @@
 #include "common/env.h"
 #include "common/strings.h"
 #include "testing/external_mini_cluster.h"
+#include "common/status_test_util.h"
 
 namespace basalt::testing_util {
 
@@ -43,7 +44,7 @@ class ScopedTestDir {
     path_ =
         JoinPath(::testing::TempDir(), StrCat(prefix, "-", getpid(), "-", counter.fetch_add(1)));
     Env::Default()->DeleteDirRecursively(path_).IgnoreError();
-    EXPECT_TRUE(Env::Default()->CreateDirs(path_).ok()) << path_;
+    BASALT_EXPECT_OK(Env::Default()->CreateDirs(path_)) << path_;
   }
   ~ScopedTestDir() { Env::Default()->DeleteDirRecursively(path_).IgnoreError(); }
   ScopedTestDir(const ScopedTestDir&) = delete;

@@ -1,4 +1,5 @@
 #include "tools/alter_spec.h"
+#include "common/status_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -16,7 +17,7 @@ TEST(AlterSpecTest, ParsesEveryStepKind) {
       "COMPRESSION LZ4, DROP COLUMN old, RENAME COLUMN value TO v, ALTER COLUMN a RENAME TO b, "
       "ADD RANGE PARTITION VALUES >= 2000 AND < 3000, DROP RANGE PARTITION VALUE = (1, 'a'), "
       "RENAME TO \"m 2\"");
-  ASSERT_TRUE(spec.ok()) << spec.status();
+  BASALT_ASSERT_OK(spec);
   EXPECT_EQ(spec->table_name, "metrics");
   ASSERT_EQ(spec->steps.size(), 7u);
   const AlterStep& add = spec->steps[0];
@@ -57,7 +58,7 @@ TEST(AlterSpecTest, Summaries) {
   auto spec = ParseAlterSpec(
       "ALTER TABLE t ADD COLUMN c INT32, DROP COLUMN d, RENAME COLUMN a TO b, RENAME TO t2, "
       "ADD RANGE PARTITION VALUES\n< 5 , DROP RANGE PARTITION VALUES >= 5");
-  ASSERT_TRUE(spec.ok()) << spec.status();
+  BASALT_ASSERT_OK(spec);
   std::vector<std::string> got;
   for (const auto& s : spec->steps) got.push_back(AlterStepSummary(s));
   EXPECT_EQ(got,
@@ -70,7 +71,7 @@ TEST(AlterSpecTest, Summaries) {
 
 TEST(AlterSpecTest, NullableColumnWithoutDefaultAndDefaultNull) {
   auto spec = ParseAlterSpec("ALTER TABLE t ADD COLUMN c DOUBLE NULL DEFAULT NULL");
-  ASSERT_TRUE(spec.ok()) << spec.status();
+  BASALT_ASSERT_OK(spec);
   EXPECT_EQ(spec->steps[0].column.type, ColumnSchema::DOUBLE);
   EXPECT_EQ(spec->steps[0].column.nullable, true);
 }

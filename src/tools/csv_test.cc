@@ -1,4 +1,5 @@
 #include "tools/csv.h"
+#include "common/status_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -16,7 +17,7 @@ std::vector<std::vector<std::pair<std::string, bool>>> ReadAll(std::string_view 
   std::vector<CsvField> fields;
   while (true) {
     auto more = r.Next(&fields);
-    EXPECT_TRUE(more.ok()) << more.status();
+    BASALT_EXPECT_OK(more);
     if (!more.ok() || !*more) break;
     out.emplace_back();
     for (const auto& f : fields) out.back().emplace_back(f.value, f.quoted);

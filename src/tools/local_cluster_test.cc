@@ -16,6 +16,7 @@
 #include "common/random.h"
 #include "common/strings.h"
 #include "gtest/gtest.h"
+#include "common/status_test_util.h"
 
 namespace basalt::tools {
 namespace {
@@ -47,7 +48,7 @@ int FreePort() {
 
 std::string ReadFile(const std::string& path) {
   std::string data;
-  EXPECT_TRUE(ReadFileToString(Env::Default(), path, &data).ok()) << path;
+  BASALT_EXPECT_OK(ReadFileToString(Env::Default(), path, &data)) << path;
   return data;
 }
 
@@ -121,13 +122,13 @@ TEST_F(LocalClusterTest, StartStopRestartDestroyRoundTrip) {
   LocalClusterOptions options = Options();
   std::ostringstream progress;
   auto started = StartLocalCluster(options, &progress);
-  ASSERT_TRUE(started.ok()) << started.status();
+  BASALT_ASSERT_OK(started);
   EXPECT_EQ(started->master_addresses, StrCat("127.0.0.1:", options.master_rpc_port));
   EXPECT_NE(progress.str().find(started->master_addresses), std::string::npos) << progress.str();
 
   // A later "CLI process" sees it through cluster.json.
   auto status = GetLocalClusterStatus(dir_);
-  ASSERT_TRUE(status.ok()) << status.status();
+  BASALT_ASSERT_OK(status);
   EXPECT_EQ(status->master_addresses, started->master_addresses);
   ASSERT_EQ(status->daemons.size(), 3u);
   EXPECT_EQ(status->daemons[0].name, "master-0");
@@ -150,21 +151,21 @@ TEST_F(LocalClusterTest, StartStopRestartDestroyRoundTrip) {
   EXPECT_NE(again.status().message().find("local stop --dir"), std::string::npos);
   EXPECT_EQ(CountRunning(*GetLocalClusterStatus(dir_)), 3);
 
-  ASSERT_TRUE(StopLocalCluster(dir_, &progress).ok());
+  BASALT_ASSERT_OK(StopLocalCluster(dir_, &progress));
   status = GetLocalClusterStatus(dir_);
-  ASSERT_TRUE(status.ok()) << status.status();
+  BASALT_ASSERT_OK(status);
   EXPECT_EQ(CountRunning(*status), 0);
   for (const auto& d : started->daemons) {
     EXPECT_FALSE(fs::exists(StrCat("/proc/", d.pid, "/cmdline")) &&
                  !ReadFile(StrCat("/proc/", d.pid, "/cmdline")).empty())
         << d.name << " pid " << d.pid << " still runs";
   }
-  EXPECT_TRUE(StopLocalCluster(dir_, nullptr).ok());  // Idempotent.
+  BASALT_EXPECT_OK(StopLocalCluster(dir_, nullptr));  // Idempotent.
 
   // Restart from the same data and ports, whatever the options say now.
   LocalClusterOptions other = Options(/*num_tablet_servers=*/5);
   auto restarted = StartLocalCluster(other, &progress);
-  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  BASALT_ASSERT_OK(restarted);
   EXPECT_EQ(restarted->master_addresses, started->master_addresses);
   ASSERT_EQ(restarted->daemons.size(), 3u);
   for (size_t i = 0; i < 3; ++i) {
@@ -174,7 +175,7 @@ TEST_F(LocalClusterTest, StartStopRestartDestroyRoundTrip) {
   }
   EXPECT_EQ(ReadFile(JoinPath(dir_, "ts-0/data/instance")), ts0_uuid);
 
-  ASSERT_TRUE(DestroyLocalCluster(dir_, &progress).ok());
+  BASALT_ASSERT_OK(DestroyLocalCluster(dir_, &progress));
   EXPECT_FALSE(fs::exists(dir_));
   EXPECT_TRUE(ProcessesMentioning(dir_).empty());
 }
@@ -190,14 +191,14 @@ TEST_F(LocalClusterTest, DaemonThatFailsToStartFailsStartWithItsLogAndLeavesNoth
   EXPECT_NE(msg.find("no_such_flag_for_local_cluster_test"), std::string::npos) << msg;
   EXPECT_TRUE(ProcessesMentioning(dir_).empty());
   auto status = GetLocalClusterStatus(dir_);
-  ASSERT_TRUE(status.ok()) << status.status();
+  BASALT_ASSERT_OK(status);
   EXPECT_EQ(CountRunning(*status), 0);
 
   // A cluster that never came up is laid out anew by the next start, so fixing the flags works.
   auto fixed = StartLocalCluster(Options(/*num_tablet_servers=*/1), nullptr);
-  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  BASALT_ASSERT_OK(fixed);
   EXPECT_EQ(CountRunning(*fixed), 2);
-  ASSERT_TRUE(DestroyLocalCluster(dir_, nullptr).ok());
+  BASALT_ASSERT_OK(DestroyLocalCluster(dir_, nullptr));
 }
 
 TEST_F(LocalClusterTest, MissingProgramsAreNamed) {
@@ -216,7 +217,7 @@ TEST_F(LocalClusterTest, ThreeMasters) {
   LocalClusterOptions options = Options(/*num_tablet_servers=*/1);
   options.num_masters = 3;
   auto started = StartLocalCluster(options, nullptr);
-  ASSERT_TRUE(started.ok()) << started.status();
+  BASALT_ASSERT_OK(started);
   ASSERT_EQ(started->daemons.size(), 4u);
   EXPECT_EQ(CountRunning(*started), 4);
   std::vector<std::string> masters = absl::StrSplit(started->master_addresses, ',');
@@ -227,12 +228,12 @@ TEST_F(LocalClusterTest, ThreeMasters) {
     EXPECT_EQ(started->daemons[i].rpc_address, masters[i]);
     EXPECT_TRUE(fs::exists(JoinPath(dir_, StrCat("master-", i, "/data/master_peers"))));
   }
-  ASSERT_TRUE(StopLocalCluster(dir_, nullptr).ok());
+  BASALT_ASSERT_OK(StopLocalCluster(dir_, nullptr));
   auto restarted = StartLocalCluster(options, nullptr);
-  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  BASALT_ASSERT_OK(restarted);
   EXPECT_EQ(restarted->master_addresses, started->master_addresses);
   EXPECT_EQ(CountRunning(*restarted), 4);
-  ASSERT_TRUE(DestroyLocalCluster(dir_, nullptr).ok());
+  BASALT_ASSERT_OK(DestroyLocalCluster(dir_, nullptr));
 }
 
 TEST_F(LocalClusterTest, BadOptionsAreInvalidArguments) {
@@ -253,8 +254,7 @@ TEST_F(LocalClusterTest, BadOptionsAreInvalidArguments) {
 TEST_F(LocalClusterTest, DestroyRefusesDirectoriesThatAreNotClusters) {
   EXPECT_EQ(DestroyLocalCluster(dir_, nullptr).code(), absl::StatusCode::kNotFound);
   fs::create_directories(dir_);
-  ASSERT_TRUE(
-      WriteStringToFile(Env::Default(), JoinPath(dir_, "precious.txt"), "data", false).ok());
+  BASALT_ASSERT_OK(WriteStringToFile(Env::Default(), JoinPath(dir_, "precious.txt"), "data", false));
   absl::Status s = DestroyLocalCluster(dir_, nullptr);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_NE(s.message().find("cluster.json"), std::string::npos) << s;
@@ -270,8 +270,8 @@ TEST_F(LocalClusterTest, CorruptClusterJsonGivesCleanErrors) {
              R"( "args": ["/x"]}]})");
   fs::create_directories(dir_);
   const std::string path = JoinPath(dir_, "cluster.json");
-  ASSERT_TRUE(WriteStringToFile(Env::Default(), path, good, false).ok());
-  ASSERT_TRUE(GetLocalClusterStatus(dir_).ok()) << GetLocalClusterStatus(dir_).status();
+  BASALT_ASSERT_OK(WriteStringToFile(Env::Default(), path, good, false));
+  BASALT_ASSERT_OK(GetLocalClusterStatus(dir_)) << GetLocalClusterStatus(dir_).status();
 
   std::vector<std::string> bad = {
       "",
@@ -301,7 +301,7 @@ TEST_F(LocalClusterTest, CorruptClusterJsonGivesCleanErrors) {
   }
   for (const std::string& contents : bad) {
     SCOPED_TRACE(contents);
-    ASSERT_TRUE(WriteStringToFile(Env::Default(), path, contents, false).ok());
+    BASALT_ASSERT_OK(WriteStringToFile(Env::Default(), path, contents, false));
     auto status = GetLocalClusterStatus(dir_);
     if (status.ok()) continue;  // A random byte may land in a string and keep the file valid.
     EXPECT_EQ(status.status().code(), absl::StatusCode::kDataLoss) << status.status();
@@ -310,12 +310,12 @@ TEST_F(LocalClusterTest, CorruptClusterJsonGivesCleanErrors) {
     EXPECT_EQ(DestroyLocalCluster(dir_, nullptr).code(), absl::StatusCode::kDataLoss);
     EXPECT_TRUE(fs::exists(path));
   }
-  ASSERT_TRUE(WriteStringToFile(Env::Default(), path, "{", false).ok());
+  BASALT_ASSERT_OK(WriteStringToFile(Env::Default(), path, "{", false));
   EXPECT_EQ(StartLocalCluster(Options(1), nullptr).status().code(), absl::StatusCode::kDataLoss);
   EXPECT_TRUE(ProcessesMentioning(dir_).empty());
 
   // A valid record of another directory (a moved or copied one) is not restarted.
-  ASSERT_TRUE(WriteStringToFile(Env::Default(), path, good, false).ok());
+  BASALT_ASSERT_OK(WriteStringToFile(Env::Default(), path, good, false));
   auto moved = StartLocalCluster(Options(1), nullptr);
   EXPECT_EQ(moved.status().code(), absl::StatusCode::kFailedPrecondition) << moved.status();
   EXPECT_NE(moved.status().message().find("moved or copied"), std::string::npos) << moved.status();

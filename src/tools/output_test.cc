@@ -6,6 +6,7 @@
 
 #include "tools/command.h"
 #include "tools/tool_common.h"
+#include "common/status_test_util.h"
 
 namespace basalt::tools {
 namespace {
@@ -45,7 +46,7 @@ TEST(OutputTest, Json) {
 }
 
 TEST(OutputTest, FormatsAndQuoting) {
-  EXPECT_TRUE(TableWriter::ParseFormat("csv").ok());
+  BASALT_EXPECT_OK(TableWriter::ParseFormat("csv"));
   EXPECT_FALSE(TableWriter::ParseFormat("xml").ok());
   EXPECT_EQ(JsonQuote("a\nb\x01"), "\"a\\nb\\u0001\"");
   EXPECT_EQ(CsvQuote("plain"), "plain");

@@ -1,4 +1,5 @@
 #include "tools/predicate_parser.h"
+#include "common/status_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +12,7 @@ TEST(PredicateParserTest, ParsesConjunction) {
   auto p = ParsePredicates(
       "key >= 5 AND key <= 600 and host IN ('a', 'b') AND v IS NULL AND w is not null AND x = "
       "-1.5 AND y > 2 AND z < 3 AND b BETWEEN 1 AND 9");
-  ASSERT_TRUE(p.ok()) << p.status();
+  BASALT_ASSERT_OK(p);
   ASSERT_EQ(p->size(), 10u);
   EXPECT_EQ((*p)[0].column, "key");
   EXPECT_EQ((*p)[0].op, Predicate::GREATER_EQUAL);
@@ -32,7 +33,7 @@ TEST(PredicateParserTest, ParsesConjunction) {
 
 TEST(PredicateParserTest, EmptyIsNoPredicates) {
   auto p = ParsePredicates("   ");
-  ASSERT_TRUE(p.ok());
+  BASALT_ASSERT_OK(p);
   EXPECT_TRUE(p->empty());
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "tools/lexer.h"
+#include "common/status_test_util.h"
 
 namespace basalt::tools {
 namespace {
@@ -18,7 +19,7 @@ constexpr char kMetrics[] =
 
 TEST(TableSpecTest, ParsesMetricsExample) {
   auto spec = ParseTableSpec(kMetrics);
-  ASSERT_TRUE(spec.ok()) << spec.status();
+  BASALT_ASSERT_OK(spec);
   EXPECT_EQ(spec->table_name, "metrics");
   ASSERT_EQ(spec->columns.size(), 3u);
   EXPECT_EQ(spec->columns[1].type, ColumnSchema::UNIXTIME_MICROS);
@@ -38,7 +39,7 @@ TEST(TableSpecTest, ParsesCheckedByExample) {
   auto spec = ParseTableSpec(
       "CREATE TABLE t (key INT32, int_val INT32, non_null_with_default INT32 NOT NULL DEFAULT "
       "12345, PRIMARY KEY (key)) PARTITION BY HASH (key) PARTITIONS 4 REPLICAS 3");
-  ASSERT_TRUE(spec.ok()) << spec.status();
+  BASALT_ASSERT_OK(spec);
   ASSERT_EQ(spec->columns.size(), 3u);
   EXPECT_FALSE(spec->columns[1].nullable.has_value());
   EXPECT_EQ(spec->columns[2].nullable, false);
@@ -54,7 +55,7 @@ TEST(TableSpecTest, AllTypesOptionsAndCaseInsensitiveKeywords) {
       "d DATE DEFAULT '2024-02-29', dec DECIMAL(10, 2) DEFAULT -12.5, v VARCHAR(20), "
       "ts TIMESTAMP DEFAULT '1970-01-01 00:00:01') "
       "partition by hash (k) partitions 3 seed 42 replicas 1");
-  ASSERT_TRUE(spec.ok()) << spec.status();
+  BASALT_ASSERT_OK(spec);
   EXPECT_EQ(spec->key_columns, std::vector<std::string>{"k"});
   ASSERT_EQ(spec->columns.size(), 11u);
   EXPECT_EQ(spec->columns[5].encoding, client::ColumnStorageAttributes::DICT_ENCODING);
@@ -73,7 +74,7 @@ TEST(TableSpecTest, RangeBoundsSplitRowsAndMultiColumnTuples) {
       "CREATE TABLE r (a INT32, b STRING, PRIMARY KEY (a, b)) PARTITION BY RANGE (a, b) "
       "(PARTITION VALUES < (0, ''), PARTITION VALUES >= (0, '') AND <= (10, 'z'), "
       "PARTITION VALUES > (10, 'z'), PARTITION VALUE = (20, 'x')) SPLIT ROWS ((5, 'm'))");
-  ASSERT_TRUE(spec.ok()) << spec.status();
+  BASALT_ASSERT_OK(spec);
   ASSERT_EQ(spec->range_partitions.size(), 4u);
   EXPECT_FALSE(spec->range_partitions[0].lower);
   EXPECT_TRUE(spec->range_partitions[1].upper_inclusive);
@@ -141,20 +142,20 @@ TEST(TableSpecTest, BadSpecsNameTheTokenAndPosition) {
 TEST(TableSpecTest, LiteralConversion) {
   auto lit = [](Literal::Kind k, std::string text) { return Literal{k, std::move(text), 0}; };
   auto v = LiteralToValue(lit(Literal::kFloat, "12.3"), ColumnSchema::DECIMAL, 2);
-  ASSERT_TRUE(v.ok());
+  BASALT_ASSERT_OK(v);
   EXPECT_EQ(v->ToString(), "1230");
   EXPECT_FALSE(LiteralToValue(lit(Literal::kFloat, "1.234"), ColumnSchema::DECIMAL, 2).ok());
   v = LiteralToValue(lit(Literal::kString, "1970-01-02"), ColumnSchema::DATE, 0);
-  ASSERT_TRUE(v.ok());
+  BASALT_ASSERT_OK(v);
   EXPECT_EQ(v->ToString(), "1");
   v = LiteralToValue(lit(Literal::kString, "1970-01-01 00:00:01.5"), ColumnSchema::UNIXTIME_MICROS,
                      0);
-  ASSERT_TRUE(v.ok()) << v.status();
+  BASALT_ASSERT_OK(v);
   EXPECT_EQ(v->ToString(), "1500000");
   EXPECT_FALSE(LiteralToValue(lit(Literal::kString, "yesterday"), ColumnSchema::DATE, 0).ok());
-  EXPECT_TRUE(LiteralToValue(lit(Literal::kInteger, "-128"), ColumnSchema::INT8, 0).ok());
+  BASALT_EXPECT_OK(LiteralToValue(lit(Literal::kInteger, "-128"), ColumnSchema::INT8, 0));
   EXPECT_FALSE(LiteralToValue(lit(Literal::kInteger, "-129"), ColumnSchema::INT8, 0).ok());
-  EXPECT_TRUE(LiteralToValue(lit(Literal::kInteger, "3"), ColumnSchema::DOUBLE, 0).ok());
+  BASALT_EXPECT_OK(LiteralToValue(lit(Literal::kInteger, "3"), ColumnSchema::DOUBLE, 0));
   EXPECT_FALSE(LiteralToValue(lit(Literal::kBool, "true"), ColumnSchema::INT32, 0).ok());
   EXPECT_EQ(TypeToSpecString(ColumnSchema::DECIMAL, 10, 2, 0), "DECIMAL(10, 2)");
   EXPECT_EQ(TypeToSpecString(ColumnSchema::VARCHAR, 0, 0, 7), "VARCHAR(7)");

@@ -31,6 +31,7 @@
 #include "tools/command.h"
 #include "tools/tool_common.h"
 #include "tserver/replica_file.h"
+#include "common/status_test_util.h"
 
 DECLARE_bool(print_values);
 DECLARE_int64(limit);
@@ -58,12 +59,12 @@ class ToolFsTest : public ::testing::Test {
   }
 
   void Rewrite(const std::string& path, const std::string& contents) {
-    ASSERT_TRUE(WriteFileAtomically(env_, path, contents).ok());
+    BASALT_ASSERT_OK(WriteFileAtomically(env_, path, contents));
   }
 
   std::string Read(const std::string& path) {
     std::string data;
-    EXPECT_TRUE(ReadFileToString(env_, path, &data).ok());
+    BASALT_EXPECT_OK(ReadFileToString(env_, path, &data));
     return data;
   }
 
@@ -100,7 +101,7 @@ TEST_F(ToolFsTest, DumpSuperBlock) {
   sb.orphaned_blocks = {BlockId(0x99)};
   sb.version = 3;
   const std::string path = JoinPath(dir_, "superblock");
-  ASSERT_TRUE(WriteSuperBlock(env_, path, sb).ok());
+  BASALT_ASSERT_OK(WriteSuperBlock(env_, path, sb));
 
   ASSERT_EQ(Dump("superblock", path), 0) << err_.str();
   const std::string out = out_.str();
@@ -140,15 +141,15 @@ TEST_F(ToolFsTest, DumpWal) {
     LogOptions options;
     options.log_id = "tablet-wal";
     auto log = Log::Open(env_, wal_dir, options);
-    ASSERT_TRUE(log.ok()) << log.status();
-    ASSERT_TRUE((*log)->Start().ok());
+    BASALT_ASSERT_OK(log);
+    BASALT_ASSERT_OK((*log)->Start());
     std::vector<LogEntry> entries(3);
     entries[0] = LogEntry{1, 1, EntryType::kNoOp, 0, ""};
     entries[1] = LogEntry{1, 2, EntryType::kNormal, 123456, WriteEntryData(7, 40)};
     pb::ReplicateMsgPB alter;
     alter.mutable_alter_schema()->mutable_schema()->set_version(8);
     entries[2] = LogEntry{2, 3, EntryType::kNormal, 123457, alter.SerializeAsString()};
-    ASSERT_TRUE((*log)->Append(entries).ok());
+    BASALT_ASSERT_OK((*log)->Append(entries));
     (*log)->Shutdown();
   }
   ASSERT_EQ(Dump("wal", wal_dir), 0) << err_.str();
@@ -162,7 +163,7 @@ TEST_F(ToolFsTest, DumpWal) {
 
   // Find the segment file.
   auto children = env_->GetChildren(wal_dir);
-  ASSERT_TRUE(children.ok());
+  BASALT_ASSERT_OK(children);
   std::string segment;
   for (const std::string& c : *children) {
     if (c.rfind("wal-", 0) == 0) segment = JoinPath(wal_dir, c);
@@ -195,19 +196,19 @@ TEST_F(ToolFsTest, DumpWal) {
 std::map<std::string, std::string> SnapshotTree(Env* env, const std::string& dir) {
   std::map<std::string, std::string> out;
   auto children = env->GetChildren(dir);
-  EXPECT_TRUE(children.ok()) << children.status();
+  BASALT_EXPECT_OK(children);
   if (!children.ok()) return out;
   for (const std::string& c : *children) {
     const std::string path = JoinPath(dir, c);
     auto is_dir = env->IsDirectory(path);
-    EXPECT_TRUE(is_dir.ok()) << is_dir.status();
+    BASALT_EXPECT_OK(is_dir);
     if (is_dir.ok() && *is_dir) {
       out[path + "/"] = "dir";
       out.merge(SnapshotTree(env, path));
       continue;
     }
     std::string data;
-    EXPECT_TRUE(ReadFileToString(env, path, &data).ok()) << path;
+    BASALT_EXPECT_OK(ReadFileToString(env, path, &data)) << path;
     out[path] = StrCat(crc32c::Value(data), "/", data.size());
   }
   return out;
@@ -222,16 +223,16 @@ class ToolFsCFileTest : public ToolFsTest {
     data_dir_ = JoinPath(dir_, "data");
     if (bm_ == nullptr) {
       auto bm = BlockManager::Open(env_, data_dir_);
-      EXPECT_TRUE(bm.ok()) << bm.status();
+      BASALT_EXPECT_OK(bm);
       bm_ = std::move(*bm);
     }
     auto block = bm_->CreateBlock();
-    EXPECT_TRUE(block.ok()) << block.status();
+    BASALT_EXPECT_OK(block);
     const BlockId id = (*block)->id();
     CFileWriter writer(options, std::move(*block));
-    EXPECT_TRUE(writer.Start().ok());
+    BASALT_EXPECT_OK(writer.Start());
     write(&writer);
-    EXPECT_TRUE(writer.Finish().ok());
+    BASALT_EXPECT_OK(writer.Finish());
     return bm_->BlockPath(id);
   }
 
@@ -258,7 +259,7 @@ TEST_F(ToolFsCFileTest, DumpsHeaderPagesAndValues) {
   const std::string path = WriteCFile(options, [](CFileWriter* w) {
     std::vector<int32_t> values(1000);
     for (int i = 0; i < 1000; ++i) values[i] = i * 3;
-    ASSERT_TRUE(w->AppendValues(values.data(), nullptr, values.size()).ok());
+    BASALT_ASSERT_OK(w->AppendValues(values.data(), nullptr, values.size()));
   });
   ASSERT_EQ(DumpCFile(path), 0) << err_.str();
   std::string out = out_.str();
@@ -312,7 +313,7 @@ TEST_F(ToolFsCFileTest, NullableStrings) {
     std::vector<std::string> storage = {"apple", "", "cherry", "", "kiwi"};
     std::vector<std::string_view> cells(storage.begin(), storage.end());
     uint8_t nulls[1] = {0b01010};  // Rows 1 and 3 are NULL.
-    ASSERT_TRUE(w->AppendValues(cells.data(), nulls, cells.size()).ok());
+    BASALT_ASSERT_OK(w->AppendValues(cells.data(), nulls, cells.size()));
   });
   ASSERT_EQ(DumpCFile(path, true, -1, "json"), 0) << err_.str();
   const std::string out = out_.str();
@@ -332,7 +333,7 @@ TEST_F(ToolFsCFileTest, NumbersPrintExactly) {
   doubles.type = DataType::kDouble;
   const std::string double_path = WriteCFile(doubles, [](CFileWriter* w) {
     std::vector<double> values = {0.1, -2.5, 1e300, 123456.789};
-    ASSERT_TRUE(w->AppendValues(values.data(), nullptr, values.size()).ok());
+    BASALT_ASSERT_OK(w->AppendValues(values.data(), nullptr, values.size()));
   });
   ASSERT_EQ(DumpCFile(double_path, true, -1, "csv"), 0) << err_.str();
   std::string out = out_.str();
@@ -346,7 +347,7 @@ TEST_F(ToolFsCFileTest, NumbersPrintExactly) {
   decimals.type_attributes.scale = 2;
   const std::string decimal_path = WriteCFile(decimals, [](CFileWriter* w) {
     std::vector<int64_t> values = {12345, -7, 0};
-    ASSERT_TRUE(w->AppendValues(values.data(), nullptr, values.size()).ok());
+    BASALT_ASSERT_OK(w->AppendValues(values.data(), nullptr, values.size()));
   });
   ASSERT_EQ(DumpCFile(decimal_path, true, -1, "csv"), 0) << err_.str();
   out = out_.str();
@@ -364,7 +365,7 @@ TEST_F(ToolFsCFileTest, KeyFileListsFirstValues) {
   const std::string path = WriteCFile(options, [](CFileWriter* w) {
     std::vector<int64_t> values(500);
     for (int i = 0; i < 500; ++i) values[i] = 1000 + i;
-    ASSERT_TRUE(w->AppendValues(values.data(), nullptr, values.size()).ok());
+    BASALT_ASSERT_OK(w->AppendValues(values.data(), nullptr, values.size()));
   });
   ASSERT_EQ(DumpCFile(path, false, -1, "csv"), 0) << err_.str();
   const std::string out = out_.str();
@@ -388,7 +389,7 @@ TEST_F(ToolFsCFileTest, ReadOnlyWhileTheStoreIsOpen) {
   options.type = DataType::kInt32;
   const std::string path = WriteCFile(options, [](CFileWriter* w) {
     std::vector<int32_t> values = {1, 2, 3};
-    ASSERT_TRUE(w->AppendValues(values.data(), nullptr, values.size()).ok());
+    BASALT_ASSERT_OK(w->AppendValues(values.data(), nullptr, values.size()));
   });
   // The lock is held: opening the store again fails.
   EXPECT_EQ(BlockManager::Open(env_, data_dir_).status().code(), absl::StatusCode::kUnavailable);
@@ -414,7 +415,7 @@ TEST_F(ToolFsCFileTest, CorruptFilesAreCleanErrors) {
   const std::string path = WriteCFile(options, [](CFileWriter* w) {
     std::vector<int32_t> values(300);
     for (int i = 0; i < 300; ++i) values[i] = i * 7 - 50;
-    ASSERT_TRUE(w->AppendValues(values.data(), nullptr, values.size()).ok());
+    BASALT_ASSERT_OK(w->AppendValues(values.data(), nullptr, values.size()));
   });
   bm_.reset();
   const std::string hex = BaseName(path);
@@ -466,17 +467,17 @@ class ToolFsReplicaTest : public ToolFsTest {
   void SetUp() override {
     ToolFsTest::SetUp();
     tablet_dir_ = JoinPath(JoinPath(dir_, "tablets"), "tablet-1234");
-    ASSERT_TRUE(env_->CreateDirs(tablet_dir_).ok());
+    BASALT_ASSERT_OK(env_->CreateDirs(tablet_dir_));
     TabletSuperBlock sb;
     sb.tablet_id = "tablet-1234";
     sb.schema = TestSchema();
-    ASSERT_TRUE(WriteSuperBlock(env_, JoinPath(tablet_dir_, "superblock"), sb).ok());
+    BASALT_ASSERT_OK(WriteSuperBlock(env_, JoinPath(tablet_dir_, "superblock"), sb));
     TabletReplicaMeta meta;
     meta.tablet_id = "tablet-1234";
     meta.table_id = "table-77";
     meta.table_name = "metrics";
     auto ps = PartitionSchema::Create(sb.schema, {{{"key"}, 4, 17}}, {"key"});
-    ASSERT_TRUE(ps.ok()) << ps.status();
+    BASALT_ASSERT_OK(ps);
     meta.partition_schema = *ps;
     meta.partition = Partition({2}, std::string("\0\0\0\2", 4), std::string("\0\0\0\3", 4));
     replica_path_ = JoinPath(tablet_dir_, "replica");
@@ -519,7 +520,7 @@ TEST_F(ToolFsReplicaTest, CorruptOrMissingFilesAreCleanErrors) {
     EXPECT_NE(err_.str().find(replica_path_), std::string::npos) << pos << ": " << err_.str();
   }
   Rewrite(replica_path_, good);
-  ASSERT_TRUE(env_->DeleteFile(JoinPath(tablet_dir_, "superblock")).ok());
+  BASALT_ASSERT_OK(env_->DeleteFile(JoinPath(tablet_dir_, "superblock")));
   EXPECT_EQ(Dump("replica", tablet_dir_), 1);
   EXPECT_NE(err_.str().find("superblock"), std::string::npos) << err_.str();
   EXPECT_EQ(Dump("replica", JoinPath(dir_, "no-such-tablet")), 1);

@@ -6,6 +6,7 @@
 
 #include "common/key_encoder.h"
 #include "tserver/tserver_test_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -26,7 +27,7 @@ TEST(ReplicaFileTest, RoundTrip) {
   const std::string bytes = EncodeReplicaFile(m);
   EXPECT_EQ(bytes.substr(0, 8), "BSLTREP1");
   absl::StatusOr<TabletReplicaMeta> d = DecodeReplicaFile(bytes, "f", schema);
-  ASSERT_TRUE(d.ok()) << d.status();
+  BASALT_ASSERT_OK(d);
   EXPECT_EQ(d->tablet_id, m.tablet_id);
   EXPECT_EQ(d->table_id, m.table_id);
   EXPECT_EQ(d->table_name, m.table_name);
@@ -40,18 +41,18 @@ TEST(ReplicaFileTest, TombstoneLastLoggedRoundTrip) {
   const Schema schema = TestSchema();
   const std::string ready = EncodeReplicaFile(TestMeta(schema));
   absl::StatusOr<ReplicaFileHeader> h = PeekReplicaFile(ready, "f");
-  ASSERT_TRUE(h.ok()) << h.status();
+  BASALT_ASSERT_OK(h);
   EXPECT_FALSE(h->tombstone_last_logged.has_value());
   absl::StatusOr<std::string> tomb =
       ChangeReplicaFileState(ready, "f", ReplicaDataState::kTombstoned, OpId{7, 1234});
-  ASSERT_TRUE(tomb.ok()) << tomb.status();
+  BASALT_ASSERT_OK(tomb);
   h = PeekReplicaFile(*tomb, "f");
-  ASSERT_TRUE(h.ok()) << h.status();
+  BASALT_ASSERT_OK(h);
   EXPECT_EQ(h->state, ReplicaDataState::kTombstoned);
   ASSERT_TRUE(h->tombstone_last_logged.has_value());
   EXPECT_EQ(*h->tombstone_last_logged, (OpId{7, 1234}));
   absl::StatusOr<std::string> back = ChangeReplicaFileState(*tomb, "f", ReplicaDataState::kReady);
-  ASSERT_TRUE(back.ok()) << back.status();
+  BASALT_ASSERT_OK(back);
   EXPECT_FALSE(PeekReplicaFile(*back, "f")->tombstone_last_logged.has_value());
 }
 

@@ -40,7 +40,7 @@ class ReplicatedTabletTest : public ::testing::Test {
     for (int i = 0; i < num_replicas_; ++i) {
       req.set_dest_uuid(servers_[i]->uuid());
       absl::Status s = clients_[i]->CreateTablet(req);
-      ASSERT_TRUE(s.ok()) << s;
+      BASALT_ASSERT_OK(s);
     }
   }
 

@@ -148,7 +148,7 @@ class TabletCopyTest : public ReplicatedTabletTest {
           absl::Seconds(30)))
           << "server " << i;
       absl::StatusOr<pb::ChecksumResponsePB> c = Checksum(i, ts);
-      ASSERT_TRUE(c.ok()) << i << ": " << c.status();
+      BASALT_ASSERT_OK(c) << i << ": " << c.status();
       EXPECT_EQ(c->num_rows(), rows) << i;
       if (!checksum) checksum = c->checksum();
       EXPECT_EQ(c->checksum(), *checksum) << i;
@@ -161,7 +161,7 @@ class TabletCopyTest : public ReplicatedTabletTest {
     for (int b = 0; b < batches; ++b) {
       const int32_t k = from + b * 500;
       absl::Status s = Insert(k, k + 500, &ts, LiveHosts());
-      EXPECT_TRUE(s.ok()) << s;
+      BASALT_EXPECT_OK(s);
     }
     return ts;
   }
@@ -205,7 +205,7 @@ class TabletCopyTest : public ReplicatedTabletTest {
     }
     std::vector<BlockId> out;
     absl::StatusOr<std::vector<BlockId>> all = servers_[i]->block_manager()->ListBlocks();
-    EXPECT_TRUE(all.ok()) << all.status();
+    BASALT_EXPECT_OK(all);
     if (!all.ok()) return out;
     for (BlockId id : *all) {
       if (!named.contains(id)) out.push_back(id);
@@ -241,7 +241,7 @@ TEST_F(TabletCopyTest, AddedVoterIsCopiedPromotedAndRemoved) {
   BASALT_ASSERT_OK(MaybeReplica(Leader())->tablet()->FlushMemRowSet());
   ts = WriteRows(2000, 2);
   absl::StatusOr<pb::GetConsensusStateResponsePB> before = ConsensusState(Leader());
-  ASSERT_TRUE(before.ok()) << before.status();
+  BASALT_ASSERT_OK(before);
   EXPECT_EQ(before->role(), pb::LEADER);
   EXPECT_EQ(before->cstate().committed_config().peers_size(), 3);
 
@@ -249,7 +249,7 @@ TEST_F(TabletCopyTest, AddedVoterIsCopiedPromotedAndRemoved) {
   pb::ChangeConfigRequestPB add = Change(pb::ADD_PEER, 3);
   add.set_cas_config_index(before->cstate().committed_config_index());
   absl::Status s = ChangeConfig(add, &resp);
-  ASSERT_TRUE(s.ok()) << s;
+  BASALT_ASSERT_OK(s);
   EXPECT_GT(resp.config_index(), 0u);
   // The learner gets a copy from the leader, catches up and is promoted.
   ASSERT_TRUE(WaitForVoters({0, 1, 2, 3}));
@@ -363,7 +363,7 @@ TEST_F(TabletCopyTest, TombstonedFollowerIsCopiedBackKeepingItsTerm) {
   del.set_delete_type(pb::TABLET_DATA_TOMBSTONED);
   del.set_cas_config_index(0);
   absl::Status s = clients_[follower]->DeleteTablet(del);
-  ASSERT_TRUE(s.ok()) << s;
+  BASALT_ASSERT_OK(s);
   // Still a member: the leader finds its server without the replica and copies it back.
   ExpectReplicasAgree({0, 1, 2}, ts, 1000);
   EXPECT_GE(MaybeReplica(follower)->raft()->term(), term);
@@ -386,7 +386,7 @@ TEST_F(TabletCopyTest, TombstonesAreListedAndSurviveRestarts) {
   // The removed replica need not learn that its removal committed: its own index is what counts.
   del.set_cas_config_index(MaybeReplica(removed)->raft()->config_index());
   absl::Status s = clients_[removed]->DeleteTablet(del);
-  ASSERT_TRUE(s.ok()) << s;
+  BASALT_ASSERT_OK(s);
   BASALT_EXPECT_OK(clients_[removed]->DeleteTablet(del));  // Tombstoning a tombstone.
   auto listed_deleted = [&] {
     pb::ListTabletsResponsePB list;
@@ -398,7 +398,7 @@ TEST_F(TabletCopyTest, TombstonesAreListedAndSurviveRestarts) {
   EXPECT_TRUE(NoLeakedBlocks(removed));
   const std::string dir = JoinPath(JoinPath(dirs_[removed]->path(), "tablets"), kTablet);
   absl::StatusOr<std::vector<std::string>> files = Env::Default()->GetChildren(dir);
-  ASSERT_TRUE(files.ok()) << files.status();
+  BASALT_ASSERT_OK(files);
   std::set<std::string> names(files->begin(), files->end());
   names.erase(".");
   names.erase("..");
@@ -470,7 +470,7 @@ TEST_F(TabletCopyTest, SessionRequestsAreValidated) {
   pb::BeginTabletCopySessionResponsePB session;
   EXPECT_EQ(DetailCode(begin("no-such-tablet", &session)), pb::ErrorDetailPB::TABLET_NOT_FOUND);
   absl::Status s = begin(kTablet, &session);
-  ASSERT_TRUE(s.ok()) << s;
+  BASALT_ASSERT_OK(s);
   ASSERT_GT(session.blocks_size(), 0);
 
   pb::FetchDataRequestPB req;

@@ -13,6 +13,7 @@
 #include "tserver/tablet_server.h"
 #include "tserver/ts_tablet_manager.h"
 #include "tserver/tserver_test_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -27,7 +28,7 @@ class SafeTimeTest : public ::testing::Test {
       TabletServerOptions o = TestServerOptions(dirs_.back()->path());
       o.raft_election_ticks = 15;  // 300-600 ms: rare spurious elections on a busy machine.
       servers_.push_back(std::make_unique<TabletServer>(o));
-      ASSERT_TRUE(servers_.back()->Start().ok());
+      BASALT_ASSERT_OK(servers_.back()->Start());
       clients_.push_back(
           std::make_unique<TsClient>(servers_.back()->advertised_address().ToString()));
     }
@@ -37,7 +38,7 @@ class SafeTimeTest : public ::testing::Test {
     for (int i = 0; i < num_servers; ++i) {
       req.set_dest_uuid(servers_[i]->uuid());
       absl::Status s = clients_[i]->CreateTablet(req);
-      ASSERT_TRUE(s.ok()) << s;
+      BASALT_ASSERT_OK(s);
     }
   }
 
@@ -99,16 +100,16 @@ TEST_F(SafeTimeTest, FollowerServesASnapshotAfterTheLastWrite) {
   const int leader = WaitForLeader();
   ASSERT_GE(leader, 0);
   absl::StatusOr<uint64_t> write_ts = Insert(leader, 0, 500);
-  ASSERT_TRUE(write_ts.ok()) << write_ts.status();
+  BASALT_ASSERT_OK(write_ts);
   absl::StatusOr<pb::ChecksumResponsePB> ref = Checksum(leader, 0);
-  ASSERT_TRUE(ref.ok()) << ref.status();
+  BASALT_ASSERT_OK(ref);
   ASSERT_EQ(ref->num_rows(), 500u);
   ASSERT_GT(ref->snap_timestamp(), *write_ts);
   for (int i = 0; i < 3; ++i) {
     if (i == leader) continue;
     EXPECT_LT(Replica(i)->last_applied_timestamp().value(), ref->snap_timestamp());
     absl::StatusOr<pb::ChecksumResponsePB> c = Checksum(i, ref->snap_timestamp());
-    ASSERT_TRUE(c.ok()) << i << ": " << c.status();
+    BASALT_ASSERT_OK(c) << i << ": " << c.status();
     EXPECT_EQ(c->checksum(), ref->checksum()) << i;
     EXPECT_EQ(c->num_rows(), 500u) << i;
     EXPECT_GE(Replica(i)->safe_time().value(), ref->snap_timestamp()) << i;
@@ -126,7 +127,7 @@ TEST_F(SafeTimeTest, FollowerSafeTimeKeepsRisingOnAnIdleTablet) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(3));
   const int leader = WaitForLeader();
   ASSERT_GE(leader, 0);
-  ASSERT_TRUE(Insert(leader, 0, 10).ok());
+  BASALT_ASSERT_OK(Insert(leader, 0, 10));
   const int follower = (leader + 1) % 3;
   std::shared_ptr<TabletReplica> r = Replica(follower);
   HybridTime prev = r->safe_time();
@@ -148,7 +149,7 @@ TEST_F(SafeTimeTest, SafeTimeWaitsForItsIndexAndIsMonotonic) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(1));
   ASSERT_EQ(WaitForLeader(), 0);
   std::shared_ptr<TabletReplica> r = Replica(0);
-  ASSERT_TRUE(Insert(0, 0, 1).ok());
+  BASALT_ASSERT_OK(Insert(0, 0, 1));
   const uint64_t term = r->raft()->term();
   const uint64_t applied = r->GetStatus().last_applied_index;
   HybridClock* clock = servers_[0]->clock();
@@ -157,12 +158,12 @@ TEST_F(SafeTimeTest, SafeTimeWaitsForItsIndexAndIsMonotonic) {
   EXPECT_EQ(r->safe_time(), HybridTime::kMin);
   const uint64_t t2 = clock->Now().value();
   r->OnLeaderSafeTime(term, t2, applied + 4);
-  ASSERT_TRUE(Insert(0, 1, 2).ok());
-  ASSERT_TRUE(Insert(0, 2, 3).ok());
+  BASALT_ASSERT_OK(Insert(0, 1, 2));
+  BASALT_ASSERT_OK(Insert(0, 2, 3));
   EXPECT_EQ(r->safe_time(), HybridTime::kMin) << "adopted before index " << applied + 3;
-  ASSERT_TRUE(Insert(0, 3, 4).ok());
+  BASALT_ASSERT_OK(Insert(0, 3, 4));
   EXPECT_EQ(r->safe_time().value(), t1);
-  ASSERT_TRUE(Insert(0, 4, 5).ok());
+  BASALT_ASSERT_OK(Insert(0, 4, 5));
   EXPECT_EQ(r->safe_time().value(), t2);
   // Already applied: adopted at once; an older time never lowers it; an older term is ignored.
   r->OnLeaderSafeTime(term, t1, applied);
@@ -183,15 +184,15 @@ TEST_F(SafeTimeTest, PendingSafeTimeOfAnOldTermIsDroppedOnANewTerm) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(1));
   ASSERT_EQ(WaitForLeader(), 0);
   std::shared_ptr<TabletReplica> r = Replica(0);
-  ASSERT_TRUE(Insert(0, 0, 1).ok());
+  BASALT_ASSERT_OK(Insert(0, 0, 1));
   const uint64_t term = r->raft()->term();
   const uint64_t applied = r->GetStatus().last_applied_index;
   r->OnLeaderSafeTime(term, servers_[0]->clock()->Now().value(), applied + 2);
-  ASSERT_TRUE(r->StepDown("").ok());  // The single voter wins the next term at once.
+  BASALT_ASSERT_OK(r->StepDown(""));  // The single voter wins the next term at once.
   ASSERT_TRUE(WaitFor(
       [&] { return r->raft()->term() > term && r->GetStatus().last_applied_index > applied; }));
   ASSERT_TRUE(WaitFor([&] { return Insert(0, 1, 2).ok(); }));
-  ASSERT_TRUE(Insert(0, 2, 3).ok());
+  BASALT_ASSERT_OK(Insert(0, 2, 3));
   EXPECT_GE(r->GetStatus().last_applied_index, applied + 2);
   EXPECT_EQ(r->safe_time(), HybridTime::kMin);
 }

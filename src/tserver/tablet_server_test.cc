@@ -19,6 +19,7 @@
 #include "tserver/tablet_replica.h"
 #include "tserver/ts_tablet_manager.h"
 #include "tserver/tserver_test_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -39,7 +40,7 @@ class TabletServerTest : public ::testing::Test {
       o.enable_maintenance = false;  // The test flushes by hand.
     }
     server_ = std::make_unique<TabletServer>(o);
-    ASSERT_TRUE(server_->Start().ok());
+    BASALT_ASSERT_OK(server_->Start());
     client_ = std::make_unique<TsClient>(server_->advertised_address().ToString());
   }
 
@@ -50,16 +51,16 @@ class TabletServerTest : public ::testing::Test {
   }
 
   void CreateTablet(const std::string& id) {
-    ASSERT_TRUE(client_
+    BASALT_ASSERT_OK(client_
                     ->CreateTablet(
                         CreateTabletRequest(id, {{server_->uuid(), server_->advertised_address()}}))
-                    .ok());
+                    );
     WaitForLeader(id);
   }
 
   void WaitForLeader(const std::string& id) {
     auto r = server_->tablet_manager()->Lookup(id);
-    ASSERT_TRUE(r.ok());
+    BASALT_ASSERT_OK(r);
     ASSERT_TRUE((*r)->WaitUntilRunning(absl::Seconds(10)));
     ASSERT_TRUE(WaitFor([&] {
       return (*r)->raft()->role() == RaftCore::Role::kLeader &&
@@ -77,7 +78,7 @@ class TabletServerTest : public ::testing::Test {
       s = client_->Write(w.Build(id), &resp);
       return !absl::IsUnavailable(s);
     }));
-    EXPECT_TRUE(s.ok()) << s;
+    BASALT_EXPECT_OK(s);
     EXPECT_GT(resp.timestamp(), 0u);
     std::map<int, absl::StatusCode> errors;
     for (const auto& e : resp.per_row_errors()) {
@@ -174,7 +175,7 @@ TEST_F(TabletServerTest, WriteEveryOpTypeWithPerRowErrors) {
   pb::ScanRequestPB scan = NewScan();
   scan.mutable_new_scan_request()->set_ordered(true);
   absl::StatusOr<std::vector<TestRow>> rows = ScanAll(scan);
-  ASSERT_TRUE(rows.ok()) << rows.status();
+  BASALT_ASSERT_OK(rows);
   EXPECT_EQ(*rows, expected);
 }
 
@@ -187,7 +188,7 @@ TEST_F(TabletServerTest, ScanProjectionPredicatesBoundsLimitAndContinuation) {
   scan.mutable_new_scan_request()->set_ordered(true);
   int calls = 0;
   absl::StatusOr<std::vector<TestRow>> rows = ScanAll(scan, &calls);
-  ASSERT_TRUE(rows.ok()) << rows.status();
+  BASALT_ASSERT_OK(rows);
   EXPECT_EQ(*rows, Expected(0, 5000));
   EXPECT_GT(calls, 50);
   EXPECT_EQ(server_->scanner_manager()->num_scanners(), 0u);
@@ -195,7 +196,7 @@ TEST_F(TabletServerTest, ScanProjectionPredicatesBoundsLimitAndContinuation) {
   // Unordered: the same rows in some order.
   scan.mutable_new_scan_request()->set_ordered(false);
   rows = ScanAll(scan);
-  ASSERT_TRUE(rows.ok());
+  BASALT_ASSERT_OK(rows);
   EXPECT_EQ(Sorted(*rows), Expected(0, 5000));
 
   // Key bounds [100, 200) and a predicate int_val >= 300 (key >= 150); limit 20.
@@ -208,12 +209,12 @@ TEST_F(TabletServerTest, ScanProjectionPredicatesBoundsLimitAndContinuation) {
       schema_.column(1), ColumnPredicate::Op::kGreaterEqual, Datum::Int32(300));
   ge.ToPB(n->add_predicates());
   rows = ScanAll(bounded);
-  ASSERT_TRUE(rows.ok()) << rows.status();
+  BASALT_ASSERT_OK(rows);
   EXPECT_EQ(*rows, Expected(150, 200));
   n->set_limit(20);
   bounded.set_batch_size_bytes(100);
   rows = ScanAll(bounded);
-  ASSERT_TRUE(rows.ok());
+  BASALT_ASSERT_OK(rows);
   EXPECT_EQ(*rows, Expected(150, 170));
 
   // Projection of one column (s) with IS NULL: keys divisible by 7 in [0, 5000).
@@ -223,7 +224,7 @@ TEST_F(TabletServerTest, ScanProjectionPredicatesBoundsLimitAndContinuation) {
   *p->add_projected_columns() = ProjectedColumn(schema_, "int_val");
   ColumnPredicate::IsNull(schema_.column(2)).ToPB(p->add_predicates());
   pb::ScanResponsePB resp;
-  ASSERT_TRUE(client_->Scan(proj, &resp).ok());
+  BASALT_ASSERT_OK(client_->Scan(proj, &resp));
   EXPECT_FALSE(resp.has_more_results());
   ASSERT_EQ(resp.data().columns_size(), 1);
   EXPECT_EQ(resp.data().num_rows(), 715);  // ceil(5000 / 7)
@@ -234,7 +235,7 @@ TEST_F(TabletServerTest, ScanProjectionPredicatesBoundsLimitAndContinuation) {
   pb::ScanRequestPB count;
   count.mutable_new_scan_request()->set_tablet_id(kTablet);
   resp.Clear();
-  ASSERT_TRUE(client_->Scan(count, &resp).ok());
+  BASALT_ASSERT_OK(client_->Scan(count, &resp));
   EXPECT_EQ(resp.data().num_rows(), 5000);
   EXPECT_EQ(resp.data().columns_size(), 0);
 }
@@ -248,7 +249,7 @@ TEST_F(TabletServerTest, ResumeAfterLastPrimaryKeyAtSnapshot) {
   n->set_read_mode(pb::READ_AT_SNAPSHOT);
   scan.set_batch_size_bytes(2000);
   pb::ScanResponsePB first;
-  ASSERT_TRUE(client_->Scan(scan, &first).ok());
+  BASALT_ASSERT_OK(client_->Scan(scan, &first));
   ASSERT_TRUE(first.has_more_results());
   ASSERT_GT(first.snap_timestamp(), 0u);
   std::vector<TestRow> rows = DecodeTestRows(first.data());
@@ -261,7 +262,7 @@ TEST_F(TabletServerTest, ResumeAfterLastPrimaryKeyAtSnapshot) {
   resume.mutable_new_scan_request()->set_snap_timestamp(first.snap_timestamp());
   resume.mutable_new_scan_request()->set_last_primary_key(first.last_primary_key());
   absl::StatusOr<std::vector<TestRow>> rest = ScanAll(resume);
-  ASSERT_TRUE(rest.ok()) << rest.status();
+  BASALT_ASSERT_OK(rest);
   rows.insert(rows.end(), rest->begin(), rest->end());
   EXPECT_EQ(rows, Expected(0, 1000));
 }
@@ -273,7 +274,7 @@ TEST_F(TabletServerTest, CallSeqIdRetryReturnsTheSameBatch) {
   scan.set_batch_size_bytes(500);
   scan.mutable_new_scan_request()->set_ordered(true);
   pb::ScanResponsePB resp;
-  ASSERT_TRUE(client_->Scan(scan, &resp).ok());
+  BASALT_ASSERT_OK(client_->Scan(scan, &resp));
   const std::string id = resp.scanner_id();
   ASSERT_FALSE(id.empty());
   pb::ScanRequestPB next;
@@ -281,8 +282,8 @@ TEST_F(TabletServerTest, CallSeqIdRetryReturnsTheSameBatch) {
   next.set_call_seq_id(0);
   next.set_batch_size_bytes(500);
   pb::ScanResponsePB a, b;
-  ASSERT_TRUE(client_->Scan(next, &a).ok());
-  ASSERT_TRUE(client_->Scan(next, &b).ok());  // Retried: the same batch.
+  BASALT_ASSERT_OK(client_->Scan(next, &a));
+  BASALT_ASSERT_OK(client_->Scan(next, &b));  // Retried: the same batch.
   EXPECT_GT(a.data().num_rows(), 0);
   a.clear_propagated_timestamp();  // The server's clock now: differs between calls.
   b.clear_propagated_timestamp();
@@ -292,14 +293,14 @@ TEST_F(TabletServerTest, CallSeqIdRetryReturnsTheSameBatch) {
   absl::Status s = client_->Scan(next, &c);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   next.set_call_seq_id(1);
-  ASSERT_TRUE(client_->Scan(next, &c).ok());
+  BASALT_ASSERT_OK(client_->Scan(next, &c));
   ASSERT_GT(c.data().num_rows(), 0);
   EXPECT_EQ(DecodeTestRows(c.data()).front().key, DecodeTestRows(a.data()).back().key + 1);
   // Close explicitly.
   pb::ScanRequestPB close;
   close.set_scanner_id(id);
   close.set_close_scanner(true);
-  ASSERT_TRUE(client_->Scan(close, &c).ok());
+  BASALT_ASSERT_OK(client_->Scan(close, &c));
   EXPECT_EQ(server_->scanner_manager()->num_scanners(), 0u);
 }
 
@@ -312,17 +313,17 @@ TEST_F(TabletServerTest, ScannerExpiresWithoutKeepAlive) {
   pb::ScanRequestPB scan = NewScan();
   scan.set_batch_size_bytes(100);
   pb::ScanResponsePB resp;
-  ASSERT_TRUE(client_->Scan(scan, &resp).ok());
+  BASALT_ASSERT_OK(client_->Scan(scan, &resp));
   const std::string id = resp.scanner_id();
   // Keep-alives every 100 ms hold it open well past the TTL.
   for (int i = 0; i < 8; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    ASSERT_TRUE(client_->KeepAlive(id).ok()) << i;
+    BASALT_ASSERT_OK(client_->KeepAlive(id)) << i;
   }
   pb::ScanRequestPB next;
   next.set_scanner_id(id);
   next.set_call_seq_id(0);
-  ASSERT_TRUE(client_->Scan(next, &resp).ok());
+  BASALT_ASSERT_OK(client_->Scan(next, &resp));
   // Then left alone it expires (the reaper drops it).
   ASSERT_TRUE(WaitFor([&] { return server_->scanner_manager()->num_scanners() == 0; }));
   next.set_call_seq_id(1);
@@ -337,7 +338,7 @@ TEST_F(TabletServerTest, ListTabletsAndChecksum) {
   CreateTablet("tablet-2");
   InsertRange(0, 300);
   pb::ListTabletsResponsePB list;
-  ASSERT_TRUE(client_->ListTablets(&list, /*schema=*/true).ok());
+  BASALT_ASSERT_OK(client_->ListTablets(&list, /*schema=*/true));
   ASSERT_EQ(list.tablets_size(), 2);
   std::set<std::string> ids;
   for (const auto& t : list.tablets()) {
@@ -355,19 +356,19 @@ TEST_F(TabletServerTest, ListTabletsAndChecksum) {
   pb::ChecksumRequestPB req;
   req.set_tablet_id(kTablet);
   pb::ChecksumResponsePB a, b;
-  ASSERT_TRUE(client_->Checksum(req, &a).ok());
+  BASALT_ASSERT_OK(client_->Checksum(req, &a));
   EXPECT_EQ(a.num_rows(), 300u);
   EXPECT_NE(a.checksum(), 0u);
   // At the same snapshot after more writes (and a flush): the same checksum.
   InsertRange(300, 400);
   auto replica = *server_->tablet_manager()->Lookup(kTablet);
-  ASSERT_TRUE(replica->tablet()->FlushMemRowSet().ok());
+  BASALT_ASSERT_OK(replica->tablet()->FlushMemRowSet());
   req.set_snap_timestamp(a.snap_timestamp());
-  ASSERT_TRUE(client_->Checksum(req, &b).ok());
+  BASALT_ASSERT_OK(client_->Checksum(req, &b));
   EXPECT_EQ(b.checksum(), a.checksum());
   EXPECT_EQ(b.num_rows(), 300u);
   req.set_snap_timestamp(0);
-  ASSERT_TRUE(client_->Checksum(req, &b).ok());
+  BASALT_ASSERT_OK(client_->Checksum(req, &b));
   EXPECT_EQ(b.num_rows(), 400u);
   EXPECT_NE(b.checksum(), a.checksum());
 }
@@ -386,7 +387,7 @@ TEST_F(TabletServerTest, RestartReplaysTheLog) {
   pb::ScanRequestPB scan = NewScan();
   scan.mutable_new_scan_request()->set_ordered(true);
   absl::StatusOr<std::vector<TestRow>> rows = ScanAll(scan);
-  ASSERT_TRUE(rows.ok()) << rows.status();
+  BASALT_ASSERT_OK(rows);
   EXPECT_EQ(*rows, expected);
   // New writes after the restart work (timestamps continue above the replayed ones).
   InsertRange(2000, 2100);
@@ -396,7 +397,7 @@ TEST_F(TabletServerTest, RestartAfterFlushFindsEveryRow) {
   CreateTablet(kTablet);
   InsertRange(0, 1500);
   auto replica = *server_->tablet_manager()->Lookup(kTablet);
-  ASSERT_TRUE(replica->tablet()->FlushMemRowSet().ok());
+  BASALT_ASSERT_OK(replica->tablet()->FlushMemRowSet());
   replica.reset();
   InsertRange(1500, 3000);  // In the log only.
   WriteBuilder w(&schema_);
@@ -409,7 +410,7 @@ TEST_F(TabletServerTest, RestartAfterFlushFindsEveryRow) {
   pb::ScanRequestPB scan = NewScan();
   scan.mutable_new_scan_request()->set_ordered(true);
   absl::StatusOr<std::vector<TestRow>> rows = ScanAll(scan);
-  ASSERT_TRUE(rows.ok()) << rows.status();
+  BASALT_ASSERT_OK(rows);
   EXPECT_EQ(*rows, expected);
   // Inserting a replayed key again is a duplicate.
   WriteBuilder dup(&schema_);
@@ -425,25 +426,25 @@ TEST_F(TabletServerTest, UpdateBeforeAlterSurvivesRestart) {
   InsertRange(0, 100);
   {
     auto replica = *server_->tablet_manager()->Lookup(kTablet);
-    ASSERT_TRUE(replica->tablet()->FlushMemRowSet().ok());
+    BASALT_ASSERT_OK(replica->tablet()->FlushMemRowSet());
   }
   WriteBuilder w(&schema_);
   w.Add(RowOperationType::kUpdate, 5, 7, std::nullopt);  // Into the DiskRowSet's DMS.
   ASSERT_TRUE(Write(w).empty());
   absl::StatusOr<Schema> altered = schema_.AddColumn(ColumnSchema("extra", DataType::kInt64, true));
-  ASSERT_TRUE(altered.ok());
+  BASALT_ASSERT_OK(altered);
   pb::AlterSchemaRequestPB req;
   req.set_dest_uuid(server_->uuid());
   req.set_tablet_id(kTablet);
   altered->ToPB(req.mutable_schema());
   pb::AlterSchemaResponsePB resp;
   absl::Status s = client_->AlterSchema(req, &resp);
-  ASSERT_TRUE(s.ok()) << s;
+  BASALT_ASSERT_OK(s);
   auto row5 = [&]() -> int32_t {
     pb::ScanRequestPB scan = NewScan();
     scan.mutable_new_scan_request()->set_ordered(true);
     absl::StatusOr<std::vector<TestRow>> rows = ScanAll(scan);
-    EXPECT_TRUE(rows.ok()) << rows.status();
+    BASALT_EXPECT_OK(rows);
     return rows.ok() && rows->size() > 5 ? (*rows)[5].int_val : -1;
   };
   EXPECT_EQ(row5(), 7);
@@ -456,7 +457,7 @@ TEST_F(TabletServerTest, DeleteTabletRemovesItsFiles) {
   CreateTablet(kTablet);
   InsertRange(0, 1000);
   auto replica = *server_->tablet_manager()->Lookup(kTablet);
-  ASSERT_TRUE(replica->tablet()->FlushMemRowSet().ok());
+  BASALT_ASSERT_OK(replica->tablet()->FlushMemRowSet());
   replica.reset();
   Env* env = Env::Default();
   const std::string tablet_dir = JoinPath(JoinPath(dir_.path(), "tablets"), kTablet);
@@ -479,7 +480,7 @@ TEST_F(TabletServerTest, DeleteTabletRemovesItsFiles) {
   pb::DeleteTabletRequestPB del;
   del.set_dest_uuid(server_->uuid());
   del.set_tablet_id(kTablet);
-  ASSERT_TRUE(client_->DeleteTablet(del).ok());
+  BASALT_ASSERT_OK(client_->DeleteTablet(del));
   EXPECT_FALSE(env->FileExists(tablet_dir));
   EXPECT_FALSE(env->FileExists(wal_dir));
   EXPECT_EQ(count_blocks(), 0);
@@ -489,11 +490,11 @@ TEST_F(TabletServerTest, DeleteTabletRemovesItsFiles) {
   // Gone after a restart too; the id can be reused.
   RestartServer();
   pb::ListTabletsResponsePB list;
-  ASSERT_TRUE(client_->ListTablets(&list).ok());
+  BASALT_ASSERT_OK(client_->ListTablets(&list));
   EXPECT_EQ(list.tablets_size(), 0);
   CreateTablet(kTablet);
   pb::ScanResponsePB resp;
-  ASSERT_TRUE(client_->Scan(NewScan(), &resp).ok());
+  BASALT_ASSERT_OK(client_->Scan(NewScan(), &resp));
   EXPECT_EQ(resp.data().num_rows(), 0);
 }
 
@@ -608,7 +609,7 @@ TEST_F(TabletServerTest, MalformedRequestsGetClearErrors) {
          pb::ErrorDetailPB::WRONG_SERVER_UUID, "wrong");
   // The server still serves: the rows are all there.
   absl::StatusOr<std::vector<TestRow>> rows = ScanAll(NewScan());
-  ASSERT_TRUE(rows.ok());
+  BASALT_ASSERT_OK(rows);
   EXPECT_EQ(Sorted(*rows), Expected(0, 10));
 }
 
@@ -620,7 +621,7 @@ TEST_F(TabletServerTest, RowsOutsideThePartitionFailAlone) {
       EncodeKey(schema_, std::vector<Datum>{Datum::Int32(100)}));
   create.mutable_partition()->set_partition_key_end(
       EncodeKey(schema_, std::vector<Datum>{Datum::Int32(200)}));
-  ASSERT_TRUE(client_->CreateTablet(create).ok());
+  BASALT_ASSERT_OK(client_->CreateTablet(create));
   WaitForLeader("ranged");
   WriteBuilder w(&schema_);
   w.Insert(99).Insert(100).Insert(150).Insert(200);
@@ -628,7 +629,7 @@ TEST_F(TabletServerTest, RowsOutsideThePartitionFailAlone) {
             (std::map<int, absl::StatusCode>{{0, absl::StatusCode::kInvalidArgument},
                                              {3, absl::StatusCode::kInvalidArgument}}));
   absl::StatusOr<std::vector<TestRow>> rows = ScanAll(NewScan("ranged"));
-  ASSERT_TRUE(rows.ok());
+  BASALT_ASSERT_OK(rows);
   EXPECT_EQ(Sorted(*rows), (std::vector<TestRow>{ExpectedRow(100), ExpectedRow(150)}));
 }
 
@@ -652,12 +653,12 @@ TEST_F(TabletServerTest, WritesAreRefusedOnlyPastTheHardMemoryLimit) {
   EXPECT_GT(server_->memory_budget()->GetStats().writes_rejected, 0);
   // Every acknowledged row is there.
   absl::StatusOr<std::vector<TestRow>> rows = ScanAll(NewScan());
-  ASSERT_TRUE(rows.ok());
+  BASALT_ASSERT_OK(rows);
   EXPECT_EQ(Sorted(*rows), Expected(0, key));
   // Flushed (and, because Tablet reports its memory only after writes, restarted so the budget
   // sees the empty MemRowSet): writes are accepted again.
   auto replica = *server_->tablet_manager()->Lookup(kTablet);
-  ASSERT_TRUE(replica->tablet()->FlushMemRowSet().ok());
+  BASALT_ASSERT_OK(replica->tablet()->FlushMemRowSet());
   replica.reset();
   client_.reset();
   server_.reset();
@@ -665,7 +666,7 @@ TEST_F(TabletServerTest, WritesAreRefusedOnlyPastTheHardMemoryLimit) {
   WaitForLeader(kTablet);
   InsertRange(key, key + 100, 100);
   rows = ScanAll(NewScan());
-  ASSERT_TRUE(rows.ok());
+  BASALT_ASSERT_OK(rows);
   EXPECT_EQ(Sorted(*rows), Expected(0, key + 100));
 }
 
@@ -677,12 +678,12 @@ TEST_F(TabletServerTest, CorruptReplicaFileFailsOnlyThatTablet) {
   server_.reset();
   const std::string path = JoinPath(JoinPath(JoinPath(dir_.path(), "tablets"), kTablet), "replica");
   std::string data;
-  ASSERT_TRUE(ReadFileToString(Env::Default(), path, &data).ok());
+  BASALT_ASSERT_OK(ReadFileToString(Env::Default(), path, &data));
   data[data.size() - 3] ^= 0x40;  // A flipped bit in the payload.
-  ASSERT_TRUE(WriteFileAtomically(Env::Default(), path, data).ok());
+  BASALT_ASSERT_OK(WriteFileAtomically(Env::Default(), path, data));
   StartServer();
   pb::ListTabletsResponsePB list;
-  ASSERT_TRUE(client_->ListTablets(&list).ok());
+  BASALT_ASSERT_OK(client_->ListTablets(&list));
   std::map<std::string, pb::TabletStatusPB> by_id;
   for (const auto& t : list.tablets()) by_id[t.tablet_id()] = t;
   ASSERT_EQ(by_id.size(), 2u);
@@ -698,7 +699,7 @@ TEST_F(TabletServerTest, CorruptReplicaFileFailsOnlyThatTablet) {
   EXPECT_TRUE(Write(WriteBuilder(&schema_).Insert(1), "healthy").empty());
   client_.reset();
   server_.reset();
-  ASSERT_TRUE(WriteFileAtomically(Env::Default(), path, data.substr(0, 5)).ok());
+  BASALT_ASSERT_OK(WriteFileAtomically(Env::Default(), path, data.substr(0, 5)));
   StartServer();
   EXPECT_EQ(DetailCode(client_->Write(w.Build(kTablet), &resp)), pb::ErrorDetailPB::TABLET_FAILED);
   // CreateTablet of a failed replica is not "already exists" (which the master takes as done).
@@ -709,7 +710,7 @@ TEST_F(TabletServerTest, CorruptReplicaFileFailsOnlyThatTablet) {
   // A failed replica can be deleted (and then created again).
   pb::DeleteTabletRequestPB del;
   del.set_tablet_id(kTablet);
-  ASSERT_TRUE(client_->DeleteTablet(del).ok());
+  BASALT_ASSERT_OK(client_->DeleteTablet(del));
   CreateTablet(kTablet);
 }
 

@@ -52,22 +52,22 @@ TEST_F(TserverClusterTest, FollowerWritesGetTheLeaderAndReplicasAgree) {
   EXPECT_EQ(detail->leader_address().port(), static_cast<uint32_t>(servers_[leader]->rpc_port()));
 
   uint64_t ts = 0;
-  for (int32_t k = 0; k < 3000; k += 500) ASSERT_TRUE(Insert(k, k + 500, &ts).ok());
+  for (int32_t k = 0; k < 3000; k += 500) BASALT_ASSERT_OK(Insert(k, k + 500, &ts));
   const uint64_t index = LeaderAppliedIndex();
   for (int i = 0; i < kNumServers; ++i) {
     ASSERT_TRUE(WaitForApplied(i, index)) << i;
     absl::StatusOr<int64_t> n = CountRows(i);  // READ_LATEST on every replica.
-    ASSERT_TRUE(n.ok()) << n.status();
+    BASALT_ASSERT_OK(n);
     EXPECT_EQ(*n, 3000) << i;
   }
   // Flush one replica so the layouts differ; checksums at the last write agree everywhere.
-  ASSERT_TRUE(Replica(1)->tablet()->FlushMemRowSet().ok());
+  BASALT_ASSERT_OK(Replica(1)->tablet()->FlushMemRowSet());
   absl::StatusOr<pb::ChecksumResponsePB> expected = Checksum(0, ts);
-  ASSERT_TRUE(expected.ok()) << expected.status();
+  BASALT_ASSERT_OK(expected);
   EXPECT_EQ(expected->num_rows(), 3000u);
   for (int i = 1; i < kNumServers; ++i) {
     absl::StatusOr<pb::ChecksumResponsePB> c = Checksum(i, ts);
-    ASSERT_TRUE(c.ok()) << i << ": " << c.status();
+    BASALT_ASSERT_OK(c) << i << ": " << c.status();
     EXPECT_EQ(c->checksum(), expected->checksum()) << i;
     EXPECT_EQ(c->num_rows(), 3000u) << i;
   }
@@ -81,7 +81,7 @@ TEST_F(TserverClusterTest, FollowerWritesGetTheLeaderAndReplicasAgree) {
 TEST_F(TserverClusterTest, AlterSchemaAppliesOnEveryReplica) {
   BASALT_ASSERT_OK(Insert(0, 100));
   absl::StatusOr<Schema> altered = schema_.AddColumn(ColumnSchema("extra", DataType::kInt64, true));
-  ASSERT_TRUE(altered.ok());
+  BASALT_ASSERT_OK(altered);
   pb::AlterSchemaRequestPB req;
   req.set_tablet_id(kTablet);
   altered->ToPB(req.mutable_schema());
@@ -97,9 +97,9 @@ TEST_F(TserverClusterTest, AlterSchemaAppliesOnEveryReplica) {
     return clients_[leader]->AlterSchema(req, &resp);
   };
   absl::Status s = OnLeader(alter);
-  ASSERT_TRUE(s.ok()) << s;
+  BASALT_ASSERT_OK(s);
   EXPECT_EQ(resp.schema_version(), altered->version());
-  ASSERT_TRUE(OnLeader(alter).ok());  // A retry is a no-op success.
+  BASALT_ASSERT_OK(OnLeader(alter));  // A retry is a no-op success.
   EXPECT_EQ(resp.schema_version(), altered->version());
   for (int i = 0; i < kNumServers; ++i) {
     ASSERT_TRUE(WaitFor([&] { return Replica(i)->schema()->version() == altered->version(); }))
@@ -115,17 +115,17 @@ TEST_F(TserverClusterTest, AlterSchemaAppliesOnEveryReplica) {
                 [&](int leader) { return clients_[leader]->Write(old.Build(kTablet), &wresp); })),
             pb::ErrorDetailPB::SCHEMA_MISMATCH);
   PartialRow row(&*altered);
-  ASSERT_TRUE(row.SetInt32("key", 500).ok());
-  ASSERT_TRUE(row.SetInt32("int_val", 1).ok());
-  ASSERT_TRUE(row.SetInt64("extra", 77).ok());
+  BASALT_ASSERT_OK(row.SetInt32("key", 500));
+  BASALT_ASSERT_OK(row.SetInt32("int_val", 1));
+  BASALT_ASSERT_OK(row.SetInt64("extra", 77));
   pb::WriteRequestPB wreq;
   wreq.set_tablet_id(kTablet);
   altered->ToPB(wreq.mutable_schema());
   RowOperationsEncoder(wreq.mutable_row_operations()).Add(RowOperationType::kInsert, row);
-  ASSERT_TRUE(OnLeader([&](int leader) {
+  BASALT_ASSERT_OK(OnLeader([&](int leader) {
                 wresp.Clear();
                 return clients_[leader]->Write(wreq, &wresp);
-              }).ok());
+              }));
   EXPECT_EQ(wresp.per_row_errors_size(), 0);
   const uint64_t index = LeaderAppliedIndex();
   for (int i = 0; i < kNumServers; ++i) {
@@ -134,7 +134,7 @@ TEST_F(TserverClusterTest, AlterSchemaAppliesOnEveryReplica) {
     scan.mutable_new_scan_request()->set_tablet_id(kTablet);
     *scan.mutable_new_scan_request()->add_projected_columns() = ProjectedColumn(*altered, "extra");
     pb::ScanResponsePB sresp;
-    ASSERT_TRUE(clients_[i]->Scan(scan, &sresp).ok());
+    BASALT_ASSERT_OK(clients_[i]->Scan(scan, &sresp));
     ASSERT_EQ(sresp.data().num_rows(), 101);
     const auto& col = sresp.data().columns(0);
     int non_null = 0;
@@ -150,14 +150,14 @@ TEST_F(TserverClusterTest, AlterSchemaAppliesOnEveryReplica) {
 }
 
 TEST_F(TserverClusterTest, WritesResumeOnANewLeaderAndTheOldOneCatchesUp) {
-  ASSERT_TRUE(Insert(0, 1000).ok());
+  BASALT_ASSERT_OK(Insert(0, 1000));
   const int leader = WaitForLeader();
   ASSERT_GE(leader, 0);
   StopServer(leader);
   std::set<int> alive = {0, 1, 2};
   alive.erase(leader);
   uint64_t ts = 0;
-  ASSERT_TRUE(Insert(1000, 2000, &ts, alive).ok());
+  BASALT_ASSERT_OK(Insert(1000, 2000, &ts, alive));
   const uint64_t index = LeaderAppliedIndex(alive);
   StartServer(leader);
   ASSERT_TRUE(WaitForApplied(leader, index));
@@ -207,7 +207,7 @@ TEST_F(TserverClusterTest, OverwrittenLogTailDoesNotKeepAReplicaBootstrapping) {
   const uint64_t index = LeaderAppliedIndex();
   ASSERT_TRUE(WaitForApplied(old_leader, index));
   absl::StatusOr<pb::ChecksumResponsePB> c = Checksum(old_leader, ts);
-  ASSERT_TRUE(c.ok()) << c.status();
+  BASALT_ASSERT_OK(c);
   EXPECT_EQ(c->num_rows(), 110u);  // The 10 writes that timed out were never committed.
 }
 
@@ -229,7 +229,7 @@ TEST_F(TserverClusterTest, LeaderStepDownTransfersLeadership) {
     }
     return WaitFor([&] { return WaitForLeader() == target; }, absl::Seconds(3));
   }));
-  ASSERT_TRUE(Insert(0, 10).ok());
+  BASALT_ASSERT_OK(Insert(0, 10));
 }
 
 // ---- Heartbeats -------------------------------------------------------------------------------
@@ -286,7 +286,7 @@ TEST(HeartbeatTest, FullThenIncrementalReportsAndLearnedAddresses) {
   o.master_addresses = {HostPort{"127.0.0.1", static_cast<uint16_t>(port)}};
   o.heartbeat_interval_ms = 20;
   TabletServer server(o);
-  ASSERT_TRUE(server.Start().ok());
+  BASALT_ASSERT_OK(server.Start());
   ASSERT_TRUE(WaitFor([&] { return master.requests().size() >= 2; }));
   std::vector<pb::TSHeartbeatRequestPB> reqs = master.requests();
   EXPECT_FALSE(reqs[0].is_incremental());
@@ -298,9 +298,8 @@ TEST(HeartbeatTest, FullThenIncrementalReportsAndLearnedAddresses) {
 
   // A new tablet shows up in an incremental report, running as leader.
   TsClient client(server.advertised_address().ToString());
-  ASSERT_TRUE(
-      client.CreateTablet(CreateTabletRequest("hb", {{server.uuid(), server.advertised_address()}}))
-          .ok());
+  BASALT_ASSERT_OK(client.CreateTablet(CreateTabletRequest("hb", {{server.uuid(), server.advertised_address()}}))
+          );
   ASSERT_TRUE(WaitFor([&] {
     for (const auto& r : master.requests()) {
       for (const auto& t : r.updated_tablets()) {
@@ -332,7 +331,7 @@ TEST(HeartbeatTest, FullThenIncrementalReportsAndLearnedAddresses) {
   // Deleted: reported as removed.
   pb::DeleteTabletRequestPB del;
   del.set_tablet_id("hb");
-  ASSERT_TRUE(client.DeleteTablet(del).ok());
+  BASALT_ASSERT_OK(client.DeleteTablet(del));
   ASSERT_TRUE(WaitFor([&] {
     for (const auto& r : master.requests()) {
       if (r.removed_tablet_ids_size() == 1 && r.removed_tablet_ids(0) == "hb") return true;
@@ -379,7 +378,7 @@ TEST(HeartbeatTest, AHungMasterDoesNotDelayTheOthers) {
                         HostPort{"127.0.0.1", static_cast<uint16_t>(good_port)}};
   o.heartbeat_interval_ms = 20;
   TabletServer server(o);
-  ASSERT_TRUE(server.Start().ok());
+  BASALT_ASSERT_OK(server.Start());
   const absl::Time start = absl::Now();
   ASSERT_TRUE(WaitFor([&] { return good.requests().size() >= 10; }));
   // Ten beats at a 20 ms interval; behind a hung master's 1 s deadline they would take 10 s.
@@ -400,12 +399,11 @@ TEST(HeartbeatTest, ReplicaChangesAreReportedBeforeTheInterval) {
   o.master_addresses = {HostPort{"127.0.0.1", static_cast<uint16_t>(port)}};
   o.heartbeat_interval_ms = 600000;  // Only the first report and triggered ones come.
   TabletServer server(o);
-  ASSERT_TRUE(server.Start().ok());
+  BASALT_ASSERT_OK(server.Start());
   ASSERT_TRUE(WaitFor([&] { return master.requests().size() == 1; }));
   TsClient client(server.advertised_address().ToString());
-  ASSERT_TRUE(
-      client.CreateTablet(CreateTabletRequest("hb", {{server.uuid(), server.advertised_address()}}))
-          .ok());
+  BASALT_ASSERT_OK(client.CreateTablet(CreateTabletRequest("hb", {{server.uuid(), server.advertised_address()}}))
+          );
   // Becoming leader (its first entry of a new term) wakes the heartbeater.
   ASSERT_TRUE(WaitFor([&] {
     for (const auto& r : master.requests()) {

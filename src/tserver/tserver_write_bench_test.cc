@@ -18,6 +18,7 @@
 #include "tserver/tablet_replica.h"
 #include "tserver/ts_tablet_manager.h"
 #include "tserver/tserver_test_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -48,7 +49,7 @@ TEST(TserverWriteBench, DISABLED_WriteBench) {
     o.memory_limit_bytes = 4LL << 30;
     o.block_cache_capacity_bytes = 256 << 20;
     servers.push_back(std::make_unique<TabletServer>(o));
-    ASSERT_TRUE(servers.back()->Start().ok());
+    BASALT_ASSERT_OK(servers.back()->Start());
   }
   std::vector<std::unique_ptr<TsClient>> clients;
   for (auto& s : servers)
@@ -66,7 +67,7 @@ TEST(TserverWriteBench, DISABLED_WriteBench) {
       p->set_uuid(s->uuid());
       s->advertised_address().ToPB(p->mutable_address());
     }
-    for (auto& c : clients) ASSERT_TRUE(c->CreateTablet(req).ok());
+    for (auto& c : clients) BASALT_ASSERT_OK(c->CreateTablet(req));
   }
   // Leaders.
   std::vector<int> leader(kBuckets, -1);

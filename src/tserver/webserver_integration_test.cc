@@ -12,6 +12,7 @@
 #include "tserver/tablet_server.h"
 #include "tserver/ts_tablet_manager.h"
 #include "tserver/tserver_test_util.h"
+#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -35,14 +36,14 @@ class TserverWebTest : public ::testing::Test {
     TabletServerOptions o = TestServerOptions(dir_.path());
     o.webserver_port = 0;
     server_ = std::make_unique<TabletServer>(o);
-    ASSERT_TRUE(server_->Start().ok());
+    BASALT_ASSERT_OK(server_->Start());
     ASSERT_GT(server_->webserver_port(), 0);
     client_ = std::make_unique<TsClient>(server_->advertised_address().ToString());
   }
 
   HttpResponse Get(const std::string& path) {
     absl::StatusOr<HttpResponse> r = HttpGet("127.0.0.1", server_->webserver_port(), path);
-    EXPECT_TRUE(r.ok()) << r.status();
+    BASALT_EXPECT_OK(r);
     return r.ok() ? *r : HttpResponse{};
   }
 
@@ -56,12 +57,12 @@ TEST_F(TserverWebTest, HealthzMetricsAndTabletsPage) {
   EXPECT_EQ(health.status, 200);
   EXPECT_EQ(health.body, "OK\n");
 
-  ASSERT_TRUE(client_
+  BASALT_ASSERT_OK(client_
                   ->CreateTablet(CreateTabletRequest(
                       kTablet, {{server_->uuid(), server_->advertised_address()}}))
-                  .ok());
+                  );
   auto replica = server_->tablet_manager()->Lookup(kTablet);
-  ASSERT_TRUE(replica.ok());
+  BASALT_ASSERT_OK(replica);
   ASSERT_TRUE(WaitFor([&] {
     return (*replica)->raft() != nullptr && (*replica)->raft()->role() == RaftCore::Role::kLeader &&
            (*replica)->GetStatus().last_applied_index > 0;
@@ -84,12 +85,12 @@ TEST_F(TserverWebTest, HealthzMetricsAndTabletsPage) {
     s = client_->Write(w.Build(kTablet), &wresp);
     return !absl::IsUnavailable(s);
   }));
-  ASSERT_TRUE(s.ok()) << s;
+  BASALT_ASSERT_OK(s);
   pb::ScanRequestPB scan;
   scan.mutable_new_scan_request()->set_tablet_id(kTablet);
   *scan.mutable_new_scan_request()->add_projected_columns() = ProjectedColumn(schema, "key");
   pb::ScanResponsePB sresp;
-  ASSERT_TRUE(client_->Scan(scan, &sresp).ok());
+  BASALT_ASSERT_OK(client_->Scan(scan, &sresp));
   ASSERT_EQ(sresp.data().num_rows(), 10);
 
   const HttpResponse metrics = Get("/metrics");
@@ -124,7 +125,7 @@ TEST_F(TserverWebTest, ShutdownStopsTheWebServer) {
 TEST(TserverWebDisabledTest, NegativePortDisables) {
   TestDir dir("tserver_web_disabled_test");
   TabletServer server(TestServerOptions(dir.path()));  // webserver_port defaults to -1.
-  ASSERT_TRUE(server.Start().ok());
+  BASALT_ASSERT_OK(server.Start());
   EXPECT_EQ(server.webserver_port(), 0);
 }
 
