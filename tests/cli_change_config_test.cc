@@ -22,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "glog/logging.h"
 #include "proto/consensus.grpc.pb.h"
@@ -32,7 +33,6 @@
 #include "tests/cli_test_util.h"
 #include "tests/client_test_util.h"
 #include "tests/client_writer_util.h"
-#include "common/status_test_util.h"
 
 namespace basalt::client_test {
 namespace {

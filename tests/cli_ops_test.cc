@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "proto/tserver.pb.h"
 #include "testing/external_mini_cluster.h"
 #include "tests/cli_test_util.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

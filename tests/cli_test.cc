@@ -15,10 +15,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "testing/external_mini_cluster.h"
 #include "tests/cli_test_util.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

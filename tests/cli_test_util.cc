@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/strings.h"
 #include "common/status_test_util.h"
+#include "common/strings.h"
 
 namespace basalt {
 

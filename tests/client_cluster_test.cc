@@ -13,11 +13,11 @@
 
 #include "absl/time/clock.h"
 #include "client/client.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "glog/logging.h"
 #include "testing/external_mini_cluster.h"
 #include "tests/client_test_util.h"
-#include "common/status_test_util.h"
 
 namespace basalt::client_test {
 namespace {

@@ -18,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "glog/logging.h"
 #include "testing/external_mini_cluster.h"
@@ -25,7 +26,6 @@
 #include "tests/client_test_util.h"
 #include "tests/client_writer_util.h"
 #include "tests/cluster_test_util.h"
-#include "common/status_test_util.h"
 
 namespace basalt::client_test {
 namespace {

@@ -95,8 +95,8 @@ TEST_F(MasterMembershipTest, AddRemoveThenKillTheLeader) {
   }
 
   // Bad inputs change nothing: a master nobody runs, one already in the group.
-  CliResult r = RunBasalt({"master", "add", old_addresses, "127.0.0.1:1", "--timeout_ms=5000"},
-                          scratch);
+  CliResult r =
+      RunBasalt({"master", "add", old_addresses, "127.0.0.1:1", "--timeout_ms=5000"}, scratch);
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.err.find("rpc_address"), std::string::npos) << r.err;
   r = RunBasalt({"master", "add", old_addresses, cluster_->master(0)->rpc_address()}, scratch);
@@ -126,8 +126,8 @@ TEST_F(MasterMembershipTest, AddRemoveThenKillTheLeader) {
   // Running tablet servers heartbeat the new master without a restart (it may lead later).
   for (int i = 0; i < cluster_->num_tablet_servers(); ++i) {
     ASSERT_OK(WaitFor(absl::Seconds(10), "the tablet server to heartbeat the new master", [&] {
-      return ReadAll(cluster_->tablet_server(i)->log_path()).find("heartbeating master " + new_uuid) !=
-                     std::string::npos
+      return ReadAll(cluster_->tablet_server(i)->log_path())
+                         .find("heartbeating master " + new_uuid) != std::string::npos
                  ? absl::OkStatus()
                  : absl::UnavailableError(cluster_->tablet_server(i)->LogTail(5));
     }));
@@ -137,9 +137,9 @@ TEST_F(MasterMembershipTest, AddRemoveThenKillTheLeader) {
   auto leader = cluster_->WaitForLeaderMaster(absl::Seconds(30));
   ASSERT_OK(leader.status());
   const std::string removed_uuid = cluster_->master(*leader)->uuid();
-  r = RunBasalt({"master", "remove", cluster_->master_addresses(), removed_uuid,
-                 "--timeout_ms=60000"},
-                scratch);
+  r = RunBasalt(
+      {"master", "remove", cluster_->master_addresses(), removed_uuid, "--timeout_ms=60000"},
+      scratch);
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_NE(r.out.find(StrCat("removed master ", removed_uuid)), std::string::npos) << r.out;
   EXPECT_NE(ReadAll(cluster_->master(*leader)->log_path()).find("handing the leadership to"),

@@ -17,6 +17,7 @@
 #include "client/client.h"
 #include "common/env.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "proto/master.grpc.pb.h"
 #include "rpc/net_util.h"
@@ -24,7 +25,6 @@
 #include "testing/external_mini_cluster.h"
 #include "tests/cli_test_util.h"
 #include "tests/client_test_util.h"
-#include "common/status_test_util.h"
 
 namespace basalt::client_test {
 namespace {

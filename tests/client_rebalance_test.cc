@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "common/status_macros.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "glog/logging.h"
 #include "proto/tserver.pb.h"
@@ -28,7 +29,6 @@
 #include "tests/cli_test_util.h"
 #include "tests/client_test_util.h"
 #include "tests/client_writer_util.h"
-#include "common/status_test_util.h"
 
 namespace basalt::client_test {
 namespace {

@@ -5,10 +5,10 @@
 #include <utility>
 
 #include "absl/time/clock.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "glog/logging.h"
 #include "proto/tserver.pb.h"
-#include "common/status_test_util.h"
 
 namespace basalt::client_test {
 

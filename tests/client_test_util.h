@@ -16,8 +16,8 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "client/client.h"
-#include "testing/external_mini_cluster.h"
 #include "common/status_test_util.h"
+#include "testing/external_mini_cluster.h"
 
 namespace basalt::client_test {
 

@@ -13,13 +13,13 @@
 
 #include "absl/time/clock.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "glog/logging.h"
 #include "rpc/rpc_status.h"
 #include "testing/external_mini_cluster.h"
 #include "testing/wait.h"
 #include "tests/cluster_test_util.h"
-#include "common/status_test_util.h"
 
 namespace basalt::cluster_test {
 namespace {

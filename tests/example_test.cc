@@ -10,9 +10,9 @@
 #include <gtest/gtest.h>
 
 #include "common/env.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "testing/external_mini_cluster.h"
-#include "common/status_test_util.h"
 
 namespace basalt::cluster_test {
 namespace {

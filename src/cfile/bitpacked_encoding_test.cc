@@ -7,8 +7,8 @@
 
 #include "cfile/bitshuffle_encoding.h"
 #include "common/random.h"
-#include "gtest/gtest.h"
 #include "common/status_test_util.h"
+#include "gtest/gtest.h"
 
 namespace basalt {
 namespace {

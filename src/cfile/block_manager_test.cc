@@ -12,10 +12,10 @@
 #include "common/env_memory.h"
 #include "common/fault_injection_env.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

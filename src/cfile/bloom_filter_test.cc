@@ -6,10 +6,10 @@
 #include "common/coding.h"
 #include "common/crc32c.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

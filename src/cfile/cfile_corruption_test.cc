@@ -11,10 +11,10 @@
 #include "cfile/cfile_writer.h"
 #include "common/column_predicate.h"
 #include "common/datum.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
-#include "common/status_test_util.h"
 
 namespace basalt::cfile_test {
 namespace {

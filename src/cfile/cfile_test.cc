@@ -19,10 +19,10 @@
 #include "common/datum.h"
 #include "common/fault_injection_env.h"
 #include "common/key_encoder.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
-#include "common/status_test_util.h"
 
 namespace basalt::cfile_test {
 namespace {

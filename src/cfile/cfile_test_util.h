@@ -16,8 +16,8 @@
 #include "common/bitmap.h"
 #include "common/env_memory.h"
 #include "common/random.h"
-#include "gtest/gtest.h"
 #include "common/status_test_util.h"
+#include "gtest/gtest.h"
 
 namespace basalt::cfile_test {
 

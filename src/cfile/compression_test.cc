@@ -5,9 +5,9 @@
 #include <string>
 
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
-#include "common/status_test_util.h"
 
 DECLARE_string(cfile_default_compression_codec);
 

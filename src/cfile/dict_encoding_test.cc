@@ -6,8 +6,8 @@
 #include "cfile/encoding_test_util.h"
 #include "common/column_predicate.h"
 #include "common/random.h"
-#include "gtest/gtest.h"
 #include "common/status_test_util.h"
+#include "gtest/gtest.h"
 
 namespace basalt {
 namespace {

@@ -7,8 +7,8 @@
 
 #include "cfile/dict_encoding.h"
 #include "cfile/encoding.h"
-#include "gtest/gtest.h"
 #include "common/status_test_util.h"
+#include "gtest/gtest.h"
 
 namespace basalt {
 namespace {

@@ -7,9 +7,9 @@
 
 #include "cfile/encoding_test_util.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "gtest/gtest.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

@@ -21,6 +21,7 @@
 #include "common/key_encoder.h"
 #include "common/partition.h"
 #include "common/row_operations.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "glog/logging.h"
 #include "grpcpp/grpcpp.h"
@@ -28,7 +29,6 @@
 #include "proto/tserver.grpc.pb.h"
 #include "rpc/net_util.h"
 #include "rpc/rpc_status.h"
-#include "common/status_test_util.h"
 
 namespace basalt::client {
 namespace {
@@ -342,10 +342,9 @@ class ClientRpcTest : public ::testing::Test {
       master_.locations.push_back(loc);
     }
     BASALT_ASSERT_OK(ClientBuilder()
-                    .add_master_server_addr(StrCat("127.0.0.1:", master_server_.port))
-                    .default_rpc_timeout(std::chrono::seconds(10))
-                    .Build(&client_)
-                    );
+                         .add_master_server_addr(StrCat("127.0.0.1:", master_server_.port))
+                         .default_rpc_timeout(std::chrono::seconds(10))
+                         .Build(&client_));
     BASALT_ASSERT_OK(client_->OpenTable("t", &table_));
   }
 
@@ -425,9 +424,8 @@ TEST_F(ClientRpcTest, MasterProxyFollowsLeaderHintsAndWaitsForTheCatalog) {
   // The follower is listed first, the leader not at all: its hint is the only way there.
   std::shared_ptr<Client> client;
   BASALT_ASSERT_OK(ClientBuilder()
-                  .add_master_server_addr(StrCat("127.0.0.1:", follower_server.port))
-                  .Build(&client)
-                  );
+                       .add_master_server_addr(StrCat("127.0.0.1:", follower_server.port))
+                       .Build(&client));
   std::shared_ptr<Table> table;
   absl::Status s = client->OpenTable("t", &table);
   BASALT_EXPECT_OK(s);
@@ -601,9 +599,8 @@ TEST_F(ClientRpcTest, TabletsWithoutReplicasAreLookedUpAgain) {
   // A fresh client, so its cache holds the replica-less locations.
   std::shared_ptr<Client> client;
   BASALT_ASSERT_OK(ClientBuilder()
-                  .add_master_server_addr(StrCat("127.0.0.1:", master_server_.port))
-                  .Build(&client)
-                  );
+                       .add_master_server_addr(StrCat("127.0.0.1:", master_server_.port))
+                       .Build(&client));
   std::shared_ptr<Table> table;
   BASALT_ASSERT_OK(client->OpenTable("t", &table));
   auto session = client->NewSession();
@@ -683,10 +680,8 @@ TEST_F(ClientScanTest, ScansEveryTabletWithContinuationsAndLimits) {
 
   // An equality predicate on the hash column visits one tablet only.
   Scanner point(table_.get());
-  BASALT_ASSERT_OK(point
-                  .AddConjunctPredicate(
-                      table_->NewComparisonPredicate("key", Predicate::EQUAL, Value::FromInt(17)))
-                  );
+  BASALT_ASSERT_OK(point.AddConjunctPredicate(
+      table_->NewComparisonPredicate("key", Predicate::EQUAL, Value::FromInt(17))));
   int scans_before;
   {
     absl::MutexLock l(&tservers_[0]->mu_);

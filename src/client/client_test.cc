@@ -15,10 +15,10 @@
 #include "client/scan_batch_internal.h"
 #include "client/tablet_writer.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "proto/common.pb.h"
 #include "proto/master.pb.h"
 #include "rpc/net_util.h"
-#include "common/status_test_util.h"
 
 namespace basalt::client {
 namespace {
@@ -350,7 +350,8 @@ TEST(PredicateTest, ErrorsSurfaceWhenAdded) {
   EXPECT_NE(in->ToString().find("IN"), std::string::npos);
   BASALT_EXPECT_OK(table->NewIsNullPredicate("name")->status());
   EXPECT_EQ(table->NewIsNotNullPredicate("zzz")->status().code(), absl::StatusCode::kNotFound);
-  BASALT_EXPECT_OK(table->NewComparisonPredicate("d", Predicate::LESS, Value::FromFloat(1.5f))->status());
+  BASALT_EXPECT_OK(
+      table->NewComparisonPredicate("d", Predicate::LESS, Value::FromFloat(1.5f))->status());
 }
 
 // ---- Routing
@@ -648,10 +649,9 @@ TEST(ClientBuilderTest, ValidatesMasterAddresses) {
   EXPECT_EQ(ClientBuilder().add_master_server_addr("h:99999").Build(&client).code(),
             absl::StatusCode::kInvalidArgument);
   BASALT_ASSERT_OK(ClientBuilder()
-                  .add_master_server_addr("127.0.0.1:1,127.0.0.1:2")
-                  .default_admin_operation_timeout(std::chrono::milliseconds(200))
-                  .Build(&client)
-                  );
+                       .add_master_server_addr("127.0.0.1:1,127.0.0.1:2")
+                       .default_admin_operation_timeout(std::chrono::milliseconds(200))
+                       .Build(&client));
   EXPECT_EQ(client->default_admin_operation_timeout(), std::chrono::milliseconds(200));
   // No master listens there: DDL times out with the last error named.
   std::vector<std::string> tables;

@@ -16,10 +16,10 @@
 #include "common/bitmap.h"
 #include "common/predicate_kernels.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "glog/logging.h"
 #include "proto/common.pb.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

@@ -15,8 +15,8 @@
 #include "absl/strings/escaping.h"
 #include "common/partial_row.h"
 #include "common/random.h"
-#include "common/strings.h"
 #include "common/status_test_util.h"
+#include "common/strings.h"
 
 namespace basalt {
 namespace {

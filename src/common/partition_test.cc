@@ -15,10 +15,10 @@
 #include "absl/strings/escaping.h"
 #include "common/key_encoder.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "glog/logging.h"
 #include "proto/common.pb.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

@@ -16,9 +16,9 @@
 #include "common/coding.h"
 #include "common/partial_row.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "glog/logging.h"
 #include "proto/common.pb.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

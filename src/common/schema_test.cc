@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "proto/common.pb.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

@@ -22,12 +22,11 @@ absl::Status StatusOf(const absl::StatusOr<T>& s) {
 // Evaluates `expr` (an absl::Status or absl::StatusOr) once; fails the test with the expression
 // and the status unless it is OK. More context streams after it, as after ASSERT_TRUE:
 //   BASALT_ASSERT_OK(session->Flush()) << "round " << i;
-#define BASALT_STATUS_CHECK_(expr, fail)                                          \
-  GTEST_AMBIGUOUS_ELSE_BLOCKER_                                                   \
-  if (const ::absl::Status _basalt_s = ::basalt::test_internal::StatusOf((expr)); \
-      _basalt_s.ok())                                                             \
-    ;                                                                             \
-  else                                                                            \
+#define BASALT_STATUS_CHECK_(expr, fail)                                                          \
+  GTEST_AMBIGUOUS_ELSE_BLOCKER_                                                                   \
+  if (const ::absl::Status _basalt_s = ::basalt::test_internal::StatusOf((expr)); _basalt_s.ok()) \
+    ;                                                                                             \
+  else                                                                                            \
     fail(#expr " is not OK") << _basalt_s << " "
 #define BASALT_ASSERT_OK(expr) BASALT_STATUS_CHECK_(expr, GTEST_FATAL_FAILURE_)
 #define BASALT_EXPECT_OK(expr) BASALT_STATUS_CHECK_(expr, GTEST_NONFATAL_FAILURE_)

@@ -94,8 +94,7 @@ absl::Status GrpcTransport::HandleUpdate(pb::UpdateConsensusRequestPB* request,
       const RaftMessageHandler* handler = nullptr;
       if (auto it = handlers_.find(m.group_id); it != handlers_.end()) {
         handler = &it->second;
-      } else if (m.message.type == MessageType::kVote ||
-                 m.message.type == MessageType::kPreVote) {
+      } else if (m.message.type == MessageType::kVote || m.message.type == MessageType::kPreVote) {
         // A tombstone's vote; its other messages are for a group not hosted here.
         if (auto v = voters_.find(m.group_id); v != voters_.end()) handler = &v->second;
       }
@@ -422,7 +421,8 @@ absl::Status GrpcTransport::RegisterVoter(const std::string& group_id, const Pee
   }
   absl::MutexLock l(&reg_mu_);
   if (!voters_.emplace(group_id, std::move(handler)).second) {
-    return absl::AlreadyExistsError(StrCat("a voter for group ", group_id, " is already registered"));
+    return absl::AlreadyExistsError(
+        StrCat("a voter for group ", group_id, " is already registered"));
   }
   return absl::OkStatus();
 }

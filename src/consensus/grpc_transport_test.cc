@@ -22,12 +22,12 @@
 #include "absl/time/time.h"
 #include "common/env.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "consensus/loopback_raft_cluster.h"
 #include "consensus/raft_message_pb.h"
 #include "proto/consensus.grpc.pb.h"
 #include "proto/consensus.pb.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

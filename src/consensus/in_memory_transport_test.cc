@@ -24,8 +24,8 @@ class InMemoryTransportTest : public ::testing::Test {
  protected:
   void Listen(const std::string& group, const PeerId& peer) {
     BASALT_ASSERT_OK(t_.Register(group, peer, [this, group, peer](RaftMessage m) {
-                    received_.push_back(group + "/" + peer + "<-" + m.from);
-                  }));
+      received_.push_back(group + "/" + peer + "<-" + m.from);
+    }));
   }
   InMemoryTransport t_{SeedFromEnvOrTime()};
   std::vector<std::string> received_;

@@ -15,9 +15,9 @@
 #include "common/env_memory.h"
 #include "common/fault_injection_env.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "consensus/log_segment.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -435,9 +435,9 @@ TEST(LogTest, GroupCommitSyncsFewerTimesThanAppends) {
   // they must share a few group commits.
   {
     absl::MutexLock l(&mu);
-    BASALT_ASSERT_OK(log->AsyncAppend(MakeEntries(next_index++, 1, 1),
-                                 [&](const absl::Status& s) { release.WaitForNotification(); })
-                    );
+    BASALT_ASSERT_OK(log->AsyncAppend(MakeEntries(next_index++, 1, 1), [&](const absl::Status& s) {
+      release.WaitForNotification();
+    }));
   }
   const int64_t syncs_before = env.num_sync_points();
   std::vector<std::thread> threads;

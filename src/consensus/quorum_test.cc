@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "consensus/raft_config.h"
 #include "common/status_test_util.h"
+#include "consensus/raft_config.h"
 
 namespace basalt {
 namespace {

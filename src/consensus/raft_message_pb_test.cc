@@ -7,10 +7,10 @@
 #include <gtest/gtest.h>
 
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "consensus/memory_log.h"
 #include "consensus/raft_core.h"
 #include "proto/consensus.pb.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

@@ -20,9 +20,9 @@
 #include "absl/time/time.h"
 #include "common/env_memory.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "consensus/in_memory_transport.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

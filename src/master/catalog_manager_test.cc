@@ -9,11 +9,11 @@
 
 #include "common/clock.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "consensus/in_memory_transport.h"
 #include "master/master_test_util.h"
 #include "proto/master.pb.h"
 #include "rpc/rpc_status.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

@@ -140,8 +140,8 @@ absl::Status Master::Init() {
               << ", waiting to join the catalog group: run `basalt master add <master addresses> "
               << rpc_address_.ToString() << "`";
   } else {
-    LOG(INFO) << "master " << instance_->uuid() << " serving on " << rpc_address_.ToString()
-              << " (" << voters.size() << " master" << (voters.size() == 1 ? "" : "s") << ")";
+    LOG(INFO) << "master " << instance_->uuid() << " serving on " << rpc_address_.ToString() << " ("
+              << voters.size() << " master" << (voters.size() == 1 ? "" : "s") << ")";
   }
   return absl::OkStatus();
 }

@@ -124,7 +124,8 @@ class Master {
   // `basalt master add|remove` (MasterService AddMaster / RemoveMaster), on the leader: see
   // proto/master.proto and docs/master.md "Adding and removing masters". The uuid of the master
   // added or removed.
-  absl::StatusOr<std::string> AddMaster(const HostPort& address) ABSL_LOCKS_EXCLUDED(membership_mu_);
+  absl::StatusOr<std::string> AddMaster(const HostPort& address)
+      ABSL_LOCKS_EXCLUDED(membership_mu_);
   absl::StatusOr<std::string> RemoveMaster(const std::string& uuid,
                                            const std::optional<HostPort>& address)
       ABSL_LOCKS_EXCLUDED(membership_mu_);
@@ -142,7 +143,8 @@ class Master {
   // on_masters: a committed list of masters (catalog batch, image or the stored one).
   void OnMastersChanged(const pb::MasterPeersPB& masters) ABSL_LOCKS_EXCLUDED(mu_);
   // peers() without `uuid`.
-  std::vector<MasterPeer> peers_copy_without(const std::string& uuid) const ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<MasterPeer> peers_copy_without(const std::string& uuid) const
+      ABSL_LOCKS_EXCLUDED(mu_);
   // send_snapshot: InstallCatalogSnapshot to `peer_uuid`.
   absl::Status SendCatalogSnapshot(const std::string& peer_uuid, const pb::CatalogSnapshotPB& image)
       ABSL_LOCKS_EXCLUDED(mu_);

@@ -71,8 +71,8 @@ void Master::OnMastersChanged(const pb::MasterPeersPB& masters) {
     peers_ = peers;
   }
   // A cache for the next start (read before the catalog opens); the catalog's copy wins then.
-  absl::Status s =
-      StoreMasterPeers(env_, JoinPath(options_.fs_data_dir, "master_peers"), peers, /*joined=*/true);
+  absl::Status s = StoreMasterPeers(env_, JoinPath(options_.fs_data_dir, "master_peers"), peers,
+                                    /*joined=*/true);
   LOG_IF(ERROR, !s.ok()) << "storing the list of masters: " << s;
   LOG(INFO) << "the catalog group's masters are now: " << PeerList(peers);
 }
@@ -129,9 +129,9 @@ absl::StatusOr<std::string> Master::AddMaster(const HostPort& address) {
   auto reg = GetMasterRegistration(address, absl::Seconds(5));
   if (!reg.ok()) {
     // Not UNAVAILABLE: callers retry that one at other masters.
-    return absl::FailedPreconditionError(StrCat("rpc_address: the new master at ", address.ToString(),
-                                         " does not answer (start it first): ",
-                                         reg.status().message()));
+    return absl::FailedPreconditionError(
+        StrCat("rpc_address: the new master at ", address.ToString(),
+               " does not answer (start it first): ", reg.status().message()));
   }
   const std::string uuid = reg->uuid();
   std::shared_ptr<RaftNode> node = sys_catalog_->node();
@@ -154,9 +154,9 @@ absl::StatusOr<std::string> Master::AddMaster(const HostPort& address) {
   std::vector<MasterPeer> peers = peers_copy_without(uuid);
   for (const MasterPeer& p : peers) {
     if (p.address == address) {
-      return absl::FailedPreconditionError(
-          StrCat("rpc_address: master ", p.uuid, " of the group has address ", address.ToString(),
-                 "; remove it first (`basalt master remove`)"));
+      return absl::FailedPreconditionError(StrCat("rpc_address: master ", p.uuid,
+                                                  " of the group has address ", address.ToString(),
+                                                  "; remove it first (`basalt master remove`)"));
     }
   }
   peers.push_back({uuid, address});
@@ -171,11 +171,13 @@ absl::StatusOr<std::string> Master::AddMaster(const HostPort& address) {
   change.type = ConfigChange::Type::kAddLearner;
   change.peer = uuid;
   change.promote = true;
-  absl::Status added = sys_catalog_->ChangeConfig(change, kMembershipTimeout, config_index).status();
+  absl::Status added =
+      sys_catalog_->ChangeConfig(change, kMembershipTimeout, config_index).status();
   if (!added.ok()) {
     // The list names it already: a retry completes the add, a remove undoes it.
     return absl::Status(added.code(),
-                        StrCat("the list of masters names ", uuid, " but adding it to the catalog "
+                        StrCat("the list of masters names ", uuid,
+                               " but adding it to the catalog "
                                "group failed (retry `basalt master add`, or undo with `basalt "
                                "master remove ",
                                uuid, "`): ", added.message()));
@@ -187,9 +189,9 @@ absl::StatusOr<std::string> Master::AddMaster(const HostPort& address) {
 
 std::vector<MasterPeer> Master::peers_copy_without(const std::string& uuid) const {
   std::vector<MasterPeer> out = peers();
-  out.erase(std::remove_if(out.begin(), out.end(),
-                           [&](const MasterPeer& p) { return p.uuid == uuid; }),
-            out.end());
+  out.erase(
+      std::remove_if(out.begin(), out.end(), [&](const MasterPeer& p) { return p.uuid == uuid; }),
+      out.end());
   return out;
 }
 
@@ -204,16 +206,16 @@ absl::StatusOr<std::string> Master::RemoveMaster(const std::string& uuid_arg,
   for (const MasterPeer& p : all) {
     if (!address.has_value() || p.address != *address) continue;
     if (!uuid.empty() && uuid != p.uuid) {
-      return absl::InvalidArgumentError(StrCat("rpc_address ", address->ToString(), " is master ",
-                                               p.uuid, ", not uuid ", uuid));
+      return absl::InvalidArgumentError(
+          StrCat("rpc_address ", address->ToString(), " is master ", p.uuid, ", not uuid ", uuid));
     }
     uuid = p.uuid;
   }
   std::shared_ptr<RaftNode> node = sys_catalog_->node();
   if (node == nullptr) return absl::UnavailableError("this master is joining the catalog group");
   auto [config, config_index] = node->committed_config();
-  const bool listed = std::any_of(all.begin(), all.end(),
-                                  [&](const MasterPeer& p) { return p.uuid == uuid; });
+  const bool listed =
+      std::any_of(all.begin(), all.end(), [&](const MasterPeer& p) { return p.uuid == uuid; });
   if (uuid.empty() || (!listed && !IsMember(config, uuid))) {
     return absl::NotFoundError(StrCat(uuid.empty() ? "rpc_address" : "uuid", ": no master ",
                                       uuid.empty() ? address->ToString() : uuid,
@@ -233,8 +235,8 @@ absl::StatusOr<std::string> Master::RemoveMaster(const std::string& uuid_arg,
       // caller retries there (UNAVAILABLE + NOT_THE_LEADER_MASTER).
       for (const PeerId& v : config.voters) {
         if (v == uuid) continue;
-        LOG(INFO) << "removing this master from the catalog group: handing the leadership to "
-                  << v << " first";
+        LOG(INFO) << "removing this master from the catalog group: handing the leadership to " << v
+                  << " first";
         BASALT_RETURN_IF_ERROR(node->TransferLeadership(v));
         return MasterError(absl::UnavailableError(StrCat("master ", uuid,
                                                          " leads the catalog group: leadership "

@@ -68,10 +68,10 @@ absl::StatusOr<std::vector<MasterPeer>> CheckJoin(const pb::GetMasterRegistratio
     }
   }
   if (SortedStrings(expected) != SortedStrings(masters)) {
-    return absl::InvalidArgumentError(
-        StrCat("this master joins the catalog group of ", AddressList(Addresses(group)),
-               "; give it --master_addresses=", AddressList(expected), " (not ",
-               AddressList(masters), ")"));
+    return absl::InvalidArgumentError(StrCat("this master joins the catalog group of ",
+                                             AddressList(Addresses(group)),
+                                             "; give it --master_addresses=", AddressList(expected),
+                                             " (not ", AddressList(masters), ")"));
   }
   return group;
 }
@@ -152,13 +152,11 @@ absl::Status StoreMasterPeers(Env* env, const std::string& path,
 absl::Status CheckMasterPeersMatch(const std::vector<MasterPeer>& stored,
                                    const std::vector<HostPort>& configured) {
   if (SortedStrings(Addresses(stored)) == SortedStrings(configured)) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      StrCat("--master_addresses (", AddressList(configured),
-             ") differs from the masters of this master's catalog group (",
-             AddressList(Addresses(stored)),
-             "); give every master and tablet server --master_addresses=",
-             AddressList(Addresses(stored)),
-             " (the set changes only through `basalt master add|remove`, docs/master.md)"));
+  return absl::InvalidArgumentError(StrCat(
+      "--master_addresses (", AddressList(configured),
+      ") differs from the masters of this master's catalog group (", AddressList(Addresses(stored)),
+      "); give every master and tablet server --master_addresses=", AddressList(Addresses(stored)),
+      " (the set changes only through `basalt master add|remove`, docs/master.md)"));
 }
 
 absl::StatusOr<pb::GetMasterRegistrationResponsePB> GetMasterRegistration(const HostPort& address,

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "common/env.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "master/master_test_util.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -78,7 +78,8 @@ TEST(MasterPeersTest, CorruptFileIsDataLoss) {
 }
 
 TEST(MasterPeersTest, ConfiguredMustMatchStored) {
-  BASALT_EXPECT_OK(CheckMasterPeersMatch(ThreePeers(), {Hp("m3", 7051), Hp("m1", 7051), Hp("m2", 7051)}));
+  BASALT_EXPECT_OK(
+      CheckMasterPeersMatch(ThreePeers(), {Hp("m3", 7051), Hp("m1", 7051), Hp("m2", 7051)}));
   absl::Status fewer = CheckMasterPeersMatch(ThreePeers(), {Hp("m1", 7051), Hp("m2", 7051)});
   EXPECT_EQ(fewer.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(fewer.message()).find("m3:7051"), std::string::npos) << fewer;

@@ -112,8 +112,8 @@ class MasterServiceImpl final : public pb::MasterService::Service {
     resp->set_joining(master_->joining());
     for (const MasterPeer& p : master_->peers()) {
       // A single master forms no group; a joining one is in none yet.
-      if (master_->joining() || (master_->configured_masters().size() <= 1 &&
-                                 master_->peers().size() <= 1)) {
+      if (master_->joining() ||
+          (master_->configured_masters().size() <= 1 && master_->peers().size() <= 1)) {
         break;
       }
       pb::RaftPeerPB* peer = resp->add_peers();

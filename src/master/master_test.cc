@@ -9,13 +9,13 @@
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
 
+#include "common/status_test_util.h"
 #include "master/catalog_manager.h"
 #include "master/master_test_util.h"
 #include "proto/master.grpc.pb.h"
 #include "proto/master.pb.h"
 #include "rpc/net_util.h"
 #include "rpc/rpc_status.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -69,7 +69,8 @@ class MasterTest : public ::testing::Test {
 
 TEST_F(MasterTest, CreateLocateAndRestart) {
   pb::ListMastersResponsePB masters;
-  BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::ListMasters, pb::ListMastersRequestPB(), &masters));
+  BASALT_ASSERT_OK(
+      Call(&pb::MasterService::Stub::ListMasters, pb::ListMastersRequestPB(), &masters));
   ASSERT_EQ(masters.masters_size(), 1);
   EXPECT_EQ(masters.masters(0).uuid(), master_->uuid());
   EXPECT_EQ(masters.masters(0).role(), pb::LEADER);
@@ -82,7 +83,8 @@ TEST_F(MasterTest, CreateLocateAndRestart) {
   BASALT_ASSERT_OK(Heartbeat3());
 
   pb::CreateTableResponsePB created;
-  BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::CreateTable, CreateTableRequest("t", {10}), &created));
+  BASALT_ASSERT_OK(
+      Call(&pb::MasterService::Stub::CreateTable, CreateTableRequest("t", {10}), &created));
   // The reconciliation thread sends CreateTablet to all six replicas.
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   while (admin_.calls("create").size() < 6 && absl::Now() < deadline) {
@@ -113,8 +115,8 @@ TEST_F(MasterTest, CreateLocateAndRestart) {
   EXPECT_TRUE(done.done());
 
   pb::ListTabletServersResponsePB servers;
-  BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::ListTabletServers, pb::ListTabletServersRequestPB(), &servers)
-          );
+  BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::ListTabletServers,
+                        pb::ListTabletServersRequestPB(), &servers));
   EXPECT_EQ(servers.servers_size(), 3);
 
   // Restart from the directory: same uuid, same table.
@@ -133,8 +135,8 @@ TEST_F(MasterTest, CreateLocateAndRestart) {
   BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::GetTableLocations, lreq, &locs));
   EXPECT_EQ(locs.tablet_locations_size(), 2);
   // The restarted master does not know the servers' replicas: it asks for full reports.
-  BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::TSHeartbeat, Heartbeat(0, /*incremental=*/true), &hb_resp)
-          );
+  BASALT_ASSERT_OK(
+      Call(&pb::MasterService::Stub::TSHeartbeat, Heartbeat(0, /*incremental=*/true), &hb_resp));
   EXPECT_TRUE(hb_resp.needs_full_tablet_report());
 }
 
@@ -175,7 +177,8 @@ TEST_F(MasterTest, MalformedRequestsGetClearErrors) {
       absl::StatusCode::kInvalidArgument);
 
   // Still serving.
-  BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::CreateTable, CreateTableRequest("t", {}), &created));
+  BASALT_ASSERT_OK(
+      Call(&pb::MasterService::Stub::CreateTable, CreateTableRequest("t", {}), &created));
   pb::ListTablesResponsePB tables;
   BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::ListTables, pb::ListTablesRequestPB(), &tables));
   EXPECT_EQ(tables.tables_size(), 1);
@@ -184,7 +187,8 @@ TEST_F(MasterTest, MalformedRequestsGetClearErrors) {
 TEST_F(MasterTest, GarbledCatalogFailsStartCleanly) {
   BASALT_ASSERT_OK(Heartbeat3());
   pb::CreateTableResponsePB created;
-  BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::CreateTable, CreateTableRequest("t", {}), &created));
+  BASALT_ASSERT_OK(
+      Call(&pb::MasterService::Stub::CreateTable, CreateTableRequest("t", {}), &created));
   master_->Shutdown();
   master_.reset();
   {

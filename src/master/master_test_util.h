@@ -59,7 +59,6 @@ class RecordingListener : public SysCatalogListener {
   absl::Status load_status_;
 };
 
-
 // A fresh directory under ::testing::TempDir(), removed at destruction.
 class TempDir {
  public:

@@ -423,7 +423,8 @@ absl::Status SysCatalog::Persist(const pb::SysCatalogWriteBatchPB* batch, const 
   rocksdb::WriteBatch wb;
   if (batch != nullptr) AddToWriteBatch(*batch, &wb);
   // The configuration in effect at the applied index travels with catalog images.
-  if (entry.type == EntryType::kConfigChange) wb.Put(kSysConfigKey, EncodeConfigValue(entry.index, entry.data));
+  if (entry.type == EntryType::kConfigChange)
+    wb.Put(kSysConfigKey, EncodeConfigValue(entry.index, entry.data));
   wb.Put(kSysAppliedIndexKey, EncodeIndex(entry.index));
   rocksdb::WriteOptions wo;
   wo.sync = options_.sync;
@@ -448,7 +449,8 @@ void SysCatalog::Apply(const LogEntry& entry) {
   }
   durable_index_.store(entry.index);
   if (have_batch) listener_->ApplyBatch(batch);
-  if (have_batch && batch.has_masters() && options_.on_masters) options_.on_masters(batch.masters());
+  if (have_batch && batch.has_masters() && options_.on_masters)
+    options_.on_masters(batch.masters());
   // After the listener: a term is "ready" (LeaderReadyTerm) only once memory has the entry.
   applied_term_.store(entry.term);
 }
@@ -464,7 +466,8 @@ namespace basalt {
 
 absl::StatusOr<pb::CatalogSnapshotPB> SysCatalog::BuildSnapshot() const {
   std::shared_ptr<RaftNode> n = node();
-  if (n == nullptr) return absl::FailedPreconditionError("this master is joining the catalog group");
+  if (n == nullptr)
+    return absl::FailedPreconditionError("this master is joining the catalog group");
   const rocksdb::Snapshot* snap = db_->GetSnapshot();
   absl::StatusOr<StoredCatalog> stored = ReadStoredCatalog(db_.get(), snap);
   db_->ReleaseSnapshot(snap);
@@ -556,7 +559,8 @@ absl::Status SysCatalog::InstallSnapshot(const pb::CatalogSnapshotPB& image) {
   if (image.applied_index() == 0) {
     return absl::InvalidArgumentError("catalog image: applied_index is 0");
   }
-  if (image.applied_term() == 0) return absl::InvalidArgumentError("catalog image: applied_term is 0");
+  if (image.applied_term() == 0)
+    return absl::InvalidArgumentError("catalog image: applied_term is 0");
   if (image.term() < image.applied_term()) {
     return absl::InvalidArgumentError(StrCat("catalog image: term ", image.term(),
                                              " is below applied_term ", image.applied_term()));
@@ -590,9 +594,9 @@ absl::Status SysCatalog::InstallSnapshot(const pb::CatalogSnapshotPB& image) {
   bool keep_log = false;
   absl::Status refused;
   if (image.applied_index() < durable_index_.load()) {
-    refused = absl::FailedPreconditionError(
-        StrCat("catalog image at index ", image.applied_index(), " is older than this catalog (",
-               durable_index_.load(), ")"));
+    refused = absl::FailedPreconditionError(StrCat("catalog image at index ", image.applied_index(),
+                                                   " is older than this catalog (",
+                                                   durable_index_.load(), ")"));
   } else if (old != nullptr) {
     absl::StatusOr<std::unique_ptr<Log>> log = Log::Open(env_, WalDir(), LogOptions::FromFlags());
     if (!log.ok()) {
@@ -610,8 +614,8 @@ absl::Status SysCatalog::InstallSnapshot(const pb::CatalogSnapshotPB& image) {
     return refused;
   }
   LOG(INFO) << "installing the catalog image at index " << image.applied_index() << " (term "
-            << image.applied_term() << ", " << image.entries().upsert_tablets_size()
-            << " tablets" << (keep_log ? "; the log after it is kept" : "") << ")";
+            << image.applied_term() << ", " << image.entries().upsert_tablets_size() << " tablets"
+            << (keep_log ? "; the log after it is kept" : "") << ")";
   // From here until the node restarts, a crash leaves the marker: the next Open wipes the
   // catalog and its log, and the leader sends a new image.
   BASALT_RETURN_IF_ERROR(WriteFileAtomically(env_, MarkerPath(), ""));

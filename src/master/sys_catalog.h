@@ -32,9 +32,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <string>
 #include <optional>
 #include <set>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <vector>

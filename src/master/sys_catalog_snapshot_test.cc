@@ -90,8 +90,8 @@ class SysCatalogSnapshotTest : public ::testing::Test {
     if (listeners_.size() <= static_cast<size_t>(i)) listeners_.resize(i + 1);
     listeners_[i] = std::make_unique<RecordingListener>();
     BASALT_ASSERT_OK(Env::Default()->CreateDirs(Dir(i)));
-    auto c = SysCatalog::Open(Env::Default(), Options(i, joining), &transport_,
-                              listeners_[i].get());
+    auto c =
+        SysCatalog::Open(Env::Default(), Options(i, joining), &transport_, listeners_[i].get());
     BASALT_ASSERT_OK(c.status());
     BASALT_ASSERT_OK((*c)->Start());
     absl::MutexLock l(&mu_);
@@ -145,7 +145,8 @@ TEST_F(SysCatalogSnapshotTest, MasterBehindTheCollectedLogGetsAnImage) {
   Close(down);
   // Past the time a leader waits for a silent peer before collecting the log under it.
   absl::SleepFor(absl::Seconds(4));
-  for (int n = 1; n <= 40; ++n) BASALT_ASSERT_OK(catalogs_[leader]->Write(BigBatch(n), absl::Seconds(10)));
+  for (int n = 1; n <= 40; ++n)
+    BASALT_ASSERT_OK(catalogs_[leader]->Write(BigBatch(n), absl::Seconds(10)));
   BASALT_ASSERT_OK(WaitFor(absl::Seconds(10), "the leader to collect its log", [&] {
     const uint64_t first = catalogs_[leader]->node()->log().FirstIndex();
     return first > 3 ? absl::OkStatus() : absl::UnavailableError(StrCat("first index ", first));
@@ -169,7 +170,7 @@ TEST_F(SysCatalogSnapshotTest, MasterBehindTheCollectedLogGetsAnImage) {
   const uint64_t last = catalogs_[leader]->DurableIndex();
   BASALT_ASSERT_OK(WaitFor(absl::Seconds(10), "the entry after the image", [&] {
     return catalogs_[down]->DurableIndex() >= last ? absl::OkStatus()
-                                                    : absl::UnavailableError("not applied");
+                                                   : absl::UnavailableError("not applied");
   }));
   EXPECT_GE(listeners_[down]->num_applied(), 1u);
   Close(down);
@@ -223,7 +224,7 @@ TEST_F(SysCatalogSnapshotTest, FollowerHoldingTheImagesLastEntryKeepsItsLog) {
   const uint64_t last = catalogs_[leader]->DurableIndex();
   BASALT_ASSERT_OK(WaitFor(absl::Seconds(10), "the follower to apply", [&] {
     return catalogs_[follower]->DurableIndex() >= last ? absl::OkStatus()
-                                                        : absl::UnavailableError("behind");
+                                                       : absl::UnavailableError("behind");
   }));
   absl::StatusOr<pb::CatalogSnapshotPB> image = catalogs_[leader]->BuildSnapshot();
   BASALT_ASSERT_OK(image.status());
@@ -238,14 +239,14 @@ TEST_F(SysCatalogSnapshotTest, FollowerHoldingTheImagesLastEntryKeepsItsLog) {
   const uint64_t later = catalogs_[leader]->DurableIndex();
   BASALT_ASSERT_OK(WaitFor(absl::Seconds(10), "the follower to apply after the image", [&] {
     return catalogs_[follower]->DurableIndex() >= later ? absl::OkStatus()
-                                                         : absl::UnavailableError("behind");
+                                                        : absl::UnavailableError("behind");
   }));
   // An image of an older term than the follower's is refused and changes nothing (a new election
   // first, so that there is an older term).
   BASALT_ASSERT_OK(catalogs_[Leader()]->node()->LeaderStepDown());
   BASALT_ASSERT_OK(WaitFor(absl::Seconds(10), "a new term", [&] {
     return catalogs_[follower]->node()->term() >= 2 ? absl::OkStatus()
-                                                     : absl::UnavailableError("term 1");
+                                                    : absl::UnavailableError("term 1");
   }));
   Leader();
   const uint64_t term = catalogs_[follower]->node()->term();

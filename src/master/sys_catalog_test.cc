@@ -9,10 +9,10 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/env.h"
+#include "common/status_test_util.h"
 #include "consensus/in_memory_transport.h"
 #include "master/master_test_util.h"
 #include "proto/master_catalog.pb.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

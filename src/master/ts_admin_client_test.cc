@@ -7,10 +7,10 @@
 #include <gtest/gtest.h>
 
 #include "absl/synchronization/notification.h"
+#include "common/status_test_util.h"
 #include "proto/tserver.grpc.pb.h"
 #include "proto/tserver.pb.h"
 #include "rpc/rpc_status.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "master/master.h"
 #include "master/master_test_util.h"
@@ -17,7 +18,6 @@
 #include "rpc/net_util.h"
 #include "rpc/rpc_status.h"
 #include "server/webserver.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -90,8 +90,7 @@ TEST_F(MasterWebTest, HealthzMetricsAndPages) {
   }
   pb::CreateTableResponsePB cresp;
   BASALT_ASSERT_OK(Call(&pb::MasterService::Stub::CreateTable,
-                   CreateTableRequest("web<table>&", {10, 20}), &cresp)
-                  );
+                        CreateTableRequest("web<table>&", {10, 20}), &cresp));
 
   const std::string m = Get("/metrics").body;
   EXPECT_EQ(SampleValue(m, "basalt_master_tables"), 1) << m;

@@ -3,8 +3,8 @@
 #include <grpcpp/support/status.h>
 #include <gtest/gtest.h>
 
-#include "proto/common.pb.h"
 #include "common/status_test_util.h"
+#include "proto/common.pb.h"
 
 namespace basalt {
 namespace {

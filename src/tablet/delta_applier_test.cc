@@ -13,9 +13,9 @@
 
 #include "common/bitmap.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "tablet/delta_test_util.h"
 #include "tablet/row_changelist.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -276,11 +276,10 @@ TEST_F(DeltaApplierCasesTest, RedoSequenceAndReinsertDefaults) {
   const std::string del = DeleteList();
   const std::string re = ReinsertInt32({{1, 8}});  // b, s, l absent: default, NULL, default.
   BASALT_ASSERT_OK(Apply({}, {{{10, HybridTime(1)}, u1},
-                         {{11, HybridTime(1)}, u1},
-                         {{11, HybridTime(2)}, del},
-                         {{12, HybridTime(1)}, del},
-                         {{12, HybridTime(3)}, re}})
-                  );
+                              {{11, HybridTime(1)}, u1},
+                              {{11, HybridTime(2)}, del},
+                              {{12, HybridTime(1)}, del},
+                              {{12, HybridTime(3)}, re}}));
   EXPECT_EQ(A(0), 5);
   EXPECT_EQ(B(0), 6);
   EXPECT_FALSE(BitmapTest(batch_.live.data(), 1));

@@ -13,8 +13,8 @@
 #include "common/crc32c.h"
 #include "common/env_memory.h"
 #include "common/random.h"
-#include "tablet/delta_test_util.h"
 #include "common/status_test_util.h"
+#include "tablet/delta_test_util.h"
 
 namespace basalt {
 namespace {

@@ -17,11 +17,11 @@
 #include "common/env_memory.h"
 #include "common/fault_injection_env.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "tablet/delta_applier.h"
 #include "tablet/delta_file.h"
 #include "tablet/delta_test_util.h"
 #include "tablet/deltamemstore.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -373,8 +373,8 @@ TEST_F(DeltaTrackerTest, ConcurrentReadersFlushesAndCompactions) {
       std::vector<ColumnBlock*> blocks = {key.block(), val.block()};
       for (size_t i = 0; i < n; ++i) val.block()->data<int32_t>()[i] = 0;
       std::vector<uint8_t> live(BitmapSize(n), 0xFF);
-      BASALT_ASSERT_OK(applier.Apply(MvccSnapshot::IncludingAll(), start, n, {}, redos, blocks, live.data())
-              );
+      BASALT_ASSERT_OK(
+          applier.Apply(MvccSnapshot::IncludingAll(), start, n, {}, redos, blocks, live.data()));
       std::vector<int32_t> count(n, 0);
       for (const DeltaEntry& e : redos) ++count[e.key.row - start];
       for (size_t i = 0; i < n; ++i) {

@@ -8,9 +8,9 @@
 #include <gtest/gtest.h>
 
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "tablet/delta_test_util.h"
 #include "tablet/row_changelist.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

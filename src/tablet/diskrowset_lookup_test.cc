@@ -12,10 +12,10 @@
 #include "cfile/bloom_filter.h"
 #include "common/key_encoder.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "tablet/diskrowset.h"
 #include "tablet/diskrowset_test_util.h"
 #include "tablet/row_changelist.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

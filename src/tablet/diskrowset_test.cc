@@ -13,10 +13,10 @@
 #include "cfile/block_cache.h"
 #include "common/key_encoder.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "tablet/diskrowset_iterator.h"
 #include "tablet/diskrowset_test_util.h"
 #include "tablet/row_changelist.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

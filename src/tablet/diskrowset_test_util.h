@@ -17,13 +17,13 @@
 #include "common/key_encoder.h"
 #include "common/random.h"
 #include "common/schema.h"
+#include "common/status_test_util.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
 #include "tablet/diskrowset.h"
 #include "tablet/diskrowset_writer.h"
 #include "tablet/iterators_test_util.h"
 #include "tablet/row_block_util.h"
-#include "common/status_test_util.h"
 
 namespace basalt::drs_test {
 

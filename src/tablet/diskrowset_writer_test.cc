@@ -9,9 +9,9 @@
 #include "cfile/bloom_filter.h"
 #include "common/key_encoder.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "tablet/diskrowset.h"
 #include "tablet/diskrowset_test_util.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -229,7 +229,8 @@ TEST_F(DiskRowSetWriterTest, BytesWrittenCountsEveryFile) {
   const std::vector<TestRow> rows = WideRows(schema_, &rng_, 20000);
   uint64_t last = writer.bytes_written();
   for (size_t i = 0; i < rows.size(); i += 2000) {
-    BASALT_ASSERT_OK(Append(&writer, std::vector<TestRow>(rows.begin() + i, rows.begin() + i + 2000)));
+    BASALT_ASSERT_OK(
+        Append(&writer, std::vector<TestRow>(rows.begin() + i, rows.begin() + i + 2000)));
     EXPECT_GE(writer.bytes_written(), last);
     last = writer.bytes_written();
   }

@@ -18,6 +18,7 @@
 #include "common/bitmap.h"
 #include "common/key_encoder.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "tablet/filter_iterator.h"
 #include "tablet/iterators_test_util.h"
@@ -25,7 +26,6 @@
 #include "tablet/merge_iterator.h"
 #include "tablet/row_block_util.h"
 #include "tablet/union_iterator.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

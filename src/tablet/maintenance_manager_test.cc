@@ -12,8 +12,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/clock.h"
-#include "tablet/memory_budget.h"
 #include "common/status_test_util.h"
+#include "tablet/memory_budget.h"
 
 namespace basalt {
 namespace {

@@ -11,9 +11,9 @@
 
 #include "common/key_encoder.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "tablet/row_changelist.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

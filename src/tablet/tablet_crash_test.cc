@@ -10,9 +10,9 @@
 
 #include "common/env_memory.h"
 #include "common/fault_injection_env.h"
+#include "common/status_test_util.h"
 #include "tablet/tablet.h"
 #include "tablet/tablet_test_util.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

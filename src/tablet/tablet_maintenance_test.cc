@@ -3,10 +3,10 @@
 #include <gflags/gflags.h>
 #include <gtest/gtest.h>
 
+#include "common/status_test_util.h"
 #include "tablet/memory_budget.h"
 #include "tablet/tablet.h"
 #include "tablet/tablet_test_util.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

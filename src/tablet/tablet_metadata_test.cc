@@ -10,8 +10,8 @@
 
 #include "common/env_memory.h"
 #include "common/fault_injection_env.h"
-#include "common/strings.h"
 #include "common/status_test_util.h"
+#include "common/strings.h"
 
 namespace basalt {
 namespace {

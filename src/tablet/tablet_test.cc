@@ -11,8 +11,8 @@
 
 #include "common/key_encoder.h"
 #include "common/random.h"
-#include "tablet/tablet_test_util.h"
 #include "common/status_test_util.h"
+#include "tablet/tablet_test_util.h"
 
 namespace basalt {
 namespace {

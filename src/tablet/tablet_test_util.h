@@ -27,8 +27,8 @@
 #include "common/row_operations.h"
 #include "common/schema.h"
 #include "common/status_macros.h"
-#include "tablet/tablet.h"
 #include "common/status_test_util.h"
+#include "tablet/tablet.h"
 
 // CHECKs that an absl::Status (or StatusOr) is OK, printing it otherwise.
 #define TABLET_CHECK_OK(expr)                \

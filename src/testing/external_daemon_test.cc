@@ -11,11 +11,11 @@
 #include <string>
 
 #include "common/env.h"
+#include "common/status_test_util.h"
 #include "testing/external_mini_cluster.h"
 #include "testing/reserved_port.h"
 #include "testing/testing_test_util.h"
 #include "testing/wait.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -107,9 +107,8 @@ TEST_F(ExternalDaemonTest, KillPauseResume) {
   BASALT_ASSERT_OK(d->Resume());
   EXPECT_FALSE(d->IsPaused());
   BASALT_ASSERT_OK(WaitFor(absl::Seconds(5), "the daemon to run again", [&] {
-                return ProcessState(pid) != 'T' ? absl::OkStatus()
-                                                : absl::UnavailableError("still stopped");
-              }));
+    return ProcessState(pid) != 'T' ? absl::OkStatus() : absl::UnavailableError("still stopped");
+  }));
   d->Kill();
   EXPECT_FALSE(d->IsRunning());
   EXPECT_EQ(d->last_exit(), "killed by signal 9 (Killed)");
@@ -135,8 +134,8 @@ TEST_F(ExternalDaemonTest, CrashIsDetectedAndReported) {
   BASALT_ASSERT_OK(d->Start());
   ASSERT_EQ(kill(d->pid(), SIGKILL), 0);
   BASALT_ASSERT_OK(WaitFor(absl::Seconds(5), "the daemon to die", [&] {
-                return d->IsRunning() ? absl::UnavailableError("running") : absl::OkStatus();
-              }));
+    return d->IsRunning() ? absl::UnavailableError("running") : absl::OkStatus();
+  }));
   EXPECT_TRUE(d->ExitedUnexpectedly());
   EXPECT_EQ(d->last_exit(), "killed by signal 9 (Killed)");
   // It can be started again, and a new run clears the flag.

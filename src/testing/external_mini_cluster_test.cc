@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "common/env.h"
-#include "testing/testing_test_util.h"
 #include "common/status_test_util.h"
+#include "testing/testing_test_util.h"
 
 namespace basalt {
 namespace {

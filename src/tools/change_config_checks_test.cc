@@ -79,9 +79,11 @@ TEST(ChangeConfigChecksTest, ValidChangesPass) {
   const auto servers = Servers();
   const auto cstate = State();
   BASALT_EXPECT_OK(CheckChange(Change(pb::ADD_PEER, "d"), servers, cstate));
-  BASALT_EXPECT_OK(CheckChange(Change(pb::ADD_PEER, "d", pb::RaftPeerPB::NON_VOTER), servers, cstate));
+  BASALT_EXPECT_OK(
+      CheckChange(Change(pb::ADD_PEER, "d", pb::RaftPeerPB::NON_VOTER), servers, cstate));
   BASALT_EXPECT_OK(CheckChange(Change(pb::REMOVE_PEER, "b"), servers, cstate));
-  BASALT_EXPECT_OK(CheckChange(Change(pb::MODIFY_PEER, "b", pb::RaftPeerPB::NON_VOTER), servers, cstate));
+  BASALT_EXPECT_OK(
+      CheckChange(Change(pb::MODIFY_PEER, "b", pb::RaftPeerPB::NON_VOTER), servers, cstate));
   // A member the master does not list may be removed or promoted (a server gone for good).
   BASALT_EXPECT_OK(CheckChange(Change(pb::REMOVE_PEER, "gone"), servers, cstate));
   BASALT_EXPECT_OK(CheckChange(Change(pb::MODIFY_PEER, "gone"), servers, cstate));

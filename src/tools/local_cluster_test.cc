@@ -14,9 +14,9 @@
 #include "absl/strings/str_split.h"
 #include "common/env.h"
 #include "common/random.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "gtest/gtest.h"
-#include "common/status_test_util.h"
 
 namespace basalt::tools {
 namespace {
@@ -254,7 +254,8 @@ TEST_F(LocalClusterTest, BadOptionsAreInvalidArguments) {
 TEST_F(LocalClusterTest, DestroyRefusesDirectoriesThatAreNotClusters) {
   EXPECT_EQ(DestroyLocalCluster(dir_, nullptr).code(), absl::StatusCode::kNotFound);
   fs::create_directories(dir_);
-  BASALT_ASSERT_OK(WriteStringToFile(Env::Default(), JoinPath(dir_, "precious.txt"), "data", false));
+  BASALT_ASSERT_OK(
+      WriteStringToFile(Env::Default(), JoinPath(dir_, "precious.txt"), "data", false));
   absl::Status s = DestroyLocalCluster(dir_, nullptr);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_NE(s.message().find("cluster.json"), std::string::npos) << s;

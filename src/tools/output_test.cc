@@ -4,9 +4,9 @@
 
 #include <sstream>
 
+#include "common/status_test_util.h"
 #include "tools/command.h"
 #include "tools/tool_common.h"
-#include "common/status_test_util.h"
 
 namespace basalt::tools {
 namespace {

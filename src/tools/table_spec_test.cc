@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "tools/lexer.h"
 #include "common/status_test_util.h"
+#include "tools/lexer.h"
 
 namespace basalt::tools {
 namespace {

@@ -115,16 +115,15 @@ absl::Status AddMaster(const ActionContext& ctx) {
   const auto deadline = OperationDeadline();
   for (;;) {
     pb::ListMastersResponsePB masters;
-    if (CallMaster(all, &pb::MasterService::Stub::ListMasters, pb::ListMastersRequestPB(),
-                   &masters)
+    if (CallMaster(all, &pb::MasterService::Stub::ListMasters, pb::ListMastersRequestPB(), &masters)
             .ok()) {
       for (const auto& m : masters.masters()) {
         if (m.uuid() == resp.uuid()) role = pb::RaftRolePB_Name(m.role());
       }
       if (role == "FOLLOWER" || role == "LEADER") {
         *ctx.out << "master " << resp.uuid() << " is a voter (" << role << ")\n"
-                 << "give every master and tablet server --master_addresses="
-                 << MasterList(masters) << " before their next restart" << std::endl;
+                 << "give every master and tablet server --master_addresses=" << MasterList(masters)
+                 << " before their next restart" << std::endl;
         return absl::OkStatus();
       }
     }
@@ -210,8 +209,7 @@ Command MasterCommand() {
             "it the catalog, and promotes it to voter once it has caught up; this waits for that "
             "(up to --timeout_ms). Then give every master and tablet server the new "
             "--master_addresses before its next restart.",
-            {MasterAddressesArg(),
-             {"master_address", "The new master's RPC address, host:port"}},
+            {MasterAddressesArg(), {"master_address", "The new master's RPC address, host:port"}},
             {"timeout_ms"},
             AddMaster},
            {"remove",

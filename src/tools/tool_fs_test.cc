@@ -21,6 +21,7 @@
 #include "common/key_encoder.h"
 #include "common/partition.h"
 #include "common/schema.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "consensus/log.h"
 #include "gflags/gflags.h"
@@ -31,7 +32,6 @@
 #include "tools/command.h"
 #include "tools/tool_common.h"
 #include "tserver/replica_file.h"
-#include "common/status_test_util.h"
 
 DECLARE_bool(print_values);
 DECLARE_int64(limit);

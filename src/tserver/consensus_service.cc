@@ -147,11 +147,10 @@ class ConsensusServiceImpl final : public pb::ConsensusService::Service {
     BASALT_ASSIGN_OR_RETURN(HostPort source,
                             CheckAddress(request.copy_peer_address(), "copy_peer_address"));
     BASALT_ASSIGN_OR_RETURN(
-        uint64_t last,
-        ctx_.tablet_manager->StartTabletCopy(
-            request.tablet_id(), request.copy_peer_uuid(), source.ToString(), request.caller_term(),
-            request.leader_log_first_index(), request.caller_config_index(),
-            request.leader_log_first_prev_term()));
+        uint64_t last, ctx_.tablet_manager->StartTabletCopy(
+                           request.tablet_id(), request.copy_peer_uuid(), source.ToString(),
+                           request.caller_term(), request.leader_log_first_index(),
+                           request.caller_config_index(), request.leader_log_first_prev_term()));
     response->set_copied_last_index(last);
     return absl::OkStatus();
   }

@@ -56,9 +56,9 @@ std::string EncodeReplicaFile(const TabletReplicaMeta& meta,
 absl::StatusOr<ReplicaFileHeader> PeekReplicaFile(std::string_view data, std::string_view path);
 // The same file with another data state and `last_logged` as tombstone_last_logged (cleared when
 // nullopt). Errors as PeekReplicaFile.
-absl::StatusOr<std::string> ChangeReplicaFileState(
-    std::string_view data, std::string_view path, ReplicaDataState state,
-    std::optional<OpId> last_logged = std::nullopt);
+absl::StatusOr<std::string> ChangeReplicaFileState(std::string_view data, std::string_view path,
+                                                   ReplicaDataState state,
+                                                   std::optional<OpId> last_logged = std::nullopt);
 // Parses EncodeReplicaFile's output of a ready replica; `schema` (the tablet's) resolves the
 // partition schema's columns. DATA_LOSS naming `path` for a short file, a wrong magic, a checksum
 // mismatch, an unparsable payload, an unknown data state or an invalid partition;

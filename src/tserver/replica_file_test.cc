@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "common/key_encoder.h"
-#include "tserver/tserver_test_util.h"
 #include "common/status_test_util.h"
+#include "tserver/tserver_test_util.h"
 
 namespace basalt {
 namespace {

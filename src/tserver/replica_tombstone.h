@@ -21,8 +21,8 @@ class Env;
 
 // Marks the replica in `tablet_dir` TOMBSTONED, recording the newest last op of its log and of
 // what an earlier tombstone recorded (tombstone_last_logged, which the tombstone votes with), then
-// deletes its data (FinishTombstone). The replica must not be running. Errors: reading or writing the replica file (DATA_LOSS if corrupt),
-// I/O errors deleting.
+// deletes its data (FinishTombstone). The replica must not be running. Errors: reading or writing
+// the replica file (DATA_LOSS if corrupt), I/O errors deleting.
 absl::Status TombstoneReplica(Env* env, BlockManager* block_manager, const std::string& tablet_dir,
                               const std::string& wal_dir);
 

@@ -207,7 +207,8 @@ class Download {
     auto finish_group = [&]() -> absl::Status {
       if (group.empty()) return absl::OkStatus();
       for (const auto& b : group) copied_blocks_ += b->id().ToString() + "\n";
-      BASALT_RETURN_IF_ERROR(WriteFileAtomically(o_.env, Path(kCopyBlocksFileName), copied_blocks_));
+      BASALT_RETURN_IF_ERROR(
+          WriteFileAtomically(o_.env, Path(kCopyBlocksFileName), copied_blocks_));
       std::vector<WritableBlock*> raw;
       for (const auto& b : group) raw.push_back(b.get());
       BASALT_RETURN_IF_ERROR(o_.block_manager->FinalizeBlocks(raw));

@@ -140,9 +140,10 @@ class TabletCopyServiceImpl final : public TabletCopyService,
   absl::Status CheckSessionCapLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const size_t cap = static_cast<size_t>(std::max(FLAGS_tablet_copy_max_sessions, 1));
     if (sessions_.size() < cap) return absl::OkStatus();
-    return absl::UnavailableError(StrCat("this server serves ", sessions_.size(),
-                                         " tablet copy sessions already (--tablet_copy_max_sessions)"
-                                         "; retry later"));
+    return absl::UnavailableError(
+        StrCat("this server serves ", sessions_.size(),
+               " tablet copy sessions already (--tablet_copy_max_sessions)"
+               "; retry later"));
   }
 
   absl::Duration IdleTimeout() const {

@@ -553,7 +553,8 @@ TEST_F(TabletCopyTest, ConcurrentCopiesOnAReceiverAreCapped) {
   const uint64_t term = MaybeReplica(leader)->raft()->term();
   TsTabletManager* receiver = servers_[3]->tablet_manager();
   absl::StatusOr<uint64_t> copied = absl::UnknownError("not run");
-  std::thread copier([&] { copied = receiver->StartTabletCopy(kTablet, source, address, term, 1); });
+  std::thread copier(
+      [&] { copied = receiver->StartTabletCopy(kTablet, source, address, term, 1); });
   // Until the copy runs: its replica file says COPYING (it holds its slot from before that).
   const std::string replica_file =
       JoinPath(JoinPath(JoinPath(dirs_[3]->path(), "tablets"), kTablet), kReplicaFileName);
@@ -563,7 +564,8 @@ TEST_F(TabletCopyTest, ConcurrentCopiesOnAReceiverAreCapped) {
     absl::StatusOr<ReplicaFileHeader> h = PeekReplicaFile(data, replica_file);
     return h.ok() && h->state == ReplicaDataState::kCopying;
   }));
-  absl::Status refused = receiver->StartTabletCopy("other-tablet", source, address, term, 1).status();
+  absl::Status refused =
+      receiver->StartTabletCopy("other-tablet", source, address, term, 1).status();
   EXPECT_TRUE(absl::IsUnavailable(refused)) << refused;
   EXPECT_NE(std::string(refused.message()).find("--num_tablets_to_copy_simultaneously"),
             std::string::npos)
@@ -650,8 +652,7 @@ TEST_F(TabletCopyTest, TombstonedVoterLetsTheGroupElectAndRepair) {
   ASSERT_TRUE(WaitFor(
       [&] {
         auto r = MaybeReplica(f);
-        return r != nullptr && r->raft() != nullptr &&
-               r->raft()->role() == RaftCore::Role::kLeader;
+        return r != nullptr && r->raft() != nullptr && r->raft()->role() == RaftCore::Role::kLeader;
       },
       absl::Seconds(30)))
       << "the last replica was not elected: the tombstone did not vote";

@@ -44,13 +44,12 @@ class TabletCopyTrigger {
   // Asks server `peer` to copy this tablet from this server. `term` is the leader's term and
   // `log_first_index` the first entry its log still holds (a replica whose log ends before it
   // cannot catch up and is replaced) and `log_first_prev_term` the term of the entry before it;
-  // `config_index` the index of its newest configuration, which names `peer`. `done` runs once, on the call's thread (or at once, with
-  // UNAVAILABLE after Shutdown or NOT_FOUND for a peer without a known address), with OK and
-  // the last log index the new replica holds, or the error.
+  // `config_index` the index of its newest configuration, which names `peer`. `done` runs once, on
+  // the call's thread (or at once, with UNAVAILABLE after Shutdown or NOT_FOUND for a peer without
+  // a known address), with OK and the last log index the new replica holds, or the error.
   void Start(const std::string& peer, uint64_t term, uint64_t log_first_index,
              uint64_t log_first_prev_term, uint64_t config_index,
-             StateMachine::SnapshotDoneCallback done)
-      ABSL_LOCKS_EXCLUDED(mu_);
+             StateMachine::SnapshotDoneCallback done) ABSL_LOCKS_EXCLUDED(mu_);
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:

@@ -10,10 +10,10 @@
 
 #include <gtest/gtest.h>
 
+#include "common/status_test_util.h"
 #include "tserver/tablet_server.h"
 #include "tserver/ts_tablet_manager.h"
 #include "tserver/tserver_test_util.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {

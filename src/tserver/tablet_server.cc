@@ -259,8 +259,8 @@ std::string TabletServer::TabletsPage() const {
                                   ? StrCat("FAILED: ", st.error.ToString())
                                   : std::string(ReplicaStateName(st.state));
     rows.push_back({st.tablet_id, st.table_name, st.partition.ToString(), RoleName(st.role), state,
-                    StrCat(st.term), st.leader_uuid,
-                    StrCat(st.on_disk_bytes), StrCat(st.memory_bytes)});
+                    StrCat(st.term), st.leader_uuid, StrCat(st.on_disk_bytes),
+                    StrCat(st.memory_bytes)});
   }
   for (const auto& [id, error] : tablet_manager_->Failed()) {
     rows.push_back({id, "", "", "", StrCat("FAILED: ", error.ToString()), "", "", "", ""});

@@ -14,12 +14,12 @@
 #include <gtest/gtest.h>
 
 #include "common/key_encoder.h"
+#include "common/status_test_util.h"
 #include "tablet/tablet.h"
 #include "tserver/scanner_manager.h"
 #include "tserver/tablet_replica.h"
 #include "tserver/ts_tablet_manager.h"
 #include "tserver/tserver_test_util.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -51,10 +51,8 @@ class TabletServerTest : public ::testing::Test {
   }
 
   void CreateTablet(const std::string& id) {
-    BASALT_ASSERT_OK(client_
-                    ->CreateTablet(
-                        CreateTabletRequest(id, {{server_->uuid(), server_->advertised_address()}}))
-                    );
+    BASALT_ASSERT_OK(client_->CreateTablet(
+        CreateTabletRequest(id, {{server_->uuid(), server_->advertised_address()}})));
     WaitForLeader(id);
   }
 

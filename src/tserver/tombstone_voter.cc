@@ -54,9 +54,8 @@ TombstoneVoter::TombstoneVoter(Env* env, Transport* transport, std::string group
 absl::StatusOr<std::unique_ptr<TombstoneVoter>> TombstoneVoter::Start(
     Env* env, Transport* transport, std::string group_id, PeerId self, std::string cmeta_path,
     OpId last_logged) {
-  std::unique_ptr<TombstoneVoter> v(new TombstoneVoter(env, transport, std::move(group_id),
-                                                       std::move(self), std::move(cmeta_path),
-                                                       last_logged));
+  std::unique_ptr<TombstoneVoter> v(new TombstoneVoter(
+      env, transport, std::move(group_id), std::move(self), std::move(cmeta_path), last_logged));
   TombstoneVoter* raw = v.get();
   BASALT_RETURN_IF_ERROR(transport->RegisterVoter(
       raw->group_id_, raw->self_, [raw](RaftMessage m) { raw->Handle(std::move(m)); }));

@@ -71,7 +71,8 @@ TEST(TombstoneVoterTest, PreVotesChangeNothing) {
   EXPECT_EQ(r->term, 4u);
   EXPECT_EQ(hs, (HardState{3, "x", 0}));
   // For the current term it is refused (the vote went to x), and behind the log it is refused.
-  EXPECT_TRUE(TombstoneVoter::Decide(Request(MessageType::kPreVote, 3, {3, 40}), last, &hs)->reject);
+  EXPECT_TRUE(
+      TombstoneVoter::Decide(Request(MessageType::kPreVote, 3, {3, 40}), last, &hs)->reject);
   EXPECT_TRUE(TombstoneVoter::Decide(Request(MessageType::kPreVote, 9, {3, 1}), last, &hs)->reject);
   // Other messages are not its business.
   EXPECT_FALSE(TombstoneVoter::Decide(Request(MessageType::kAppend, 9, {3, 40}), last, &hs));

@@ -234,9 +234,9 @@ absl::StatusOr<uint64_t> TsTabletManager::StartTabletCopy(
       // Where both logs hold the entry before the leader's first one, its terms must agree for
       // the local log to continue from the leader's (an entry the local log already collected
       // was applied, hence committed, hence the leader's too).
-      absl::StatusOr<uint64_t> local_prev_term =
-          leader_log_first_index > 1 ? node->log().Term(leader_log_first_index - 1)
-                                     : absl::StatusOr<uint64_t>(0);
+      absl::StatusOr<uint64_t> local_prev_term = leader_log_first_index > 1
+                                                     ? node->log().Term(leader_log_first_index - 1)
+                                                     : absl::StatusOr<uint64_t>(0);
       const bool diverged = leader_log_first_prev_term != 0 && local_prev_term.ok() &&
                             *local_prev_term != leader_log_first_prev_term;
       if (last + 1 >= leader_log_first_index && !diverged) {

@@ -123,9 +123,9 @@ TEST_F(TserverClusterTest, AlterSchemaAppliesOnEveryReplica) {
   altered->ToPB(wreq.mutable_schema());
   RowOperationsEncoder(wreq.mutable_row_operations()).Add(RowOperationType::kInsert, row);
   BASALT_ASSERT_OK(OnLeader([&](int leader) {
-                wresp.Clear();
-                return clients_[leader]->Write(wreq, &wresp);
-              }));
+    wresp.Clear();
+    return clients_[leader]->Write(wreq, &wresp);
+  }));
   EXPECT_EQ(wresp.per_row_errors_size(), 0);
   const uint64_t index = LeaderAppliedIndex();
   for (int i = 0; i < kNumServers; ++i) {
@@ -298,8 +298,8 @@ TEST(HeartbeatTest, FullThenIncrementalReportsAndLearnedAddresses) {
 
   // A new tablet shows up in an incremental report, running as leader.
   TsClient client(server.advertised_address().ToString());
-  BASALT_ASSERT_OK(client.CreateTablet(CreateTabletRequest("hb", {{server.uuid(), server.advertised_address()}}))
-          );
+  BASALT_ASSERT_OK(client.CreateTablet(
+      CreateTabletRequest("hb", {{server.uuid(), server.advertised_address()}})));
   ASSERT_TRUE(WaitFor([&] {
     for (const auto& r : master.requests()) {
       for (const auto& t : r.updated_tablets()) {
@@ -402,8 +402,8 @@ TEST(HeartbeatTest, ReplicaChangesAreReportedBeforeTheInterval) {
   BASALT_ASSERT_OK(server.Start());
   ASSERT_TRUE(WaitFor([&] { return master.requests().size() == 1; }));
   TsClient client(server.advertised_address().ToString());
-  BASALT_ASSERT_OK(client.CreateTablet(CreateTabletRequest("hb", {{server.uuid(), server.advertised_address()}}))
-          );
+  BASALT_ASSERT_OK(client.CreateTablet(
+      CreateTabletRequest("hb", {{server.uuid(), server.advertised_address()}})));
   // Becoming leader (its first entry of a new term) wakes the heartbeater.
   ASSERT_TRUE(WaitFor([&] {
     for (const auto& r : master.requests()) {

@@ -7,12 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include "common/status_test_util.h"
 #include "common/strings.h"
 #include "server/webserver.h"
 #include "tserver/tablet_server.h"
 #include "tserver/ts_tablet_manager.h"
 #include "tserver/tserver_test_util.h"
-#include "common/status_test_util.h"
 
 namespace basalt {
 namespace {
@@ -57,10 +57,8 @@ TEST_F(TserverWebTest, HealthzMetricsAndTabletsPage) {
   EXPECT_EQ(health.status, 200);
   EXPECT_EQ(health.body, "OK\n");
 
-  BASALT_ASSERT_OK(client_
-                  ->CreateTablet(CreateTabletRequest(
-                      kTablet, {{server_->uuid(), server_->advertised_address()}}))
-                  );
+  BASALT_ASSERT_OK(client_->CreateTablet(
+      CreateTabletRequest(kTablet, {{server_->uuid(), server_->advertised_address()}})));
   auto replica = server_->tablet_manager()->Lookup(kTablet);
   BASALT_ASSERT_OK(replica);
   ASSERT_TRUE(WaitFor([&] {
