@@ -393,44 +393,44 @@ absl::Status GrpcTransport::AddPeer(const PeerId& peer, const std::string& addre
   return absl::OkStatus();
 }
 
-absl::Status GrpcTransport::Register(const std::string& group_id, const PeerId& peer,
-                                     RaftMessageHandler handler) {
+absl::Status GrpcTransport::RegisterIn(HandlerMap GrpcTransport::*map, const char* what,
+                                       const std::string& group_id, const PeerId& peer,
+                                       RaftMessageHandler handler) {
   if (peer != options_.server_id) {
-    return absl::InvalidArgumentError(StrCat("replica ", peer, " of group ", group_id,
+    return absl::InvalidArgumentError(StrCat(what, " ", peer, " of group ", group_id,
                                              " cannot register on server ", options_.server_id));
   }
   absl::MutexLock l(&reg_mu_);
-  if (!handlers_.emplace(group_id, std::move(handler)).second) {
+  if (!(this->*map).emplace(group_id, std::move(handler)).second) {
     return absl::AlreadyExistsError(
-        StrCat("a receiver for group ", group_id, " is already registered"));
+        StrCat("a ", what, " for group ", group_id, " is already registered"));
   }
   return absl::OkStatus();
 }
 
-void GrpcTransport::Unregister(const std::string& group_id, const PeerId& peer) {
+void GrpcTransport::UnregisterIn(HandlerMap GrpcTransport::*map, const std::string& group_id,
+                                 const PeerId& peer) {
   if (peer != options_.server_id) return;
   absl::MutexLock l(&reg_mu_);
-  handlers_.erase(group_id);
+  (this->*map).erase(group_id);
+}
+
+absl::Status GrpcTransport::Register(const std::string& group_id, const PeerId& peer,
+                                     RaftMessageHandler handler) {
+  return RegisterIn(&GrpcTransport::handlers_, "replica", group_id, peer, std::move(handler));
+}
+
+void GrpcTransport::Unregister(const std::string& group_id, const PeerId& peer) {
+  UnregisterIn(&GrpcTransport::handlers_, group_id, peer);
 }
 
 absl::Status GrpcTransport::RegisterVoter(const std::string& group_id, const PeerId& peer,
                                           RaftMessageHandler handler) {
-  if (peer != options_.server_id) {
-    return absl::InvalidArgumentError(StrCat("voter ", peer, " of group ", group_id,
-                                             " cannot register on server ", options_.server_id));
-  }
-  absl::MutexLock l(&reg_mu_);
-  if (!voters_.emplace(group_id, std::move(handler)).second) {
-    return absl::AlreadyExistsError(
-        StrCat("a voter for group ", group_id, " is already registered"));
-  }
-  return absl::OkStatus();
+  return RegisterIn(&GrpcTransport::voters_, "voter", group_id, peer, std::move(handler));
 }
 
 void GrpcTransport::UnregisterVoter(const std::string& group_id, const PeerId& peer) {
-  if (peer != options_.server_id) return;
-  absl::MutexLock l(&reg_mu_);
-  voters_.erase(group_id);
+  UnregisterIn(&GrpcTransport::voters_, group_id, peer);
 }
 
 void GrpcTransport::Enqueue(const PeerId& to, std::vector<GroupMessage> messages) {

@@ -153,9 +153,17 @@ class GrpcTransport : public Transport {
   // Invariant: a handler runs only while reg_mu_ is held shared, so Unregister (exclusive)
   // returns only when no call of that handler is in progress.
   absl::Mutex reg_mu_;
-  absl::flat_hash_map<std::string, RaftMessageHandler> handlers_ ABSL_GUARDED_BY(reg_mu_);
+  using HandlerMap = absl::flat_hash_map<std::string, RaftMessageHandler>;
+  // (Un)Register and (Un)RegisterVoter, on `map` (handlers_ or voters_); `what` names it.
+  absl::Status RegisterIn(HandlerMap GrpcTransport::*map, const char* what,
+                          const std::string& group_id, const PeerId& peer,
+                          RaftMessageHandler handler) ABSL_LOCKS_EXCLUDED(reg_mu_);
+  void UnregisterIn(HandlerMap GrpcTransport::*map, const std::string& group_id, const PeerId& peer)
+      ABSL_LOCKS_EXCLUDED(reg_mu_);
+
+  HandlerMap handlers_ ABSL_GUARDED_BY(reg_mu_);
   // Vote-only receivers (RegisterVoter), for groups without a handler.
-  absl::flat_hash_map<std::string, RaftMessageHandler> voters_ ABSL_GUARDED_BY(reg_mu_);
+  HandlerMap voters_ ABSL_GUARDED_BY(reg_mu_);
 
   // Lock order: peers_mu_ before a Peer's own mutex.
   absl::Mutex peers_mu_;

@@ -143,8 +143,7 @@ class Master {
   // on_masters: a committed list of masters (catalog batch, image or the stored one).
   void OnMastersChanged(const pb::MasterPeersPB& masters) ABSL_LOCKS_EXCLUDED(mu_);
   // peers() without `uuid`.
-  std::vector<MasterPeer> peers_copy_without(const std::string& uuid) const
-      ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<MasterPeer> PeersWithout(const std::string& uuid) const ABSL_LOCKS_EXCLUDED(mu_);
   // send_snapshot: InstallCatalogSnapshot to `peer_uuid`.
   absl::Status SendCatalogSnapshot(const std::string& peer_uuid, const pb::CatalogSnapshotPB& image)
       ABSL_LOCKS_EXCLUDED(mu_);

@@ -151,7 +151,7 @@ absl::StatusOr<std::string> Master::AddMaster(const HostPort& address) {
         " is not waiting to join; start it with --master_addresses naming every master of the "
         "group and itself"));
   }
-  std::vector<MasterPeer> peers = peers_copy_without(uuid);
+  std::vector<MasterPeer> peers = PeersWithout(uuid);
   for (const MasterPeer& p : peers) {
     if (p.address == address) {
       return absl::FailedPreconditionError(StrCat("rpc_address: master ", p.uuid,
@@ -187,7 +187,7 @@ absl::StatusOr<std::string> Master::AddMaster(const HostPort& address) {
   return uuid;
 }
 
-std::vector<MasterPeer> Master::peers_copy_without(const std::string& uuid) const {
+std::vector<MasterPeer> Master::PeersWithout(const std::string& uuid) const {
   std::vector<MasterPeer> out = peers();
   out.erase(
       std::remove_if(out.begin(), out.end(), [&](const MasterPeer& p) { return p.uuid == uuid; }),
@@ -254,7 +254,7 @@ absl::StatusOr<std::string> Master::RemoveMaster(const std::string& uuid_arg,
   // The list follows the configuration.
   if (listed) {
     pb::SysCatalogWriteBatchPB batch;
-    *batch.mutable_masters() = ToPB(peers_copy_without(uuid));
+    *batch.mutable_masters() = ToPB(PeersWithout(uuid));
     const uint64_t term = sys_catalog_->LeaderReadyTerm();
     if (term == 0) return catalog_manager_->CheckReady();
     BASALT_RETURN_IF_ERROR(sys_catalog_->Write(batch, kMembershipTimeout, term));
