@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/coding.h"
+#include "common/crash_point.h"
 #include "common/crc32c.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
@@ -185,8 +186,9 @@ absl::Status WritableBlock::Abort() {
 
 // ---- ReadableBlock ------------------------------------------------------------------------------
 
-ReadableBlock::ReadableBlock(BlockId id, std::unique_ptr<RandomAccessFile> file, uint64_t size)
-    : id_(id), file_(std::move(file)), size_(size) {}
+ReadableBlock::ReadableBlock(BlockId id, std::unique_ptr<RandomAccessFile> file, uint64_t size,
+                             BlockReadHook hook)
+    : id_(id), file_(std::move(file)), size_(size), hook_(std::move(hook)) {}
 
 absl::Status ReadableBlock::ReadAt(uint64_t offset, size_t n, char* scratch,
                                    std::string_view* result) const {
@@ -195,6 +197,7 @@ absl::Status ReadableBlock::ReadAt(uint64_t offset, size_t n, char* scratch,
         "block %s (%s): read of %d bytes at offset %d extends past its end at %d bytes",
         id_.ToString(), file_->filename(), n, offset, size_));
   }
+  if (hook_) BASALT_RETURN_IF_ERROR(hook_(n));
   BASALT_RETURN_IF_ERROR_PREPEND(file_->ReadAt(offset, n, scratch, result),
                                  StrCat("reading block ", id_.ToString()));
   if (result->size() != n) {
@@ -260,6 +263,8 @@ absl::StatusOr<std::unique_ptr<WritableBlock>> BlockManager::CreateBlock() {
 }
 
 absl::Status BlockManager::FinalizeBlocks(std::span<WritableBlock* const> blocks) {
+  // Written, not durable: a crash here leaves only temporary files, which Open() deletes.
+  MaybeCrashAt("block_manager_before_finalize");
   for (WritableBlock* b : blocks) {
     CHECK_EQ(b->manager_, this) << "block " << b->id().ToString() << " is from another manager";
     if (b->state_ != WritableBlock::State::kWriting) {
@@ -287,6 +292,9 @@ absl::Status BlockManager::FinalizeBlocks(std::span<WritableBlock* const> blocks
     return PrependToStatus(s, StrCat("finalizing block ", blocks[0]->id().ToString(),
                                      blocks.size() > 1 ? " and others" : ""));
   }
+  // Durable, and no metadata names them yet: a crash here leaves orphans for the block GC
+  // (src/tserver/block_gc.h) to find.
+  MaybeCrashAt("block_manager_after_finalize");
   return s;
 }
 
@@ -300,18 +308,25 @@ void BlockManager::RemoveBestEffort(const WritableBlock& block) {
 
 absl::StatusOr<std::unique_ptr<ReadableBlock>> BlockManager::OpenBlockFile(Env* env,
                                                                            const std::string& path,
-                                                                           BlockId id) {
+                                                                           BlockId id,
+                                                                           BlockReadHook hook) {
   const std::string context = StrCat("opening block ", id.ToString());
   if (!id.valid()) return absl::InvalidArgumentError(StrCat(context, ": invalid block id"));
   auto file = env->NewRandomAccessFile(path);
   BASALT_RETURN_IF_ERROR_PREPEND(file.status(), context);
   absl::StatusOr<uint64_t> size = (*file)->Size();
   BASALT_RETURN_IF_ERROR_PREPEND(size.status(), context);
-  return std::unique_ptr<ReadableBlock>(new ReadableBlock(id, std::move(*file), *size));
+  return std::unique_ptr<ReadableBlock>(
+      new ReadableBlock(id, std::move(*file), *size, std::move(hook)));
 }
 
 absl::StatusOr<std::unique_ptr<ReadableBlock>> BlockManager::OpenBlock(BlockId id) const {
   return OpenBlockFile(env_, BlockPath(id), id);
+}
+
+absl::StatusOr<std::unique_ptr<ReadableBlock>> BlockManager::OpenBlock(BlockId id,
+                                                                       BlockReadHook hook) const {
+  return OpenBlockFile(env_, BlockPath(id), id, std::move(hook));
 }
 
 absl::StatusOr<std::unique_ptr<ReadableBlock>> BlockManager::OpenBlockReadOnly(

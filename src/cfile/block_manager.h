@@ -29,6 +29,7 @@
 #include <atomic>
 #include <compare>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -68,6 +69,11 @@ class BlockId {
 };
 
 class BlockManager;
+
+// Called before every read of a block opened with it (BlockManager::OpenBlock(id, hook)), with
+// the number of bytes about to be read. A non-OK status fails the read with that status, reading
+// nothing. Used to pace a background reader (the block scrubber); it runs on the reading thread.
+using BlockReadHook = std::function<absl::Status(size_t bytes)>;
 
 // A block being written. Obtained from BlockManager::CreateBlock. Call order: Append* then exactly
 // one of Finalize() or Abort(); destroying an unfinished block aborts it (best effort, logging
@@ -126,7 +132,8 @@ class ReadableBlock {
   // Reads exactly `n` bytes at `offset`. On OK `*result` holds them; it may point into `scratch`
   // (room for n bytes, owned by the caller) or into memory owned by the block (valid while the
   // block is open). DATA_LOSS naming the block if [offset, offset + n) extends past its end (a
-  // truncated block); I/O errors from the Env, prefixed with the block id.
+  // truncated block); I/O errors from the Env, prefixed with the block id; the read hook's error
+  // if the block has one and it fails.
   absl::Status ReadAt(uint64_t offset, size_t n, char* scratch, std::string_view* result) const;
 
   // Like ReadAt above, copying the bytes into `*out` (resized to n).
@@ -134,11 +141,13 @@ class ReadableBlock {
 
  private:
   friend class BlockManager;
-  ReadableBlock(BlockId id, std::unique_ptr<RandomAccessFile> file, uint64_t size);
+  ReadableBlock(BlockId id, std::unique_ptr<RandomAccessFile> file, uint64_t size,
+                BlockReadHook hook = nullptr);
 
   const BlockId id_;
   const std::unique_ptr<RandomAccessFile> file_;
   const uint64_t size_;
+  const BlockReadHook hook_;  // May be empty.
 };
 
 // Creates, opens, lists and deletes the blocks of one data directory. Open() takes the directory's
@@ -174,6 +183,9 @@ class BlockManager {
 
   // Opens finalized block `id` for reading. NOT_FOUND if there is no such block.
   absl::StatusOr<std::unique_ptr<ReadableBlock>> OpenBlock(BlockId id) const;
+  // The same, with `hook` called before every read of the block (see BlockReadHook); the hook
+  // must stay callable while the block is open.
+  absl::StatusOr<std::unique_ptr<ReadableBlock>> OpenBlock(BlockId id, BlockReadHook hook) const;
 
   // Opens finalized block `id` of the block store under `data_dir` for reading without opening
   // the store: takes no lock and creates, deletes or writes nothing, so it may run next to a live
@@ -206,10 +218,11 @@ class BlockManager {
 
   BlockManager(Env* env, std::string blocks_dir, std::unique_ptr<FileLock> lock, uint64_t epoch);
 
-  // Opens the finalized block file `path` of block `id`.
+  // Opens the finalized block file `path` of block `id`, with `hook` (may be empty).
   static absl::StatusOr<std::unique_ptr<ReadableBlock>> OpenBlockFile(Env* env,
                                                                       const std::string& path,
-                                                                      BlockId id);
+                                                                      BlockId id,
+                                                                      BlockReadHook hook = nullptr);
   std::string SubdirPath(BlockId id) const;
   std::string TempPath(BlockId id) const;
   // Deletes `block`'s temporary and final files if present, ignoring errors.

@@ -131,6 +131,33 @@ TEST(BlockManagerTest, ReadPastEndIsDataLossNamingTheBlock) {
   }
 }
 
+TEST(BlockManagerTest, AReadHookSeesEveryReadAndItsErrorFailsTheRead) {
+  MemoryEnv env;
+  auto bm = OpenOrDie(&env);
+  const BlockId id = WriteBlock(bm.get(), "0123456789");
+  std::vector<size_t> reads;
+  absl::Status fail;
+  auto reader = bm->OpenBlock(id, [&](size_t n) {
+    reads.push_back(n);
+    return fail;
+  });
+  BASALT_ASSERT_OK(reader);
+  std::string out;
+  BASALT_ASSERT_OK((*reader)->ReadAt(2, 3, &out));
+  EXPECT_EQ(out, "234");
+  BASALT_ASSERT_OK((*reader)->ReadAt(0, 10, &out));
+  EXPECT_EQ(reads, (std::vector<size_t>{3, 10}));
+  fail = absl::CancelledError("stop");
+  EXPECT_EQ((*reader)->ReadAt(0, 1, &out).code(), absl::StatusCode::kCancelled);
+  // A read past the end is refused before the hook runs.
+  EXPECT_EQ((*reader)->ReadAt(5, 6, &out).code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(reads.size(), 3u);
+  EXPECT_EQ(bm->OpenBlock(BlockId(id.value() + 1), [](size_t) { return absl::OkStatus(); })
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
+}
+
 TEST(BlockManagerTest, AbortAndDestructorRemoveTheTempFile) {
   MemoryEnv env;
   auto bm = OpenOrDie(&env);

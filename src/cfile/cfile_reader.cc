@@ -223,6 +223,18 @@ absl::StatusOr<std::unique_ptr<CFileReader::Page>> CFileReader::LoadPage(size_t 
   return page;
 }
 
+absl::Status CFileReader::VerifyChecksums() const {
+  std::string bytes;
+  for (size_t i = 0; i < pages_.size(); ++i) {
+    const PageIndexEntry& e = pages_[i];
+    const std::string what = StrCat(name_, ": page ", i, " at offset ", e.offset);
+    BASALT_RETURN_IF_ERROR_PREPEND(block_->ReadAt(e.offset, e.size, &bytes), what);
+    std::string_view in = bytes;
+    BASALT_RETURN_IF_ERROR(cfile_internal::VerifyAndStripCrc(&in, what));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CFileReader::ReadPage(size_t index, PageRef* ref, bool* from_disk) const {
   const BlockCache::Key key{block_->id().value(), pages_[index].offset};
   *ref = PageRef();

@@ -93,6 +93,13 @@ class CFileReader {
   // A new iterator positioned at ordinal 0. The reader must outlive it.
   std::unique_ptr<CFileIterator> NewIterator() const;
 
+  // Reads every data page from the block (never from the cache) and checks its CRC32C, whatever
+  // --cfile_verify_checksums says. With the checks Open made (trailer, footer, index blocks,
+  // dictionary), every checksum of the file has then been verified. For the block scrubber: it
+  // neither decompresses nor decodes. DATA_LOSS naming the file, the page and its offset on a
+  // mismatch; the block's read errors.
+  absl::Status VerifyChecksums() const;
+
  private:
   friend class CFileIterator;
 
