@@ -88,21 +88,26 @@ absl::Status FinishTombstone(Env* env, BlockManager* block_manager, const std::s
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<BlockId>> ReadCopyBlocks(Env* env, const std::string& tablet_dir) {
+  const std::string list = JoinPath(tablet_dir, kCopyBlocksFileName);
+  std::string data;
+  BASALT_RETURN_IF_ERROR(ReadFileToString(env, list, &data));
+  std::vector<BlockId> blocks;
+  for (absl::string_view line : absl::StrSplit(data, '\n', absl::SkipEmpty())) {
+    std::optional<BlockId> id = BlockId::FromString(std::string_view(line.data(), line.size()));
+    if (id.has_value()) {
+      blocks.push_back(*id);
+    } else {
+      LOG(WARNING) << list << ": skipping a bad line '" << line << "'";
+    }
+  }
+  return blocks;
+}
+
 absl::Status CleanUpIncompleteCopy(Env* env, BlockManager* block_manager,
                                    const std::string& tablet_dir, const std::string& wal_dir) {
-  const std::string list = JoinPath(tablet_dir, kCopyBlocksFileName);
-  if (env->FileExists(list)) {
-    std::string data;
-    BASALT_RETURN_IF_ERROR(ReadFileToString(env, list, &data));
-    std::vector<BlockId> blocks;
-    for (absl::string_view line : absl::StrSplit(data, '\n', absl::SkipEmpty())) {
-      std::optional<BlockId> id = BlockId::FromString(std::string_view(line.data(), line.size()));
-      if (id.has_value()) {
-        blocks.push_back(*id);
-      } else {
-        LOG(WARNING) << list << ": skipping a bad line '" << line << "'";
-      }
-    }
+  if (env->FileExists(JoinPath(tablet_dir, kCopyBlocksFileName))) {
+    BASALT_ASSIGN_OR_RETURN(std::vector<BlockId> blocks, ReadCopyBlocks(env, tablet_dir));
     BASALT_RETURN_IF_ERROR(DeleteBlocks(block_manager, blocks));
   }
   // The copy's superblock names only blocks of copy_blocks: deleting them again is harmless.

@@ -11,12 +11,14 @@
 // tombstone the same way, after deleting the blocks it recorded in copy_blocks.
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "cfile/block_manager.h"
 
 namespace basalt {
 
-class BlockManager;
 class Env;
 
 // Marks the replica in `tablet_dir` TOMBSTONED, recording the newest last op of its log and of
@@ -31,6 +33,12 @@ absl::Status TombstoneReplica(Env* env, BlockManager* block_manager, const std::
 // when there is nothing left. I/O errors (NOT_FOUND blocks are skipped).
 absl::Status FinishTombstone(Env* env, BlockManager* block_manager, const std::string& tablet_dir,
                              const std::string& wal_dir);
+
+// The block ids an unfinished tablet copy recorded in <tablet_dir>/copy_blocks (one per line).
+// Lines that are not block ids are skipped with a warning: the file is written atomically, so
+// such a line is corruption, and its block becomes an orphan for the block GC. NOT_FOUND without
+// the file; I/O errors.
+absl::StatusOr<std::vector<BlockId>> ReadCopyBlocks(Env* env, const std::string& tablet_dir);
 
 // Turns the directory of an incomplete tablet copy (state COPYING) into a tombstone: deletes the
 // blocks listed in copy_blocks, then as TombstoneReplica. Used after a failed copy and at start.
