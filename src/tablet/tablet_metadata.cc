@@ -103,6 +103,7 @@ Violation CheckSuperBlock(const TabletSuperBlock& sb) {
   if (sb.next_rowset_id < 0) return StrCat("negative next_rowset_id ", sb.next_rowset_id);
   if (sb.durable_op_index < 0) return StrCat("negative durable_op_index ", sb.durable_op_index);
   if (!sb.max_durable_timestamp.is_valid()) return "invalid max_durable_timestamp";
+  if (!sb.history_gc_mark.is_valid()) return "invalid history_gc_mark";
   absl::flat_hash_set<int64_t> rowset_ids;
   absl::flat_hash_set<BlockId> blocks;
   for (size_t i = 0; i < sb.rowsets.size(); ++i) {
@@ -162,6 +163,7 @@ void SuperBlockToPB(const TabletSuperBlock& sb, pb::TabletSuperBlockPB* pb) {
   pb->set_max_durable_timestamp(sb.max_durable_timestamp.value());
   for (BlockId b : sb.orphaned_blocks) pb->add_orphaned_blocks(b.value());
   pb->set_version(sb.version);
+  pb->set_history_gc_mark(sb.history_gc_mark.value());
 }
 
 absl::StatusOr<TabletSuperBlock> SuperBlockFromPB(const pb::TabletSuperBlockPB& pb) {
@@ -175,6 +177,7 @@ absl::StatusOr<TabletSuperBlock> SuperBlockFromPB(const pb::TabletSuperBlockPB& 
   sb.max_durable_timestamp = HybridTime(pb.max_durable_timestamp());
   for (uint64_t b : pb.orphaned_blocks()) sb.orphaned_blocks.push_back(BlockId(b));
   sb.version = pb.version();
+  sb.history_gc_mark = HybridTime(pb.history_gc_mark());
   return sb;
 }
 
@@ -186,7 +189,8 @@ bool TabletSuperBlock::operator==(const TabletSuperBlock& other) const {
          schema.next_column_id() == other.schema.next_column_id() && rowsets == other.rowsets &&
          next_rowset_id == other.next_rowset_id && durable_op_index == other.durable_op_index &&
          max_durable_timestamp == other.max_durable_timestamp &&
-         orphaned_blocks == other.orphaned_blocks && version == other.version;
+         orphaned_blocks == other.orphaned_blocks && version == other.version &&
+         history_gc_mark == other.history_gc_mark;
 }
 
 absl::Status ValidateSuperBlock(const TabletSuperBlock& sb) {

@@ -38,7 +38,7 @@ namespace basalt {
 //    column id at most once and either in the schema or below schema.next_column_id() (a column
 //    dropped since the rowset was written: its id is never reused).
 //  - Every block id is valid (non-zero) and listed once across all rowsets and orphaned_blocks.
-//  - durable_op_index >= 0; max_durable_timestamp is a valid HybridTime.
+//  - durable_op_index >= 0; max_durable_timestamp and history_gc_mark are valid HybridTimes.
 struct TabletSuperBlock {
   std::string tablet_id;
   Schema schema;
@@ -54,6 +54,9 @@ struct TabletSuperBlock {
   std::vector<BlockId> orphaned_blocks;
   // Incremented by each write. WriteSuperBlock stores it as given: the caller increments it.
   uint64_t version = 0;
+  // The highest ancient history mark any history GC applied to these rowsets (kMin: none): no
+  // UNDO or deleted row at or above it was ever removed, so snapshots at or above it are exact.
+  HybridTime history_gc_mark = HybridTime::kMin;
 
   // Field-by-field equality (the schema by Schema::Equals, plus its version and next column id).
   bool operator==(const TabletSuperBlock& other) const;

@@ -65,6 +65,7 @@ TabletSuperBlock TestSuperBlock(uint64_t version = 1) {
   sb.max_durable_timestamp = HybridTime::FromMicros(1'700'000'000'123'456, 3);
   sb.orphaned_blocks = {BlockId(0x300), BlockId(0xffffffffffffffff)};
   sb.version = version;
+  sb.history_gc_mark = HybridTime::FromMicros(1'700'000'000'000'000);
   return sb;
 }
 
@@ -106,6 +107,7 @@ TEST_F(TabletMetadataTest, EmptyTablet) {
   BASALT_ASSERT_OK(read);
   EXPECT_EQ(*read, sb);
   EXPECT_EQ(read->max_durable_timestamp, HybridTime::kMin);
+  EXPECT_EQ(read->history_gc_mark, HybridTime::kMin);
 }
 
 TEST_F(TabletMetadataTest, MissingFileIsNotFound) {
@@ -136,6 +138,8 @@ TEST_F(TabletMetadataTest, InvalidSuperBlocksAreRejected) {
       {"negative durable index", [](TabletSuperBlock* sb) { sb->durable_op_index = -1; }},
       {"invalid max timestamp",
        [](TabletSuperBlock* sb) { sb->max_durable_timestamp = HybridTime::kInvalid; }},
+      {"invalid history GC mark",
+       [](TabletSuperBlock* sb) { sb->history_gc_mark = HybridTime::kInvalid; }},
       {"no rows", [](TabletSuperBlock* sb) { sb->rowsets[2].num_rows = 0; }},
       {"min > max", [](TabletSuperBlock* sb) { sb->rowsets[0].min_key = "\xff"; }},
       {"invalid base snapshot",
