@@ -348,6 +348,42 @@ absl::Status DeltaTracker::MinorCompactRedoFiles() {
   return absl::OkStatus();
 }
 
+// ---- History GC ---------------------------------------------------------------------------------
+
+namespace {
+
+// Whether every entry of UNDO file `f` is older than `mark` (HybridTime::kInvalid, the
+// max_timestamp of an empty file, is never below a mark).
+bool IsAncient(const DeltaFileReader& f, HybridTime mark) {
+  return f.num_entries() == 0 || f.max_timestamp() < mark;
+}
+
+}  // namespace
+
+uint64_t DeltaTracker::AncientUndoBytes(HybridTime mark) const {
+  absl::ReaderMutexLock l(&mu_);
+  uint64_t bytes = 0;
+  for (const auto& f : undo_files_) {
+    if (IsAncient(*f, mark)) bytes += f->size_bytes();
+  }
+  return bytes;
+}
+
+std::vector<BlockId> DeltaTracker::DropAncientUndoFiles(HybridTime mark) {
+  std::vector<BlockId> dropped;
+  absl::MutexLock l(&mu_);
+  // Readers copy undo_files_ under the lock into their StoreSets, which own the readers: a scan
+  // that started before this keeps its files open (and their blocks readable) until it ends.
+  auto ancient = [&](const std::shared_ptr<const DeltaFileReader>& f) {
+    if (!IsAncient(*f, mark)) return false;
+    dropped.push_back(f->block_id());
+    return true;
+  };
+  undo_files_.erase(std::remove_if(undo_files_.begin(), undo_files_.end(), ancient),
+                    undo_files_.end());
+  return dropped;
+}
+
 // ---- Block lists and stats ----------------------------------------------------------------------
 
 std::vector<BlockId> DeltaTracker::redo_blocks() const {

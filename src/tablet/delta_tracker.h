@@ -102,6 +102,18 @@ class DeltaTracker {
   // minor compaction is in progress. The replaced blocks are handed out by TakeObsoleteBlocks.
   absl::Status MinorCompactRedoFiles() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // History GC of UNDO files (docs/tablet.md "History GC"). An UNDO file is *ancient* at `mark`
+  // when every entry in it is older than `mark` (or it is empty): a reader whose snapshot holds
+  // every timestamp below `mark` applies none of its entries, so dropping it changes no such read.
+  // Files straddling the mark are kept whole.
+  // The on-disk bytes of the ancient UNDO files.
+  uint64_t AncientUndoBytes(HybridTime mark) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Removes the ancient UNDO files from the tracker (new StoreSets lack them; StoreSets taken
+  // before keep reading them) and returns their block ids, which the caller deletes once a
+  // superblock that no longer lists them is durable. REQUIRES: the caller has reserved the rowset
+  // (no compaction reads the tracker's UNDO list to retire it meanwhile).
+  std::vector<BlockId> DropAncientUndoFiles(HybridTime mark) ABSL_LOCKS_EXCLUDED(mu_);
+
   // Current block ids, for the superblock.
   std::vector<BlockId> redo_blocks() const ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<BlockId> undo_blocks() const ABSL_LOCKS_EXCLUDED(mu_);

@@ -1,7 +1,6 @@
 #include "tablet/tablet.h"
 
 #include <algorithm>
-#include <limits>
 #include <optional>
 #include <utility>
 
@@ -22,48 +21,23 @@
 #include "tablet/row_changelist.h"
 #include "tablet/row_state.h"
 #include "tablet/rowset_tree.h"
+#include "tablet/tablet_components.h"
 #include "tablet/union_iterator.h"
 
 DEFINE_int32(rowset_target_size_mb, 32,
              "Size at which a flush or compaction starts a new DiskRowSet, in MiB.");
 DEFINE_int32(tablet_history_max_age_sec, 900,
-             "How long past versions of rows stay readable by snapshot scans; older history "
-             "(UNDO deltas, deleted rows) is garbage-collected by compactions.");
+             "How long past versions of rows stay readable by snapshot scans, in seconds. Older "
+             "history (UNDO deltas, deleted rows) is garbage-collected by compactions and the "
+             "history GC maintenance op, and snapshot scans older than it are refused.");
 
 namespace basalt {
 
 namespace {
 
-constexpr int64_t kNoOpIndex = std::numeric_limits<int64_t>::max();
+using tablet_internal::kNoOpIndex;
 
 }  // namespace
-
-// A MemRowSet and the smallest op index it holds (WAL retention).
-struct Tablet::MemStore {
-  explicit MemStore(std::shared_ptr<MemRowSet> m) : mrs(std::move(m)) {}
-  std::shared_ptr<MemRowSet> mrs;
-  std::atomic<int64_t> min_op_index{kNoOpIndex};
-};
-
-// The tablet's rowsets at one instant. Immutable; replaced as a whole on every change.
-struct Tablet::Components {
-  std::shared_ptr<const Schema> schema;
-  std::shared_ptr<MemStore> mrs;
-  std::shared_ptr<MemStore> frozen;  // The MRS being flushed, or nullptr.
-  std::string frozen_max_key;        // Its greatest key (it takes no new keys).
-  std::vector<std::shared_ptr<DiskRowSet>> drs;
-  std::shared_ptr<const RowSetTree> tree;  // Over drs, same order.
-
-  // A copy with `drs` replaced and the tree rebuilt.
-  std::shared_ptr<Components> WithDiskRowSets(std::vector<std::shared_ptr<DiskRowSet>> d) const {
-    auto c = std::make_shared<Components>(*this);
-    c->drs = std::move(d);
-    std::vector<RowSetTree::Interval> intervals;
-    for (const auto& r : c->drs) intervals.push_back({r->min_key(), r->max_key()});
-    c->tree = std::make_shared<RowSetTree>(std::move(intervals));
-    return c;
-  }
-};
 
 Tablet::Tablet(TabletOptions options, std::string tablet_id, Schema schema)
     : options_(std::move(options)), tablet_id_(std::move(tablet_id)) {
@@ -114,6 +88,7 @@ absl::Status Tablet::InitFromSuperBlock(const TabletSuperBlock& sb) {
   next_rowset_id_ = sb.next_rowset_id;
   last_applied_op_index_ = sb.durable_op_index;
   last_applied_ts_ = sb.max_durable_timestamp.value();
+  history_gc_mark_ = sb.history_gc_mark.value();
   {
     absl::MutexLock l(&metadata_mu_);
     superblock_version_ = static_cast<int64_t>(sb.version);
@@ -480,6 +455,8 @@ absl::StatusOr<std::unique_ptr<RowBlockIterator>> Tablet::NewIterator(const Sche
     BASALT_ASSIGN_OR_RETURN(auto it, c->drs[idx]->NewIterator(proj, snap, spec));
     children.push_back(std::move(it));
   }
+  // Only now: every store the scan reads is pinned (tablet_history.cc, point 2).
+  BASALT_RETURN_IF_ERROR(CheckSnapshotIsExact(snap));
   if (ordered) {
     iter->set_child(std::make_unique<MergeIterator>(std::move(children), proj));
   } else {
@@ -492,20 +469,6 @@ absl::StatusOr<std::unique_ptr<RowBlockIterator>> Tablet::NewIterator(const Sche
 
 MvccSnapshot Tablet::CleanSnapshot() const {
   return MvccSnapshot::IncludingAllBefore(mvcc_.all_committed_before());
-}
-
-HybridTime Tablet::AncientHistoryMark(const Components& c) const {
-  uint64_t now_us = options_.clock->Now().physical_micros();
-  uint64_t age_us = uint64_t{static_cast<uint32_t>(FLAGS_tablet_history_max_age_sec)} * 1000000;
-  HybridTime ahm = HybridTime::FromMicros(now_us > age_us ? now_us - age_us : 0);
-  auto cap = [&](HybridTime t) {
-    if (t.is_valid() && t < ahm) ahm = t;
-  };
-  for (const auto& store : {c.mrs, c.frozen}) {
-    if (store != nullptr) cap(store->mrs->min_timestamp());
-  }
-  for (const auto& r : c.drs) cap(r->delta_tracker()->dms_min_timestamp());
-  return ahm;
 }
 
 absl::Status Tablet::FlushMemRowSet() {
@@ -601,6 +564,8 @@ absl::Status Tablet::RunCompaction(std::vector<RowSetCompaction::Input> inputs, 
     for (auto& r : outputs) drs.push_back(r);
     std::shared_ptr<Components> next = c->WithDiskRowSets(std::move(drs));
     if (flush) next->frozen = nullptr;
+    // The outputs lack history below ahm: the mark goes up before scans can reach them.
+    RaiseHistoryGcMark(ahm);
     SetComponents(next);
     for (const OrphanedMutation& m : orphaned) {
       BASALT_RETURN_IF_ERROR(ApplyOrphan(*next, m, op_index));
@@ -815,6 +780,8 @@ absl::Status Tablet::PersistSuperBlock(std::vector<BlockId> orphans) {
   sb.next_rowset_id = next_rowset_id_.load();
   sb.durable_op_index = DurableOpIndex();
   sb.max_durable_timestamp = HybridTime(last_applied_ts_.load());
+  // Loaded after the components: at least the mark of every GC those rowsets reflect.
+  sb.history_gc_mark = history_gc_mark();
   for (BlockId id : orphans) pending_orphans_.push_back(id);
   sb.orphaned_blocks = pending_orphans_;
   sb.version = static_cast<uint64_t>(++superblock_version_);
@@ -843,13 +810,17 @@ TabletStats Tablet::GetStats() const {
   for (const auto& r : c->drs) {
     const DeltaTracker& t = *r->delta_tracker();
     st.dms_bytes += t.dms_memory();
-    st.on_disk_bytes += r->base_size_bytes() + t.redo_file_bytes() + t.undo_file_bytes();
+    const uint64_t redo = t.redo_file_bytes();
+    const uint64_t undo = t.undo_file_bytes();
+    st.on_disk_bytes += r->base_size_bytes() + redo + undo;
+    st.redo_bytes += redo;
+    st.undo_bytes += undo;
     HybridTime d = t.dms_min_timestamp();
     if (d.is_valid() && (!st.dms_oldest.is_valid() || d < st.dms_oldest)) st.dms_oldest = d;
     st.max_redo_files = std::max(st.max_redo_files, t.num_redo_files());
     if (r->base_size_bytes() > 0) {
-      st.max_redo_ratio = std::max(st.max_redo_ratio,
-                                   static_cast<double>(t.redo_file_bytes()) / r->base_size_bytes());
+      st.max_redo_ratio =
+          std::max(st.max_redo_ratio, static_cast<double>(redo) / r->base_size_bytes());
     }
   }
   st.num_rowsets = static_cast<int>(c->drs.size());

@@ -17,6 +17,9 @@
 //     time; a rowset is in at most one maintenance op at a time (busy set). They block writers only
 //     briefly, to freeze inputs and to carry over mutations (compaction.h protocol).
 //   - The superblock is rewritten after every change of the rowset set (metadata_mu_).
+//   - History GC (flushes, compactions, GcAncientUndoFiles) raises history_gc_mark() before any
+//     history below it becomes unreachable to new scans; NewIterator checks the mark after its
+//     iterators pinned their delta stores (tablet_history.cc explains why that order is exact).
 //
 // Durability: with a WAL, DurableOpIndex() says which ops the rowsets hold durably; replaying the
 // ops above it with `replay` set skips mutations the rowsets already reflect.
@@ -84,6 +87,9 @@ struct TabletStats {
   uint64_t on_disk_bytes = 0;
   int64_t flushes = 0;
   int64_t compactions = 0;
+  // On-disk bytes of the REDO and UNDO delta files (parts of on_disk_bytes).
+  uint64_t redo_bytes = 0;
+  uint64_t undo_bytes = 0;
   HybridTime dms_oldest = HybridTime::kInvalid;
   // The rowset with the most REDO files, and the largest ratio of REDO bytes to base bytes.
   size_t max_redo_files = 0;
@@ -127,6 +133,9 @@ class Tablet {
   // A scan of `projection` (columns of the current schema, by id) at `snap`, restricted by
   // `spec` (predicates on any column of the current schema, projected or not). With `ordered`
   // rows come in primary-key order, otherwise in any order. The tablet must outlive the iterator.
+  // INVALID_ARGUMENT ("snapshot ... is too old") when `snap` lacks an applied op older than
+  // history_gc_mark(): history it would need may be gone, and wrong rows are never returned.
+  // READ_LATEST snapshots hold every applied op and always pass.
   absl::StatusOr<std::unique_ptr<RowBlockIterator>> NewIterator(const Schema& projection,
                                                                 const MvccSnapshot& snap,
                                                                 const ScanSpec& spec,
@@ -149,6 +158,28 @@ class Tablet {
   // Changes the schema (add, drop, rename columns; see Schema). Flushes the MRS first, with
   // writes blocked, so every MRS row is in the schema it was written with.
   absl::Status AlterSchema(const Schema& new_schema) ABSL_LOCKS_EXCLUDED(write_mu_);
+
+  // ---- History (docs/tablet.md "History GC") ----
+  // A READ_AT_SNAPSHOT scan at `snapshot_time` (every op at or before it) may run only if the
+  // time is at or above both the ancient history mark (now - --tablet_history_max_age_sec) and
+  // history_gc_mark(). INVALID_ARGUMENT saying the snapshot is too old (naming the time, the mark
+  // and the flag) otherwise. Above the mark, reads are exact whatever GC runs meanwhile. The
+  // tablet server calls this for READ_AT_SNAPSHOT scans after NewIterator (which refuses the
+  // snapshots GC has actually made inexact).
+  absl::Status CheckSnapshotNotTooOld(HybridTime snapshot_time) const;
+  // The highest ancient history mark a history GC (flush, compaction, GcAncientUndoFiles) has
+  // used on this tablet, persisted in the superblock; kMin before any. Nothing at or above it
+  // was ever removed.
+  HybridTime history_gc_mark() const;
+  // History GC of UNDO files: every UNDO delta file whose entries are all older than the ancient
+  // history mark is dropped from its rowset; the superblock is persisted, then the blocks are
+  // deleted. Files straddling the mark stay (see docs). Rowsets busy with another maintenance op
+  // are skipped (a later run takes them). OK with nothing done when nothing is ancient; errors
+  // from writing the superblock (the blocks are then not deleted: they stay pending).
+  absl::Status GcAncientUndoFiles();
+  // The on-disk bytes GcAncientUndoFiles would free now (the history GC op's
+  // data_retained_bytes).
+  uint64_t AncientUndoBytes() const;
 
   // How much a merge compaction chosen by the policy would lower the average number of rowsets
   // a key lookup consults (0: nothing worth doing).
@@ -220,6 +251,13 @@ class Tablet {
   // The history mark: now - --tablet_history_max_age_sec, but never above the oldest timestamp
   // held only in memory (a row dropped by GC must never be resurrected by WAL replay).
   HybridTime AncientHistoryMark(const Components& c) const;
+  // now - --tablet_history_max_age_sec (kMin while now is younger than that).
+  HybridTime UncappedHistoryMark() const;
+  // Raises history_gc_mark_ to `mark` (never lowers it). Every history GC calls it with the mark
+  // it uses before anything it removes becomes unreachable to new scans.
+  void RaiseHistoryGcMark(HybridTime mark);
+  // NewIterator's check, run after the iterators pinned their stores (see tablet_history.cc).
+  absl::Status CheckSnapshotIsExact(const MvccSnapshot& snap) const;
   MvccSnapshot CleanSnapshot() const;
 
   // Writes the superblock for the current components; `orphans` are blocks just unreferenced,
@@ -263,6 +301,10 @@ class Tablet {
   std::atomic<uint64_t> last_applied_ts_{0};
   std::atomic<int64_t> flushes_{0};
   std::atomic<int64_t> compactions_{0};
+  // Raw HybridTime; only raised (RaiseHistoryGcMark, a CAS loop). An atomic is enough: it is
+  // stored before the GC publishes its removal (under another lock) and loaded by scans after
+  // they pinned stores, so a scan that misses removed history sees the mark that covers it.
+  std::atomic<uint64_t> history_gc_mark_{0};
 };
 
 }  // namespace basalt

@@ -1,6 +1,6 @@
-// Crash safety of flushes and compactions: the Env is cut at every sync point of the operation
-// (unsynced data lost, as in a power failure), the tablet is reopened, and nothing acknowledged as
-// flushed may be missing.
+// Crash safety of flushes, compactions and history GC: the Env is cut at every sync point of the
+// operation (unsynced data lost, as in a power failure), the tablet is reopened, and nothing
+// acknowledged as flushed may be missing.
 
 #include <functional>
 #include <string>
@@ -78,6 +78,16 @@ std::vector<Scenario> Scenarios() {
          FlushAll(h);
        },
        [](Tablet* t) { return t->MajorCompactDeltas(); }},
+      {"history GC",
+       [](TabletHarness* h) {
+         Load(h, 0, 300);
+         FlushAll(h);
+         Load(h, 300, 450);
+         FlushAll(h);
+         // Past the mark (--tablet_history_max_age_sec after the inserts): every UNDO file goes.
+         h->clock()->AdvanceMicros(int64_t{FLAGS_tablet_history_max_age_sec + 1} * 1000000);
+       },
+       [](Tablet* t) { return t->GcAncientUndoFiles(); }},
   };
 }
 
@@ -141,7 +151,8 @@ TEST_P(TabletCrashTest, NothingFlushedIsLostAtAnySyncPoint) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ops, TabletCrashTest, ::testing::Range(0, 4));
+INSTANTIATE_TEST_SUITE_P(Ops, TabletCrashTest,
+                         ::testing::Range(0, static_cast<int>(Scenarios().size())));
 
 }  // namespace
 }  // namespace basalt

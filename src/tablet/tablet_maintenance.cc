@@ -109,6 +109,17 @@ TabletMaintenance::TabletMaintenance(Tablet* tablet, Clock* clock) {
         out->perf_improvement = out->runnable ? st.max_redo_ratio : 0;
       },
       [tablet] { return tablet->MajorCompactDeltas(); }));
+  // History GC: frees disk, so it competes through data_retained_bytes (the manager alternates
+  // it with perf work) rather than a perf score.
+  ops_.push_back(std::make_unique<TabletOp>(
+      StrCat("UndoHistoryGC(", id, ")"), tablet,
+      [tablet](const TabletStats& st, MaintenanceOpStats* out) {
+        if (st.undo_bytes == 0) return;  // Skips the clock read on tablets without UNDOs.
+        const uint64_t bytes = tablet->AncientUndoBytes();
+        out->runnable = bytes > 0;
+        out->data_retained_bytes = static_cast<int64_t>(bytes);
+      },
+      [tablet] { return tablet->GcAncientUndoFiles(); }));
 }
 
 TabletMaintenance::~TabletMaintenance() { Unregister(); }

@@ -1,8 +1,9 @@
 #pragma once
 
 // The maintenance ops of one tablet (docs/tablet.md "Maintenance manager"): flush the MemRowSet,
-// flush DeltaMemStores, merge-compact rowsets, minor and major delta compaction. Each scores
-// itself from the tablet's current figures; the MaintenanceManager picks among all tablets' ops.
+// flush DeltaMemStores, merge-compact rowsets, minor and major delta compaction, and history GC
+// of UNDO files (docs/tablet.md "History GC"). Each scores itself from the tablet's current
+// figures; the MaintenanceManager picks among all tablets' ops.
 
 #include <memory>
 #include <vector>

@@ -63,6 +63,27 @@ TEST_F(TabletMaintenanceTest, LargeMemRowSetIsFlushed) {
   EXPECT_EQ(h_.tablet()->GetStats().mrs_rows, 0);
 }
 
+TEST_F(TabletMaintenanceTest, AncientUndoFilesAreGarbageCollected) {
+  gflags::FlagSaver saver;
+  FLAGS_tablet_history_max_age_sec = 10;
+  Load(0, 1000);
+  TABLET_ASSERT_OK(h_.tablet()->FlushMemRowSet());
+  const uint64_t undo = h_.tablet()->GetStats().undo_bytes;
+  ASSERT_GT(undo, 0u);
+  EXPECT_EQ(RunPass(), "");  // The history is younger than the mark.
+  h_.clock()->SetNowMicros(h_.clock()->NowMicros() + 11 * 1000000);
+  MaintenanceOpStats stats;
+  for (const auto& op : maintenance_->ops()) {
+    if (op->name() == "UndoHistoryGC(t1)") op->UpdateStats(&stats);
+  }
+  EXPECT_TRUE(stats.runnable);
+  EXPECT_EQ(stats.data_retained_bytes, static_cast<int64_t>(undo));
+  EXPECT_EQ(RunPass(), "UndoHistoryGC(t1)");
+  EXPECT_EQ(h_.tablet()->GetStats().undo_bytes, 0u);
+  EXPECT_EQ(h_.Scan().size(), 1000u);
+  EXPECT_EQ(RunPass(), "");
+}
+
 TEST_F(TabletMaintenanceTest, OverlappingRowSetsAreCompacted) {
   for (int round = 0; round < 4; ++round) {
     // Interleaved keys: every rowset spans the whole key range.

@@ -4,6 +4,7 @@
 // a manual clock, helpers that build row operations, and a full-scan helper returning rows of the
 // harness schema (key INT32, val INT32 NULL, s STRING NULL, d INT32 NOT NULL DEFAULT 7).
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -168,7 +169,14 @@ class TabletHarness {
     MvccSnapshot s = snap.value_or(tablet_->mvcc()->SnapshotForRead());
     auto it = tablet_->NewIterator(schema, s, spec, ordered);
     TABLET_CHECK_OK(it.status());
-    TABLET_CHECK_OK((*it)->Init());
+    std::vector<TestRow> out = ReadAll(it->get(), schema);
+    if (!ordered) std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // Every row `it` (a scan projecting `schema`, a harness-shaped schema) returns from now on.
+  static std::vector<TestRow> ReadAll(RowBlockIterator* it, const Schema& schema) {
+    TABLET_CHECK_OK(it->Init());
     constexpr size_t kBatch = 100;
     std::vector<std::unique_ptr<ColumnBlockBuffer>> bufs;
     std::vector<ColumnBlock*> blocks;
@@ -180,8 +188,8 @@ class TabletHarness {
     int s_idx = schema.find_column("s");
     int d_idx = schema.find_column("d");
     std::vector<TestRow> out;
-    while ((*it)->HasNext()) {
-      auto n = (*it)->NextBlock(blocks, kBatch);
+    while (it->HasNext()) {
+      auto n = it->NextBlock(blocks, kBatch);
       TABLET_CHECK_OK(n.status());
       for (size_t i = 0; i < *n; ++i) {
         TestRow r;
@@ -196,7 +204,6 @@ class TabletHarness {
         out.push_back(std::move(r));
       }
     }
-    if (!ordered) std::sort(out.begin(), out.end());
     return out;
   }
 
