@@ -119,6 +119,10 @@ absl::Status Scanner::Init(std::shared_ptr<TabletReplica> replica,
   if (ts.has_value()) snap_ts_ = *ts;
   BASALT_ASSIGN_OR_RETURN(iter_,
                           replica_->tablet()->NewIterator(projection_, snap, spec, ordered_));
+  // Snapshots older than the ancient history mark are refused (docs/tablet.md "History GC").
+  if (request.read_mode() == pb::READ_AT_SNAPSHOT) {
+    BASALT_RETURN_IF_ERROR(replica_->tablet()->CheckSnapshotNotTooOld(snap_ts_));
+  }
   BASALT_RETURN_IF_ERROR(iter_->Init());
   row_width_ = 1;
   for (int i = 0; i < projection_.num_columns(); ++i) {

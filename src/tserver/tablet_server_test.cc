@@ -265,6 +265,21 @@ TEST_F(TabletServerTest, ResumeAfterLastPrimaryKeyAtSnapshot) {
   EXPECT_EQ(rows, Expected(0, 1000));
 }
 
+TEST_F(TabletServerTest, SnapshotScanOlderThanTheHistoryMarkIsRefused) {
+  CreateTablet(kTablet);
+  InsertRange(0, 10);
+  pb::ScanRequestPB scan = NewScan();
+  scan.mutable_new_scan_request()->set_read_mode(pb::READ_AT_SNAPSHOT);
+  // Far below the ancient history mark (now - --tablet_history_max_age_sec, 900 s).
+  scan.mutable_new_scan_request()->set_snap_timestamp(HybridTime::FromMicros(1).value());
+  pb::ScanResponsePB resp;
+  const absl::Status s = client_->Scan(scan, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("too old"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("--tablet_history_max_age_sec=900"), std::string::npos) << s;
+  EXPECT_EQ(resp.data().num_rows(), 0);
+}
+
 TEST_F(TabletServerTest, CallSeqIdRetryReturnsTheSameBatch) {
   CreateTablet(kTablet);
   InsertRange(0, 2000);
