@@ -25,6 +25,7 @@
 #include "tablet/maintenance_manager.h"
 #include "tablet/memory_budget.h"
 #include "tserver/address_book.h"
+#include "tserver/block_gc.h"
 #include "tserver/consensus_service.h"
 #include "tserver/heartbeater.h"
 #include "tserver/scanner_manager.h"
@@ -95,6 +96,7 @@ absl::Status TabletServer::Start() {
       absl::Seconds(std::max(FLAGS_follower_unavailable_considered_failed_sec, 1));
   tablet_manager_ = std::make_unique<TsTabletManager>(ctx);
   BASALT_RETURN_IF_ERROR(tablet_manager_->OpenAll());
+  StartBlockMaintenance();
 
   scanner_manager_ = std::make_unique<ScannerManager>(absl::Milliseconds(options_.scanner_ttl_ms),
                                                       options_.scanner_max_open);
@@ -167,6 +169,22 @@ absl::Status TabletServer::StartRpcServer() {
   }
   address_book_->Set(instance_->uuid(), advertised_);
   return absl::OkStatus();
+}
+
+void TabletServer::StartBlockMaintenance() {
+  const std::string tablets_dir = JoinPath(options_.fs_data_dir, "tablets");
+  BlockGcOptions gc = BlockGcOptions::FromFlags();
+  gc.env = env_;
+  gc.block_manager = block_manager_.get();
+  gc.tablets_dir = tablets_dir;
+  gc.metrics = MetricRegistry::Global();
+  block_gc_ = std::make_unique<BlockGc>(gc);
+  // Every replica, tombstone and unfinished copy is known now, so blocks that a crash left behind
+  // go before new ones pile up. The replicas already run: the GC never touches blocks of this
+  // process (block_gc.h).
+  absl::StatusOr<BlockGcResult> r = block_gc_->RunOnce();
+  LOG_IF(WARNING, !r.ok()) << "block GC at startup: " << r.status();
+  block_gc_->Start();
 }
 
 void TabletServer::OnReplicaStatusChange() {
@@ -302,6 +320,7 @@ void TabletServer::Shutdown() {
   shut_down_ = true;
   if (webserver_ != nullptr) webserver_->SetHealth(absl::UnavailableError("shutting down"));
   if (heartbeater_ != nullptr) heartbeater_->Shutdown();
+  if (block_gc_ != nullptr) block_gc_->Shutdown();
   // Replicas first: their shutdown fails proposals that RPC handlers wait for, so the gRPC
   // server's shutdown below does not wait on them.
   if (tablet_manager_ != nullptr) tablet_manager_->Shutdown();

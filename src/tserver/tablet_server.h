@@ -32,6 +32,7 @@ namespace basalt {
 
 class AddressBook;
 class BlockCache;
+class BlockGc;
 class BlockManager;
 class GrpcTransport;
 class Heartbeater;
@@ -113,6 +114,9 @@ class TabletServer {
   std::string TabletsPage() const;
   // Wakes the heartbeater (if any) for an early report.
   void OnReplicaStatusChange();
+  // Starts the block GC (one run now, then periodic; docs/tserver.md "Block GC").
+  // REQUIRES: the replicas were opened (OpenAll).
+  void StartBlockMaintenance();
 
   TabletServerOptions options_;
   Env* env_ = nullptr;
@@ -127,6 +131,8 @@ class TabletServer {
   std::unique_ptr<GrpcTransport> transport_;
   std::unique_ptr<AddressBook> address_book_;
   std::unique_ptr<TsTabletManager> tablet_manager_;
+  // Reads tablet directories and deletes blocks; shut down before the replicas.
+  std::unique_ptr<BlockGc> block_gc_;
   std::unique_ptr<ScannerManager> scanner_manager_;
   std::unique_ptr<grpc::Service> tablet_service_;
   std::unique_ptr<grpc::Service> admin_service_;
