@@ -147,7 +147,8 @@ static bool IsRetriable(const absl::Status& s) {
   auto detail = GetErrorDetail(s);
   if (detail.has_value() && (detail->code() == pb::ErrorDetailPB::TABLET_NOT_FOUND ||
                              detail->code() == pb::ErrorDetailPB::WRONG_SERVER_UUID ||
-                             detail->code() == pb::ErrorDetailPB::SCANNER_EXPIRED)) {
+                             detail->code() == pb::ErrorDetailPB::SCANNER_EXPIRED ||
+                             detail->code() == pb::ErrorDetailPB::TABLET_FAILED)) {
     return true;
   }
   return s.code() == absl::StatusCode::kUnavailable || s.code() == absl::StatusCode::kCancelled ||
@@ -183,8 +184,8 @@ absl::Status Scanner::Data::NewScan(absl::Time deadline) {
       auto detail = GetErrorDetail(s);
       if (detail.has_value() && detail->code() == pb::ErrorDetailPB::TABLET_NOT_FOUND) {
         client->meta_cache->Invalidate(td->locations.get(), tablet.get());
-      } else if (!detail.has_value()) {
-        tablet->MarkFailed(r.address);
+      } else if (!detail.has_value() || detail->code() == pb::ErrorDetailPB::TABLET_FAILED) {
+        tablet->MarkFailed(r.address);  // Another replica serves it.
       }
       if (absl::Now() >= deadline) break;
     }

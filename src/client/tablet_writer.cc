@@ -64,6 +64,12 @@ Next Classify(ClientData* client, WriteBatch* batch, const ReplicaLocation& targ
     case pb::ErrorDetailPB::TABLET_NOT_FOUND:
     case pb::ErrorDetailPB::WRONG_SERVER_UUID:
       return Relocate(client, batch, deadline, fail) ? Next::kBackoff : Next::kFail;
+    case pb::ErrorDetailPB::TABLET_FAILED:
+      // This replica stopped (a storage fault); the others elect a leader without it and the
+      // master replaces it. The batch may have been replicated before it failed.
+      *possibly_applied = true;
+      tablet->MarkFailed(target.address);
+      return Next::kBackoff;
     default:
       break;
   }

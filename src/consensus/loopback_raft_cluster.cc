@@ -16,12 +16,13 @@ namespace basalt {
 
 // ---- RecordingStateMachine ------------------------------------------------------------------
 
-void RecordingStateMachine::Apply(const LogEntry& entry) {
+absl::Status RecordingStateMachine::Apply(const LogEntry& entry) {
   absl::MutexLock l(&mu_);
   if (entry.index != crcs_.size() + 1 && error_.empty()) {
     error_ = StrCat("applied index ", entry.index, " after ", crcs_.size());
   }
   crcs_.push_back(crc32c::Value(entry.data));
+  return absl::OkStatus();
 }
 
 uint64_t RecordingStateMachine::applied_index() const {

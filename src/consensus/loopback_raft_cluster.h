@@ -32,7 +32,7 @@ namespace basalt {
 // Thread-safe.
 class RecordingStateMachine : public StateMachine {
  public:
-  void Apply(const LogEntry& entry) override ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Apply(const LogEntry& entry) override ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t DurableIndex() const override { return 0; }  // Replays the whole log on restart.
 
   uint64_t applied_index() const ABSL_LOCKS_EXCLUDED(mu_);

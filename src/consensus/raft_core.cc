@@ -743,7 +743,6 @@ void RaftCore::Advance(const Ready& ready) {
     // The leader's own entries count toward a majority only once durable.
     if (role_ == Role::kLeader && MaybeCommit()) broadcast_pending_ = true;
   }
-  if (!ready.committed_entries.empty()) log_.AppliedTo(ready.committed_entries.back().index);
 }
 
 // ---------------------------------------------------------------------------------------------

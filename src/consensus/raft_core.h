@@ -129,8 +129,12 @@ class RaftCore {
   // --- Outputs ---
   bool HasReady() const;
   Ready GetReady();
-  // REQUIRES: `ready` came from GetReady() and was carried out; Readies advance in order.
+  // REQUIRES: `ready` came from GetReady() and was carried out; Readies advance in order. Its
+  // committed entries need only have been handed to the applier: AppliedTo() reports them applied.
   void Advance(const Ready& ready);
+  // The caller applied the committed entries up to `index`; until then no further ones are handed
+  // out (RaftLog::TakeEntriesToApply).
+  void AppliedTo(uint64_t index) { log_.AppliedTo(index); }
 
   // --- Observers ---
   const PeerId& id() const { return options_.id; }

@@ -88,6 +88,9 @@ class Network {
       for (const LogEntry& e : ready.committed_entries) n.applied.push_back(e);
       for (const PeerId& p : ready.snapshots_needed) snapshots_needed_.push_back(p);
       n.core->Advance(ready);
+      if (!ready.committed_entries.empty()) {
+        n.core->AppliedTo(ready.committed_entries.back().index);
+      }
     }
   }
 

@@ -74,8 +74,13 @@ class RaftLog {
   // Committed entries not yet handed out for applying (up to max_bytes, at least one); marks them
   // as being applied. Empty if none or if the durable log cannot be read; after a read error
   // HasEntriesToApply() is false until the commit index moves or RetryReads() is called.
+  // One batch is out at a time: none is handed out until AppliedTo() covered the last one (the
+  // applier runs apart from the Raft thread; this bounds what waits for it, and entries that
+  // commit meanwhile form the next, larger batch).
   std::vector<LogEntry> TakeEntriesToApply(uint64_t max_bytes);
-  bool HasEntriesToApply() const { return committed_ > applying_ && !apply_read_failed_; }
+  bool HasEntriesToApply() const {
+    return committed_ > applying_ && applied_ == applying_ && !apply_read_failed_;
+  }
   void RetryReads() { apply_read_failed_ = false; }
   // The caller applied the entries up to `index`.
   void AppliedTo(uint64_t index);

@@ -99,6 +99,10 @@ absl::Status RaftNode::Init() {
   boot.config_index = cmeta_->contents().committed_config_index;
   boot.applied = state_machine_->DurableIndex();
   BASALT_ASSIGN_OR_RETURN(core_, RaftCore::Create(raft, log_.get(), boot, &rng_));
+  {
+    absl::MutexLock l(&mu_);
+    applied_ = applied_taken_ = core_->log().applied();
+  }
   PublishState();
   return absl::OkStatus();
 }
@@ -111,6 +115,12 @@ absl::Status RaftNode::Start() {
     if (running_ || stopping_) return absl::FailedPreconditionError("raft node already started");
   }
   BASALT_RETURN_IF_ERROR(log_->Start());
+  SerialTaskPool* pool = options_.apply_pool;
+  if (pool == nullptr) {
+    own_apply_pool_ = std::make_unique<SerialTaskPool>(1);
+    pool = own_apply_pool_.get();
+  }
+  apply_token_ = pool->NewToken();
   BASALT_RETURN_IF_ERROR(transport_->Register(options_.group_id, options_.peer_id,
                                               [this](RaftMessage m) { Receive(std::move(m)); }));
   {
@@ -134,6 +144,8 @@ void RaftNode::Shutdown() {
   if (was_running) transport_->Unregister(options_.group_id, options_.peer_id);
   if (ticker_.joinable()) ticker_.join();
   if (worker_.joinable()) worker_.join();
+  // Entries queued but not applied stay in the log: a restart applies them.
+  if (apply_token_ != nullptr) apply_token_->Shutdown();
   FailAll(absl::UnavailableError(StrCat("raft replica ", options_.peer_id, " is shutting down")));
   if (log_ != nullptr) log_->Shutdown();
   if (cmeta_ != nullptr && cmeta_->dirty()) {
@@ -183,6 +195,8 @@ void RaftNode::ProposeWith(std::function<absl::StatusOr<uint64_t>()> propose,
     if (!cancel.ok()) return callback(cancel);
     absl::StatusOr<uint64_t> index = propose();
     if (!index.ok()) return callback(index.status());
+    // Before this task returns, so before the entry can commit and reach the applier.
+    absl::MutexLock l(&pending_mu_);
     pending_.emplace(*index, Pending{core_->term(), std::move(callback)});
   });
 }
@@ -236,6 +250,25 @@ absl::Status RaftNode::TransferLeadership(const PeerId& peer) {
   return RunOnWorker([this, peer] { return core_->TransferLeadership(peer); });
 }
 
+void RaftNode::Fail(const absl::Status& error) {
+  absl::Status first = error.ok() ? absl::InternalError("failed with an OK status") : error;
+  {
+    absl::MutexLock l(&mu_);
+    if (failing_ || stopping_) return;
+    failing_ = true;
+  }
+  LOG(ERROR) << "raft replica " << options_.peer_id << " of " << options_.group_id
+             << " stops: " << first;
+  // Before the proposals fail (FailAll, once error_ is set): whoever waits on one sees the owner
+  // already in its failed state.
+  if (options_.on_failed) options_.on_failed(first);
+  absl::MutexLock l(&mu_);
+  error_ = first;
+  // From now on it leads nothing (the worker stops; see PublishState).
+  role_ = RaftCore::Role::kFollower;
+  leader_.clear();
+}
+
 // ---- Threads --------------------------------------------------------------------------------
 
 void RaftNode::TickerLoop() {
@@ -245,14 +278,17 @@ void RaftNode::TickerLoop() {
 }
 
 bool RaftNode::HasInputLocked() const {
-  return stopping_ || !inbox_.empty() || !tasks_.empty() || pending_ticks_ > 0;
+  return stopping_ || !error_.ok() || !inbox_.empty() || !tasks_.empty() || pending_ticks_ > 0 ||
+         applied_ > applied_taken_;
 }
 
 void RaftNode::TakeInputsLocked(std::vector<RaftMessage>* messages, std::deque<Task>* tasks,
-                                int* ticks) {
+                                int* ticks, uint64_t* applied) {
   messages->swap(inbox_);
   tasks->swap(tasks_);
   *ticks = std::exchange(pending_ticks_, 0);
+  *applied = applied_ > applied_taken_ ? applied_ : 0;
+  applied_taken_ = applied_;
 }
 
 void RaftNode::WorkerLoop() {
@@ -260,16 +296,26 @@ void RaftNode::WorkerLoop() {
     std::vector<RaftMessage> messages;
     std::deque<Task> tasks;
     int ticks;
+    uint64_t applied = 0;
     bool sample;
+    absl::Status failed;
     {
       absl::MutexLock l(&mu_);
       mu_.Await(absl::Condition(this, &RaftNode::HasInputLocked));
       if (stopping_) return;
+      failed = error_;
+    }
+    if (!failed.ok()) {  // Fail() from another thread.
+      FailAll(failed);
+      return;
+    }
+    {
+      absl::MutexLock l(&mu_);
       // A leader with a safe time source samples once per tick, before it takes the queued
       // requests (see SafeTimeSource), so it must let go of mu_ for the call.
       sample = pending_ticks_ > 0 && options_.safe_time_source &&
                core_->role() == RaftCore::Role::kLeader;
-      if (!sample) TakeInputsLocked(&messages, &tasks, &ticks);
+      if (!sample) TakeInputsLocked(&messages, &tasks, &ticks, &applied);
     }
     const uint64_t sample_term = core_->term();
     std::optional<uint64_t> safe_time;
@@ -277,8 +323,9 @@ void RaftNode::WorkerLoop() {
       safe_time = options_.safe_time_source();
       absl::MutexLock l(&mu_);
       if (stopping_) return;
-      TakeInputsLocked(&messages, &tasks, &ticks);
+      TakeInputsLocked(&messages, &tasks, &ticks, &applied);
     }
+    if (applied > 0) core_->AppliedTo(applied);  // The core may hand out the next batch.
     // Messages before ticks: after a stall, heartbeats already queued must count before the
     // ticks that accumulated meanwhile could start an election.
     const absl::Time now = messages.empty() ? absl::InfinitePast() : absl::Now();
@@ -309,13 +356,9 @@ void RaftNode::WorkerLoop() {
     absl::Status s;
     while (s.ok() && core_->HasReady()) s = HandleReady();
     if (!s.ok()) {
-      LOG(ERROR) << "raft replica " << options_.peer_id << " of " << options_.group_id
-                 << " stops after a persistence error: " << s;
-      {
-        absl::MutexLock l(&mu_);
-        error_ = s;
-      }
-      FailAll(s);
+      Fail(s);
+      const absl::Status first = health();  // Another error may have come first.
+      FailAll(first.ok() ? s : first);
       return;
     }
     if (ticks_since_gc_ >= options_.log_gc_interval_ticks) MaybeGcLog();
@@ -368,7 +411,7 @@ absl::Status RaftNode::HandleReady() {
   StampSafeTime(&ready.messages);
   if (!ready.messages.empty()) transport_->SendBatch(options_.group_id, std::move(ready.messages));
   StartSnapshotCopies(ready.snapshots_needed);
-  BASALT_RETURN_IF_ERROR(ApplyCommitted(ready.committed_entries));
+  BASALT_RETURN_IF_ERROR(HandOverCommitted(std::move(ready.committed_entries)));
   core_->Advance(ready);
   return absl::OkStatus();
 }
@@ -449,27 +492,54 @@ void RaftNode::RetryDueSnapshotCopies() {
   }
 }
 
-absl::Status RaftNode::ApplyCommitted(const std::vector<LogEntry>& entries) {
+absl::Status RaftNode::HandOverCommitted(std::vector<LogEntry> entries) {
+  if (entries.empty()) return absl::OkStatus();
+  // A committed configuration is persisted at commit, before its entry is applied: the metadata
+  // only tells a restart where the log's configurations start, and the entry is committed.
   for (const LogEntry& e : entries) {
-    state_machine_->Apply(e);
-    if (e.type == EntryType::kConfigChange) {
-      BASALT_ASSIGN_OR_RETURN(RaftConfig config, DecodeConfig(e.data));
-      cmeta_->set_committed_config(config, e.index);
-      BASALT_RETURN_IF_ERROR_PREPEND(cmeta_->Flush(), "persisting a committed configuration");
+    if (e.type != EntryType::kConfigChange) continue;
+    BASALT_ASSIGN_OR_RETURN(RaftConfig config, DecodeConfig(e.data));
+    cmeta_->set_committed_config(config, e.index);
+    BASALT_RETURN_IF_ERROR_PREPEND(cmeta_->Flush(), "persisting a committed configuration");
+  }
+  apply_token_->Submit([this, entries = std::move(entries)] { ApplyCommitted(entries); });
+  return absl::OkStatus();
+}
+
+void RaftNode::ApplyCommitted(const std::vector<LogEntry>& entries) {
+  if (!health().ok()) return;  // A failed node applies nothing more.
+  uint64_t applied = 0;
+  for (const LogEntry& e : entries) {
+    absl::Status s = state_machine_->Apply(e);
+    if (!s.ok()) {
+      // The entry is not applied here: the proposals from it on fail with the node (FailAll).
+      Fail(absl::Status(s.code(),
+                        StrCat("applying entry ", e.index, " (term ", e.term, "): ", s.message())));
+      break;
     }
-    // Every index is applied exactly once, in order: pending proposals up to e.index resolve now.
-    while (!pending_.empty() && pending_.begin()->first <= e.index) {
-      auto node = pending_.extract(pending_.begin());
-      Pending& p = node.mapped();
-      if (node.key() == e.index && p.term == e.term) {
+    applied = e.index;
+    // Every index is applied exactly once, in order: pending proposals up to e.index resolve now
+    // (outside the lock: a callback may propose again).
+    std::vector<std::pair<uint64_t, Pending>> done;
+    {
+      absl::MutexLock l(&pending_mu_);
+      while (!pending_.empty() && pending_.begin()->first <= e.index) {
+        auto node = pending_.extract(pending_.begin());
+        done.emplace_back(node.key(), std::move(node.mapped()));
+      }
+    }
+    for (auto& [index, p] : done) {
+      if (index == e.index && p.term == e.term) {
         p.callback(e.index);
       } else {
         p.callback(absl::AbortedError(
-            StrCat("entry ", node.key(), " of term ", p.term, " was overwritten by a new leader")));
+            StrCat("entry ", index, " of term ", p.term, " was overwritten by a new leader")));
       }
     }
   }
-  return absl::OkStatus();
+  if (applied == 0) return;
+  absl::MutexLock l(&mu_);
+  applied_ = applied;  // Wakes the worker (HasInputLocked), which tells the core.
 }
 
 // Deletes log segments nobody needs: everything the state machine holds durably (and no copy
@@ -546,12 +616,15 @@ void RaftNode::PublishState() {
   leader_ = core_->leader();
   term_ = core_->term();
   commit_ = core_->log().committed();
-  applied_ = core_->log().applied();
   config_ = core_->config();
   committed_config_ = core_->committed_config();
   committed_config_index_ = core_->committed_config_index();
   config_index_ = core_->config_index();
   last_index_ = core_->log().LastIndex();
+  if (!error_.ok()) {  // Fail() raced with this round: a failed node leads nothing.
+    role_ = RaftCore::Role::kFollower;
+    leader_.clear();
+  }
 }
 
 void RaftNode::FailAll(const absl::Status& status) {
@@ -563,7 +636,10 @@ void RaftNode::FailAll(const absl::Status& status) {
   }
   for (Task& task : tasks) task(status);
   std::map<uint64_t, Pending> pending;
-  pending.swap(pending_);
+  {
+    absl::MutexLock l(&pending_mu_);
+    pending.swap(pending_);
+  }
   for (auto& [index, p] : pending) p.callback(status);
 }
 

@@ -9,14 +9,24 @@
 // requests, ticks) -> feed the core -> for each Ready: append its entries to the log and wait for
 // the fsync (group commit: every proposal queued meanwhile goes into the same append), flush the
 // consensus metadata if the term or vote changed, THEN send the messages, THEN start tablet copies,
-// THEN apply committed entries in order (persisting committed configurations), THEN Advance.
+// THEN persist committed configurations and hand the committed entries to the applier, THEN
+// Advance. The applier (a SerialTaskPool token: one batch at a time, in log order) applies them
+// to the state machine, completes the proposals and reports the applied index back to the worker;
+// the core hands out the next batch only then (RaftLog::TakeEntriesToApply). So a slow apply (a
+// flush before a schema change, a slow disk) never delays heartbeats, votes or appends.
 // Every few ticks it garbage-collects log segments below min(state machine durable index, what
 // the leader's peers still need).
 //
 // Lifecycle: Open() -> Start() -> requests -> Shutdown() (or the destructor). Shutdown joins both
-// threads; nothing is detached. If persisting fails (an I/O error in the log or the metadata), the
-// node stops processing (it must not send what it could not persist): requests fail with that
-// error until it is reopened.
+// threads and waits for the running apply; nothing is detached.
+//
+// Failure: if persisting fails (an I/O error in the log or the metadata), an apply fails
+// (StateMachine::Apply's contract) or the owner calls Fail() (a corrupt block, a failed disk), the
+// node stops for good: it must not send what it could not persist, nor vote or lead with a state
+// that may differ from its peers'. It drops incoming messages (so it votes for no one and a leader
+// stops sending heartbeats: the others elect a new leader), applies nothing more, reports itself a
+// follower with no leader, calls RaftNodeOptions::on_failed once, and requests fail with the error
+// until it is reopened.
 //
 // Proposals complete when their entry is applied on this replica: OK with the index if the entry
 // applied is the one proposed, ABORTED if a new leader overwrote it. A proposal whose index is
@@ -44,6 +54,7 @@
 #include "common/env.h"
 #include "common/log_throttle.h"
 #include "common/random.h"
+#include "common/serial_task_pool.h"
 #include "consensus/consensus_metadata.h"
 #include "consensus/log.h"
 #include "consensus/raft_core.h"
@@ -87,6 +98,12 @@ struct RaftNodeOptions {
   // Optional (empty: off) safe time hooks; see SafeTimeSource above.
   SafeTimeSource safe_time_source;
   SafeTimeSink safe_time_sink;
+  // Where committed entries are applied; borrowed, must outlive the node. Null: the node makes a
+  // pool of one thread of its own.
+  SerialTaskPool* apply_pool = nullptr;
+  // Called once when the node stops on an error (see "Failure" above), on whichever thread found
+  // it; must be quick and must not call the node's blocking methods. May be empty.
+  std::function<void(const absl::Status& error)> on_failed;
 };
 
 class RaftNode {
@@ -139,6 +156,9 @@ class RaftNode {
   // the request (the election or transfer completes later).
   absl::Status LeaderStepDown() ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status TransferLeadership(const PeerId& peer) ABSL_LOCKS_EXCLUDED(mu_);
+  // Stops the node for good with `error` (see "Failure" above); the first error sticks. Does not
+  // block: any thread may call it, callbacks and the state machine's Apply included.
+  void Fail(const absl::Status& error) ABSL_LOCKS_EXCLUDED(mu_);
 
   // ---- Observers (a snapshot published by the worker after each round) ----
   RaftCore::Role role() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -155,7 +175,7 @@ class RaftNode {
   // When this replica last received a message from each peer (a new leader counts every member
   // as heard when it took office). A leader judges followers' health by it.
   std::map<PeerId, absl::Time> peer_last_heard() const ABSL_LOCKS_EXCLUDED(mu_);
-  // OK, or the persistence error that stopped the node.
+  // OK, or the error that stopped the node (see "Failure" above).
   absl::Status health() const ABSL_LOCKS_EXCLUDED(mu_);
   const PeerId& peer_id() const { return options_.peer_id; }
   // The WAL (thread-safe), for tests and tools.
@@ -183,9 +203,10 @@ class RaftNode {
 
   void TickerLoop() ABSL_LOCKS_EXCLUDED(mu_);
   void WorkerLoop() ABSL_LOCKS_EXCLUDED(mu_);
-  // Moves the worker's inputs out of the queues.
-  void TakeInputsLocked(std::vector<RaftMessage>* messages, std::deque<Task>* tasks, int* ticks)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves the worker's inputs out of the queues; *applied is the applier's new applied index, or 0
+  // if it did not move.
+  void TakeInputsLocked(std::vector<RaftMessage>* messages, std::deque<Task>* tasks, int* ticks,
+                        uint64_t* applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Leader: pairs a sampled time with the last index, once the queued proposals are in the log.
   void RecordSafeTime(std::optional<uint64_t> time, uint64_t sample_term);
   // Leader: attaches the recorded pair to this term's appends and heartbeats.
@@ -201,7 +222,11 @@ class RaftNode {
   void DelaySnapshotRetry(const PeerId& peer, const absl::Status& s);
   // Reports the failed copies whose delay has passed.
   void RetryDueSnapshotCopies();
-  absl::Status ApplyCommitted(const std::vector<LogEntry>& entries);
+  // Worker: persists the committed configurations among `entries`, then queues them for the
+  // applier.
+  absl::Status HandOverCommitted(std::vector<LogEntry> entries);
+  // Applier: applies `entries` in order, completes their proposals, reports the applied index.
+  void ApplyCommitted(const std::vector<LogEntry>& entries) ABSL_LOCKS_EXCLUDED(mu_, pending_mu_);
   void MaybeGcLog();
   void PublishState() ABSL_LOCKS_EXCLUDED(mu_);
   // Fails every pending proposal and queued task with `status`.
@@ -220,7 +245,7 @@ class RaftNode {
   std::unique_ptr<ConsensusMetadata> cmeta_;
   Random rng_;
   std::unique_ptr<RaftCore> core_;
-  std::map<uint64_t, Pending> pending_;  // By log index.
+
   int ticks_since_gc_ = 0;
   // Tablet copies to one peer (an entry exists from the first copy until one succeeds).
   struct PeerCopy {
@@ -246,20 +271,30 @@ class RaftNode {
   SafeTimePair leader_safe_time_;
   SafeTimePair delivered_safe_time_;
 
+  // Proposals waiting for their entry to be applied, by log index: added by the worker, completed
+  // by the applier (or failed by FailAll).
+  absl::Mutex pending_mu_;  // Never held with mu_.
+  std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(pending_mu_);
+
+  std::unique_ptr<SerialTaskPool> own_apply_pool_;      // When options_.apply_pool is null.
+  std::unique_ptr<SerialTaskPool::Token> apply_token_;  // Created by Start().
+
   mutable absl::Mutex mu_;
-  // Inputs for the worker.
+  // Inputs for the worker (applied_ too: the applier raises it).
   std::vector<RaftMessage> inbox_ ABSL_GUARDED_BY(mu_);
   std::deque<Task> tasks_ ABSL_GUARDED_BY(mu_);
   int pending_ticks_ ABSL_GUARDED_BY(mu_) = 0;
   bool running_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status error_ ABSL_GUARDED_BY(mu_);  // Sticky persistence error.
+  absl::Status error_ ABSL_GUARDED_BY(mu_);    // Sticky; see "Failure" above.
+  bool failing_ ABSL_GUARDED_BY(mu_) = false;  // Fail() was called (error_ follows).
   // Published state.
   RaftCore::Role role_ ABSL_GUARDED_BY(mu_) = RaftCore::Role::kFollower;
   PeerId leader_ ABSL_GUARDED_BY(mu_);
   uint64_t term_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t commit_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t applied_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t applied_ ABSL_GUARDED_BY(mu_) = 0;        // Set by the applier (and Init).
+  uint64_t applied_taken_ ABSL_GUARDED_BY(mu_) = 0;  // applied_ as last reported to the core.
   RaftConfig config_ ABSL_GUARDED_BY(mu_);
   RaftConfig committed_config_ ABSL_GUARDED_BY(mu_);
   uint64_t committed_config_index_ ABSL_GUARDED_BY(mu_) = 0;

@@ -46,16 +46,31 @@ class KvStateMachine : public StateMachine {
  public:
   explicit KvStateMachine(bool durable = false) : durable_(durable) {}
 
-  void Apply(const LogEntry& e) override {
+  absl::Status Apply(const LogEntry& e) override {
+    // An entry "sleep=<ms>" takes that long to apply (a flush before a schema change).
+    if (e.type == EntryType::kNormal && e.data.rfind("sleep=", 0) == 0) {
+      absl::SleepFor(absl::Milliseconds(std::stoi(e.data.substr(6))));
+    }
     absl::MutexLock l(&mu_);
     if (e.index != last_index_ + 1) {
       error_ = StrCat("applied index ", e.index, " after ", last_index_);
     }
+    // An entry "fail=<why>" is one this replica cannot apply (as after an I/O error).
+    if (e.type == EntryType::kNormal && fail_on_ && e.data.rfind("fail=", 0) == 0) {
+      return absl::DataLossError(e.data.substr(5));
+    }
+
     last_index_ = e.index;
-    if (e.type != EntryType::kNormal) return;
+    if (e.type != EntryType::kNormal) return absl::OkStatus();
     applied_.push_back(e.data);
     const size_t eq = e.data.find('=');
     kv_[e.data.substr(0, eq)] = e.data.substr(eq + 1);
+    return absl::OkStatus();
+  }
+  // Whether "fail=" entries fail here (a replica with a bad disk) or apply like others.
+  void set_fail_on(bool fail) {
+    absl::MutexLock l(&mu_);
+    fail_on_ = fail;
   }
   uint64_t DurableIndex() const override {
     absl::MutexLock l(&mu_);
@@ -88,6 +103,7 @@ class KvStateMachine : public StateMachine {
   std::vector<std::string> applied_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> kv_ ABSL_GUARDED_BY(mu_);
   std::string error_ ABSL_GUARDED_BY(mu_);
+  bool fail_on_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 std::string Kv(int i) { return StrCat("k", i, "=v", i); }
@@ -296,6 +312,71 @@ TEST_F(RaftNodeTest, ElectsLeaderAndReplicatesInOrder) {
   ASSERT_TRUE(WriteAll(0, 10000));
   ExpectConverged(10000, 10000);
   for (auto& [id, node] : nodes_) BASALT_EXPECT_OK(node->health()) << id;
+}
+
+// The contract of StateMachine::Apply: an error means this replica could not apply the entry as
+// its peers did. The node stops for good (no votes, no leading, on_failed once), its proposals
+// fail, and the other two elect a leader and go on.
+TEST_F(RaftNodeTest, ApplyFailureStopsTheReplicaAndTheOthersGoOn) {
+  absl::Mutex failed_mu;
+  std::map<PeerId, std::vector<std::string>> failures;
+  customize_ = [&](const PeerId& id, RaftNodeOptions* o) {
+    o->on_failed = [&, id](const absl::Status& s) {
+      absl::MutexLock l(&failed_mu);
+      failures[id].push_back(std::string(s.message()));
+    };
+  };
+  StartAll();
+  ASSERT_TRUE(WriteAll(0, 10));
+  RaftNode* leader = WaitForLeader();
+  ASSERT_NE(leader, nullptr);
+  const PeerId bad = leader->peer_id();
+  const uint64_t bad_term = leader->term();
+  sms_.at(bad)->set_fail_on(true);
+  absl::StatusOr<uint64_t> r = leader->ProposeAndWait("fail=disk gone", kDeadline);
+  ASSERT_FALSE(r.ok()) << "the failed replica acknowledged the entry";
+  EXPECT_TRUE(absl::IsDataLoss(r.status())) << r.status();
+  EXPECT_TRUE(absl::IsDataLoss(leader->health())) << leader->health();
+  EXPECT_EQ(leader->role(), RaftCore::Role::kFollower);
+  EXPECT_EQ(leader->leader_id(), "");
+  {
+    absl::MutexLock l(&failed_mu);
+    ASSERT_EQ(failures[bad].size(), 1u);
+    EXPECT_NE(failures[bad][0].find("disk gone"), std::string::npos) << failures[bad][0];
+  }
+  // The others elect one of themselves (a majority without the failed one) in a newer term.
+  RaftNode* next = nullptr;
+  ASSERT_TRUE(WaitFor([&] {
+    for (auto& [id, node] : nodes_) {
+      if (id != bad && node->role() == RaftCore::Role::kLeader && node->term() > bad_term) {
+        next = node.get();
+        return true;
+      }
+    }
+    return false;
+  }));
+  EXPECT_EQ(leader->role(), RaftCore::Role::kFollower) << "a failed replica took office again";
+  absl::StatusOr<uint64_t> again = leader->ProposeAndWait("k=v", kDeadline);
+  EXPECT_TRUE(absl::IsDataLoss(again.status())) << again.status();
+  StopNode(bad);
+  ASSERT_TRUE(WriteAll(10, 20));
+  ExpectConverged(21, 20);  // 20 keys and the "fail=" entry, applied by the healthy two.
+}
+
+// Entries are applied off the Raft worker: an apply that takes many election timeouts delays no
+// heartbeat, so nobody starts an election meanwhile.
+TEST_F(RaftNodeTest, SlowApplyDelaysNoHeartbeat) {
+  StartAll();
+  RaftNode* leader = WaitForLeader();
+  ASSERT_NE(leader, nullptr);
+  const uint64_t term = leader->term();
+  auto state = std::make_shared<absl::Notification>();
+  leader->Propose("sleep=1500", [state](absl::StatusOr<uint64_t>) { state->Notify(); });
+  // 1.5 s is 7-15 election timeouts (100-200 ms each).
+  ASSERT_TRUE(state->WaitForNotificationWithTimeout(kDeadline));
+  for (auto& [id, node] : nodes_) EXPECT_EQ(node->term(), term) << id << " saw an election";
+  EXPECT_EQ(leader->role(), RaftCore::Role::kLeader);
+  ASSERT_TRUE(WriteAll(0, 5));
 }
 
 TEST_F(RaftNodeTest, NonLeaderProposeFailsWithLeaderHint) {

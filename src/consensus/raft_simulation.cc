@@ -379,6 +379,7 @@ void Simulation::Process(SimNode* n) {
     for (RaftMessage& m : ready.messages) Send(std::move(m));
     for (const LogEntry& e : ready.committed_entries) Apply(n, e);
     n->core->Advance(ready);
+    if (!ready.committed_entries.empty()) n->core->AppliedTo(ready.committed_entries.back().index);
     CheckNode(n);
     CheckElectableLogsHoldCommitted();
   }

@@ -12,9 +12,10 @@
 
 namespace basalt {
 
-// Calls come from the RaftNode's worker thread only (never two at a time), except DurableIndex,
-// which is also called from RaftNode::Start before the worker runs. Implementations may be read
-// concurrently by their own users (scans), which is their business.
+// Apply calls come from the node's applier (a SerialTaskPool token: one at a time, in index order,
+// never on the Raft worker, so a slow apply delays no heartbeat or vote). The other calls come from
+// the worker (DurableIndex also from RaftNode::Open) and may run concurrently with an Apply.
+// Implementations may be read concurrently by their own users (scans), which is their business.
 class StateMachine {
  public:
   // Result of a tablet copy: OK with the last log index the copied state covers, or the error.
@@ -25,9 +26,14 @@ class StateMachine {
   // Applies the committed entry `entry`. Called exactly once per index per process lifetime, in
   // increasing index order without gaps, starting after the boot applied index (DurableIndex() at
   // Start). Every entry type is passed: kNormal carries a command; kNoOp and kConfigChange only
-  // advance the applied index (the node itself persists configurations). Must not fail: a command
-  // that is invalid for the state machine is a deterministic no-op on every replica.
-  virtual void Apply(const LogEntry& entry) = 0;
+  // advance the applied index (the node itself persists configurations).
+  //
+  // The contract: an outcome every replica reaches the same way from the same entry (a command
+  // invalid for the state machine, bad rows, a schema mismatch) is part of applying it and returns
+  // OK. An error returns only when this replica could not apply the entry as its peers do (an I/O
+  // error, corrupt storage): the replica would diverge, so the node stops (no more applies, votes
+  // or messages; RaftNodeOptions::on_failed) and the entry is not counted as applied.
+  virtual absl::Status Apply(const LogEntry& entry) = 0;
 
   // Returns the index up to which every applied entry is durable in the state machine's own
   // storage (0: nothing). On restart the node re-applies the entries after it from the log, and

@@ -431,8 +431,9 @@ absl::Status SysCatalog::Persist(const pb::SysCatalogWriteBatchPB* batch, const 
   return FromRocks(db_->Write(wo, &wb), "write");
 }
 
-void SysCatalog::Apply(const LogEntry& entry) {
-  if (!storage_error().ok()) return;  // Nothing more is applied until a restart.
+absl::Status SysCatalog::Apply(const LogEntry& entry) {
+  // Nothing more is applied until a restart.
+  if (absl::Status e = storage_error(); !e.ok()) return e;
   pb::SysCatalogWriteBatchPB batch;
   bool have_batch = false;
   if (entry.type == EntryType::kNormal) {
@@ -445,7 +446,7 @@ void SysCatalog::Apply(const LogEntry& entry) {
     LOG(ERROR) << "catalog storage failed at index " << entry.index << ": " << s;
     absl::MutexLock l(&mu_);
     storage_error_ = s;
-    return;
+    return s;
   }
   durable_index_.store(entry.index);
   if (have_batch) listener_->ApplyBatch(batch);
@@ -453,6 +454,7 @@ void SysCatalog::Apply(const LogEntry& entry) {
     options_.on_masters(batch.masters());
   // After the listener: a term is "ready" (LeaderReadyTerm) only once memory has the entry.
   applied_term_.store(entry.term);
+  return absl::OkStatus();
 }
 
 uint64_t SysCatalog::DurableIndex() const { return durable_index_.load(); }

@@ -179,7 +179,9 @@ class SysCatalog : public StateMachine {
   int writes_in_flight() const { return writes_in_flight_.load(); }
 
   // ---- StateMachine ----
-  void Apply(const LogEntry& entry) override;
+  // A catalog storage error fails the entry (the node stops: this master no longer leads or votes
+  // until a restart; the others go on without it).
+  absl::Status Apply(const LogEntry& entry) override;
   uint64_t DurableIndex() const override;
   uint64_t LogAnchorIndex() const override ABSL_LOCKS_EXCLUDED(copy_mu_);
   void StartSnapshotCopy(const PeerId& peer, SnapshotDoneCallback done) override

@@ -51,8 +51,8 @@ absl::StatusOr<std::unique_ptr<TabletCopySource>> TabletCopySource::Begin(
   absl::StatusOr<TabletSuperBlock> sb;
   for (int attempt = 1;; ++attempt) {
     BASALT_RETURN_IF_ERROR(
-        ReadFileToString(ctx.env, TabletReplica::SuperBlockPath(ctx, id), &superblock));
-    sb = DecodeSuperBlock(superblock, TabletReplica::SuperBlockPath(ctx, id));
+        ReadFileToString(ctx.env, ReplicaFiles::SuperBlockPath(ctx, id), &superblock));
+    sb = DecodeSuperBlock(superblock, ReplicaFiles::SuperBlockPath(ctx, id));
     BASALT_RETURN_IF_ERROR(sb.status());
     source->blocks_.clear();
     absl::Status s;
@@ -76,9 +76,9 @@ absl::StatusOr<std::unique_ptr<TabletCopySource>> TabletCopySource::Begin(
   }
   std::string cmeta;
   std::string replica_file;
-  BASALT_RETURN_IF_ERROR(ReadFileToString(ctx.env, TabletReplica::CmetaPath(ctx, id), &cmeta));
+  BASALT_RETURN_IF_ERROR(ReadFileToString(ctx.env, ReplicaFiles::CmetaPath(ctx, id), &cmeta));
   BASALT_RETURN_IF_ERROR(
-      ReadFileToString(ctx.env, TabletReplica::ReplicaFilePath(ctx, id), &replica_file));
+      ReadFileToString(ctx.env, ReplicaFiles::ReplicaFilePath(ctx, id), &replica_file));
   const Log& log = node->log();
   source->log_prev_index_ =
       std::max(static_cast<uint64_t>(sb->durable_op_index), log.FirstIndex() - 1);

@@ -196,7 +196,7 @@ class TabletCopyTest : public ReplicatedTabletTest {
     std::set<BlockId> named;
     for (const auto& r : servers_[i]->tablet_manager()->List()) {
       absl::StatusOr<TabletSuperBlock> sb = ReadSuperBlock(
-          Env::Default(), TabletReplica::SuperBlockPath(r->context(), r->tablet_id()));
+          Env::Default(), ReplicaFiles::SuperBlockPath(r->context(), r->tablet_id()));
       if (!sb.ok()) continue;
       for (const RowSetMetadata& rs : sb->rowsets) {
         for (BlockId id : rs.AllBlocks()) named.insert(id);

@@ -25,6 +25,7 @@
 #include "tablet/tablet_maintenance.h"
 #include "tablet/tablet_metadata.h"
 #include "tserver/replica_tombstone.h"
+#include "tserver/replicate_entry_codec.h"
 #include "tserver/tablet_copy_trigger.h"
 #include "tserver/tserver_errors.h"
 
@@ -34,32 +35,6 @@ namespace {
 Counter* const kRowsWritten = MetricRegistry::Global()->GetCounter(
     "basalt_tserver_rows_written_total",
     "Row operations applied by writes this tablet server led (failed rows excluded).");
-
-// Protobuf wire tags used to build a ReplicateMsgPB without copying the payload twice.
-constexpr char kTagTimestamp = (1 << 3) | 1;      // ReplicateMsgPB.timestamp, fixed64.
-constexpr char kTagWrite = (4 << 3) | 2;          // ReplicateMsgPB.write, length-delimited.
-constexpr char kTagSchemaVersion = (1 << 3) | 0;  // WriteOpPB.schema_version, varint.
-constexpr char kTagRowOperations = (2 << 3) | 2;  // WriteOpPB.row_operations, length-delimited.
-
-size_t VarintLength(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
-
-TabletOptions MakeTabletOptions(const TabletReplicaContext& ctx, const std::string& dir) {
-  TabletOptions o;
-  o.env = ctx.env;
-  o.block_manager = ctx.block_manager;
-  o.block_cache = ctx.block_cache;
-  o.superblock_path = JoinPath(dir, kSuperBlockFileName);
-  o.clock = ctx.clock;
-  o.memory_budget = ctx.memory_budget;
-  return o;
-}
 
 // Apply outcomes every replica reaches the same way from the same entry: bad rows, a schema
 // mismatch, an op the tablet refuses by rule. Anything else (an I/O error, a flush that cannot
@@ -75,44 +50,6 @@ bool IsNotLeaderProposalError(const absl::Status& s) {
 
 }  // namespace
 
-// An op this server proposed, shared by the waiting RPC, the pending map and the propose callback.
-struct TabletReplica::PendingOp {
-  uint64_t seq = 0;
-  HybridTime ts;
-  // A write: the rows decoded by the RPC thread (they point into the request, which outlives the
-  // op while it is in pending_, and into `arena`), applied by this server's Apply.
-  std::shared_ptr<const Schema> schema;
-  std::unique_ptr<WriteScratch> scratch;  // Rows and results of a write.
-  // Written by the worker (Apply) before `done` is set.
-  bool applied = false;
-  absl::Status apply_status;
-  uint32_t schema_version_after = 0;
-
-  absl::Mutex mu;
-  bool done ABSL_GUARDED_BY(mu) = false;
-  absl::Status propose_status ABSL_GUARDED_BY(mu);
-};
-
-std::string TabletReplica::TabletDir(const TabletReplicaContext& ctx, const std::string& id) {
-  return JoinPath(JoinPath(ctx.data_dir, "tablets"), id);
-}
-
-std::string TabletReplica::WalDir(const TabletReplicaContext& ctx, const std::string& id) {
-  return JoinPath(JoinPath(ctx.wal_dir, "wals"), id);
-}
-
-std::string TabletReplica::SuperBlockPath(const TabletReplicaContext& ctx, const std::string& id) {
-  return JoinPath(TabletDir(ctx, id), kSuperBlockFileName);
-}
-
-std::string TabletReplica::CmetaPath(const TabletReplicaContext& ctx, const std::string& id) {
-  return JoinPath(TabletDir(ctx, id), kCmetaFileName);
-}
-
-std::string TabletReplica::ReplicaFilePath(const TabletReplicaContext& ctx, const std::string& id) {
-  return JoinPath(TabletDir(ctx, id), kReplicaFileName);
-}
-
 TabletReplica::TabletReplica(const TabletReplicaContext& ctx, TabletReplicaMeta meta,
                              std::unique_ptr<Tablet> tablet)
     : ctx_(ctx),
@@ -122,12 +59,7 @@ TabletReplica::TabletReplica(const TabletReplicaContext& ctx, TabletReplicaMeta 
       tablet_(std::move(tablet)),
       copy_trigger_(
           std::make_unique<TabletCopyTrigger>(ctx.server_uuid, tablet_id_, ctx.address_book)),
-      // A random start, so sequence numbers of an earlier incarnation never match new ones.
-      next_seq_((Random(static_cast<uint64_t>(absl::GetCurrentTimeNanos()) ^
-                        reinterpret_cast<uintptr_t>(this))
-                     .Next64() &
-                 0xffffffffffULL)
-                << 20),
+      state_(tablet_id_),
       meta_(std::move(meta)),
       schema_(std::make_shared<const Schema>(tablet_->schema())) {}
 
@@ -136,69 +68,33 @@ TabletReplica::~TabletReplica() { Shutdown(); }
 absl::StatusOr<std::shared_ptr<TabletReplica>> TabletReplica::Create(
     const TabletReplicaContext& ctx, TabletReplicaMeta meta, const Schema& schema,
     const RaftConfig& config, const std::map<PeerId, std::string>& addresses) {
-  const std::string dir = TabletDir(ctx, meta.tablet_id);
-  if (ctx.env->FileExists(dir)) {
-    return absl::AlreadyExistsError(ToAbsl(StrCat("tablet directory ", dir, " exists")));
-  }
-  auto create = [&]() -> absl::StatusOr<std::shared_ptr<TabletReplica>> {
-    BASALT_RETURN_IF_ERROR(ctx.env->CreateDirs(dir));
-    BASALT_ASSIGN_OR_RETURN(std::unique_ptr<Tablet> tablet,
-                            Tablet::Create(MakeTabletOptions(ctx, dir), meta.tablet_id, schema));
-    ConsensusMetadataContents c;
-    c.committed_config = NormalizeConfig(config);
-    c.peer_addresses = addresses;
-    BASALT_RETURN_IF_ERROR(
-        ConsensusMetadata::Create(ctx.env, JoinPath(dir, kCmetaFileName), c).status());
-    std::shared_ptr<TabletReplica> r(new TabletReplica(ctx, meta, std::move(tablet)));
-    BASALT_RETURN_IF_ERROR(r->PersistMeta(meta));
-    return r;
-  };
-  absl::StatusOr<std::shared_ptr<TabletReplica>> r = create();
-  if (!r.ok()) {
-    absl::Status s = ctx.env->DeleteDirRecursively(dir);
-    LOG_IF(WARNING, !s.ok()) << "cleaning up " << dir << ": " << s;
-  }
-  return r;
+  BASALT_ASSIGN_OR_RETURN(std::unique_ptr<Tablet> tablet,
+                          ReplicaFiles::Create(ctx, meta, schema, config, addresses));
+  return std::shared_ptr<TabletReplica>(new TabletReplica(ctx, std::move(meta), std::move(tablet)));
 }
 
 absl::StatusOr<std::shared_ptr<TabletReplica>> TabletReplica::Open(const TabletReplicaContext& ctx,
                                                                    const std::string& tablet_id) {
-  const std::string dir = TabletDir(ctx, tablet_id);
-  const std::string path = JoinPath(dir, kReplicaFileName);
-  if (!ctx.env->FileExists(path)) {
-    return absl::NotFoundError(ToAbsl(StrCat("no replica file ", path)));
-  }
-  std::string data;
-  BASALT_RETURN_IF_ERROR(ReadFileToString(ctx.env, path, &data));
-  BASALT_ASSIGN_OR_RETURN(std::unique_ptr<Tablet> tablet,
-                          Tablet::Open(MakeTabletOptions(ctx, dir)));
-  BASALT_ASSIGN_OR_RETURN(TabletReplicaMeta meta, DecodeReplicaFile(data, path, tablet->schema()));
-  if (meta.tablet_id != tablet_id) {
-    return absl::DataLossError(
-        ToAbsl(StrCat(path, ": holds tablet ", meta.tablet_id, ", expected ", tablet_id)));
-  }
-  return std::shared_ptr<TabletReplica>(new TabletReplica(ctx, std::move(meta), std::move(tablet)));
-}
-
-absl::Status TabletReplica::PersistMeta(const TabletReplicaMeta& meta) {
-  return WriteFileAtomically(ctx_.env, JoinPath(TabletDir(ctx_, tablet_id_), kReplicaFileName),
-                             EncodeReplicaFile(meta));
+  BASALT_ASSIGN_OR_RETURN(ReplicaFiles::Opened opened, ReplicaFiles::Open(ctx, tablet_id));
+  return std::shared_ptr<TabletReplica>(
+      new TabletReplica(ctx, std::move(opened.meta), std::move(opened.tablet)));
 }
 
 absl::Status TabletReplica::Start() {
   absl::MutexLock lifecycle(&lifecycle_mu_);
-  const std::string dir = TabletDir(ctx_, tablet_id_);
   RaftNodeOptions o;
   o.group_id = tablet_id_;
   o.peer_id = ctx_.server_uuid;
-  o.wal_dir = WalDir(ctx_, tablet_id_);
-  o.metadata_path = JoinPath(dir, kCmetaFileName);
+  o.wal_dir = ReplicaFiles::WalDir(ctx_, tablet_id_);
+  o.metadata_path = ReplicaFiles::CmetaPath(ctx_, tablet_id_);
   o.tick_interval_ms = ctx_.raft_tick_interval_ms;
   if (ctx_.raft_election_ticks > 0) o.raft.election_ticks = ctx_.raft_election_ticks;
   o.safe_time_source = [this] { return LeaderSafeTime(); };
   o.safe_time_sink = [this](uint64_t term, uint64_t time, uint64_t index) {
     OnLeaderSafeTime(term, time, index);
   };
+  o.apply_pool = ctx_.apply_pool;
+  o.on_failed = [this](const absl::Status& error) { OnRaftFailed(error); };
   auto start = [&]() -> absl::StatusOr<std::unique_ptr<RaftNode>> {
     BASALT_ASSIGN_OR_RETURN(std::unique_ptr<ConsensusMetadata> cmeta,
                             ConsensusMetadata::Load(ctx_.env, o.metadata_path));
@@ -247,10 +143,9 @@ absl::Status TabletReplica::Start() {
 void TabletReplica::Shutdown() {
   absl::MutexLock lifecycle(&lifecycle_mu_);
   RaftNode* node = nullptr;
+  state_.Set(ReplicaState::kStopping);  // Unless failed.
   {
     absl::MutexLock l(&mu_);
-    if (state_ != ReplicaState::kFailed) state_ = ReplicaState::kStopping;
-    cv_.SignalAll();
     node = raft_.get();
   }
   if (node != nullptr) node->Shutdown();
@@ -261,54 +156,41 @@ void TabletReplica::Shutdown() {
   }
 }
 
+void TabletReplica::Fail(const absl::Status& why) {
+  const absl::Status error = why.ok() ? absl::InternalError("failed with an OK status") : why;
+  RaftNode* node = raft();
+  SetState(ReplicaState::kFailed, error);
+  if (node != nullptr) node->Fail(error);  // No more votes, leading or applies.
+}
+
+void TabletReplica::OnRaftFailed(const absl::Status& error) {
+  SetState(ReplicaState::kFailed, error);
+}
+
 absl::Status TabletReplica::DeleteData() {
   // Tombstoning first makes the deletion crash-safe: a crash halfway leaves a tombstone.
-  const std::string dir = TabletDir(ctx_, tablet_id_);
+  const std::string dir = ReplicaFiles::TabletDir(ctx_, tablet_id_);
   BASALT_RETURN_IF_ERROR(
-      TombstoneReplica(ctx_.env, ctx_.block_manager, dir, WalDir(ctx_, tablet_id_)));
+      TombstoneReplica(ctx_.env, ctx_.block_manager, dir, ReplicaFiles::WalDir(ctx_, tablet_id_)));
   return ctx_.env->DeleteDirRecursively(dir);
 }
 
 // ---- State ----------------------------------------------------------------------------------
 
-bool TabletReplica::SetState(ReplicaState state, absl::Status error) {
-  absl::MutexLock l(&mu_);
-  cv_.SignalAll();
-  if (state_ == ReplicaState::kFailed || state_ == ReplicaState::kStopping) {
-    if (state != ReplicaState::kFailed) return false;
+void TabletReplica::SetState(ReplicaState state, absl::Status error) {
+  if (!state_.Set(state, error)) return;
+  if (state == ReplicaState::kFailed) {
+    LOG(ERROR) << "tablet " << tablet_id_ << " failed; it serves nothing more: " << error;
   }
-  const bool changed = state_ != state;
-  state_ = state;
-  if (!error.ok()) error_ = std::move(error);
-  return changed;
+  if (ctx_.on_status_change) ctx_.on_status_change();
 }
 
-ReplicaState TabletReplica::state() const {
-  absl::MutexLock l(&mu_);
-  return state_;
-}
+ReplicaState TabletReplica::state() const { return state_.state(); }
 
-absl::Status TabletReplica::CheckRunning() const {
-  absl::MutexLock l(&mu_);
-  switch (state_) {
-    case ReplicaState::kRunning:
-      return absl::OkStatus();
-    case ReplicaState::kBootstrapping:
-      return TabletNotRunningError(StrCat("tablet ", tablet_id_, " is bootstrapping"));
-    case ReplicaState::kStopping:
-      return TabletNotRunningError(StrCat("tablet ", tablet_id_, " is shutting down"));
-    case ReplicaState::kFailed:
-      break;
-  }
-  return TabletFailedError(StrCat("tablet ", tablet_id_, " failed: ", error_.ToString()));
-}
+absl::Status TabletReplica::CheckRunning() const { return state_.CheckRunning(); }
 
 bool TabletReplica::WaitUntilRunning(absl::Duration timeout) const {
-  absl::MutexLock l(&mu_);
-  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return state_ != ReplicaState::kBootstrapping;
-  };
-  return mu_.AwaitWithTimeout(absl::Condition(&done), timeout) && state_ == ReplicaState::kRunning;
+  return state_.WaitUntilRunning(timeout);
 }
 
 TabletReplicaMeta TabletReplica::meta() const {
@@ -335,8 +217,6 @@ ReplicaStatus TabletReplica::GetStatus() const {
     st.table_id = meta_.table_id;
     st.table_name = meta_.table_name;
     st.partition = meta_.partition;
-    st.state = state_;
-    st.error = error_;
     st.schema_version = schema_->version();
     node = raft_.get();
   }
@@ -359,6 +239,8 @@ ReplicaStatus TabletReplica::GetStatus() const {
       }
     }
   }
+  st.state = state_.state();
+  st.error = state_.error();
   st.last_applied_index = last_applied_index_.load();
   const TabletStats stats = tablet_->GetStats();
   st.on_disk_bytes = stats.on_disk_bytes;
@@ -389,10 +271,10 @@ absl::Status TabletReplica::CheckLeaderReady(absl::Time deadline) {
       return NotLeader("this replica is not the leader");
     }
     if (last_applied_term_.load() == node->term()) return absl::OkStatus();
-    absl::MutexLock l(&mu_);
     if (absl::Now() >= until) break;
     // Woken by Apply; the bounded wait re-reads the node's term, which Apply does not signal.
-    cv_.WaitWithDeadline(&mu_, std::min(until, absl::Now() + absl::Milliseconds(10)));
+    state_.Await([this, node] { return last_applied_term_.load() == node->term(); },
+                 std::min(until, absl::Now() + absl::Milliseconds(10)));
   }
   return TabletNotRunningError(
       StrCat("tablet ", tablet_id_, ": the new leader has not applied an entry of its term yet"));
@@ -410,7 +292,7 @@ absl::Status TabletReplica::StepDown(const std::string& new_leader) {
 
 // ---- Proposals ----------------------------------------------------------------------------
 
-std::unique_ptr<TabletReplica::WriteScratch> TabletReplica::TakeScratch() {
+std::unique_ptr<WriteScratch> TabletReplica::TakeScratch() {
   {
     absl::MutexLock l(&scratch_mu_);
     if (!free_scratch_.empty()) {
@@ -455,13 +337,8 @@ absl::Status TabletReplica::ProposeAndWait(std::string body, HybridTime propagat
     const uint64_t floor = std::max(last_proposed_ts_, last_applied_ts_.load());
     if (op->ts.value() <= floor) op->ts = HybridTime(floor).Next();
     last_proposed_ts_ = op->ts.value();
-    body.push_back(kTagTimestamp);
-    PutFixed64(&body, op->ts.value());
-    {
-      absl::MutexLock l(&mu_);
-      pending_[op->seq] = op;
-      in_flight_.insert(op->ts.value());
-    }
+    AppendEntryTimestamp(op->ts, &body);
+    proposals_.Add(op);
     node->Propose(
         std::move(body),
         [this, op](absl::StatusOr<uint64_t> index) { OnProposalDone(op, std::move(index)); }, term);
@@ -469,17 +346,16 @@ absl::Status TabletReplica::ProposeAndWait(std::string body, HybridTime propagat
   absl::MutexLock l(&op->mu);
   auto done = [&op]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(op->mu) { return op->done; };
   if (!op->mu.AwaitWithDeadline(absl::Condition(&done), deadline)) {
-    {
-      absl::MutexLock rl(&mu_);
-      // Not taken by Apply yet: the request (which the decoded rows point into) may go away.
-      if (pending_.erase(op->seq) > 0) {
-        return absl::DeadlineExceededError(
-            "timed out waiting for the write to replicate (it may still be applied)");
-      }
+    // Not taken by Apply yet: the request (which the decoded rows point into) may go away.
+    if (proposals_.Abandon(op->seq)) {
+      return absl::DeadlineExceededError(
+          "timed out waiting for the write to replicate (it may still be applied)");
     }
     op->mu.Await(absl::Condition(&done));  // Apply holds it: the callback follows at once.
   }
   if (!op->propose_status.ok()) {
+    // A node that stopped on an error failed the replica: the client retries elsewhere.
+    if (state() == ReplicaState::kFailed) return CheckRunning();
     if (IsNotLeaderProposalError(op->propose_status)) {
       return NotLeader(std::string(op->propose_status.message()));
     }
@@ -491,52 +367,15 @@ absl::Status TabletReplica::ProposeAndWait(std::string body, HybridTime propagat
 
 void TabletReplica::OnProposalDone(const std::shared_ptr<PendingOp>& op,
                                    absl::StatusOr<uint64_t> index) {
-  {
-    absl::MutexLock l(&mu_);
-    pending_.erase(op->seq);
-    in_flight_.erase(op->ts.value());
-    cv_.SignalAll();
-  }
+  proposals_.Done(*op);
   absl::MutexLock l(&op->mu);
   op->propose_status = index.status();
   op->done = true;
 }
 
-std::shared_ptr<TabletReplica::PendingOp> TabletReplica::TakePending(uint64_t seq, HybridTime ts) {
-  absl::MutexLock l(&mu_);
-  auto it = pending_.find(seq);
-  if (it == pending_.end() || it->second->ts != ts) return nullptr;
-  std::shared_ptr<PendingOp> op = std::move(it->second);
-  pending_.erase(it);
-  return op;
-}
-
 // ---- Write ----------------------------------------------------------------------------------
 
 namespace {
-
-// A serialized ReplicateMsgPB without its timestamp, carrying a write of `rows`: the payload is
-// copied once, straight into the entry.
-std::string WriteEntryBody(const std::string& origin, uint64_t seq, uint32_t schema_version,
-                           const pb::RowOperationsPB& rows) {
-  pb::ReplicateMsgPB header;
-  header.set_origin_uuid(origin);
-  header.set_request_seq(seq);
-  const size_t rows_size = rows.ByteSizeLong();
-  const size_t write_size =
-      1 + VarintLength(schema_version) + 1 + VarintLength(rows_size) + rows_size;
-  std::string body;
-  body.reserve(header.ByteSizeLong() + 1 + VarintLength(write_size) + write_size + 16);
-  header.AppendToString(&body);
-  body.push_back(kTagWrite);
-  PutVarint64(&body, write_size);
-  body.push_back(kTagSchemaVersion);
-  PutVarint32(&body, schema_version);
-  body.push_back(kTagRowOperations);
-  PutVarint64(&body, rows_size);
-  rows.AppendToString(&body);
-  return body;
-}
 
 void AddRowError(int index, const absl::Status& s, pb::WriteResponsePB* response) {
   auto* e = response->add_per_row_errors();
@@ -634,9 +473,9 @@ absl::Status TabletReplica::WriteWithScratch(const pb::WriteRequestPB& request,
     absl::Status admitted = ctx_.memory_budget->AdmitWrite();
     if (!admitted.ok()) return ServerOverloadedError(std::string(admitted.message()));
   }
-  op->seq = next_seq_.fetch_add(1);
-  std::string body = WriteEntryBody(ctx_.server_uuid, op->seq, op->schema->version(),
-                                    any_outside ? filtered : request.row_operations());
+  op->seq = proposals_.NextSeq();
+  std::string body = EncodeWriteEntryBody(ctx_.server_uuid, op->seq, op->schema->version(),
+                                          any_outside ? filtered : request.row_operations());
   BASALT_RETURN_IF_ERROR(
       ProposeAndWait(std::move(body), HybridTime(request.propagated_timestamp()), op, deadline));
   const std::vector<absl::Status>& results = op->scratch->results;
@@ -667,7 +506,7 @@ absl::StatusOr<uint32_t> TabletReplica::AlterSchema(const pb::SchemaPB& schema,
   }
   BASALT_RETURN_IF_ERROR(CheckLeaderReady(deadline));
   auto op = std::make_shared<PendingOp>();
-  op->seq = next_seq_.fetch_add(1);
+  op->seq = proposals_.NextSeq();
   pb::ReplicateMsgPB msg;
   msg.set_origin_uuid(ctx_.server_uuid);
   msg.set_request_seq(op->seq);
@@ -684,7 +523,7 @@ uint64_t TabletReplica::DurableIndex() const {
   return static_cast<uint64_t>(std::max<int64_t>(0, tablet_->DurableOpIndex()));
 }
 
-void TabletReplica::Apply(const LogEntry& entry) {
+absl::Status TabletReplica::Apply(const LogEntry& entry) {
   // An entry of a term newer than the log had at open: a new leader overwrote the rest of the old
   // log (every committed entry precedes it), so from here on entries are live, not replayed.
   if (entry.term > replay_until_term_.load() && entry.index <= replay_until_index_.load()) {
@@ -701,9 +540,9 @@ void TabletReplica::Apply(const LogEntry& entry) {
       absl::Status s = ctx_.clock->Update(ts);
       LOG_IF(WARNING, !s.ok()) << "tablet " << tablet_id_ << ": " << s;
       if (msg.has_write()) {
-        ApplyWrite(entry, msg, ts);
+        BASALT_RETURN_IF_ERROR(ApplyWrite(entry, msg, ts));
       } else if (msg.has_alter_schema()) {
-        ApplyAlter(entry, msg);
+        BASALT_RETURN_IF_ERROR(ApplyAlter(entry, msg));
         schema_changed = true;
       }
       uint64_t prev = last_applied_ts_.load(std::memory_order_relaxed);
@@ -718,18 +557,18 @@ void TabletReplica::Apply(const LogEntry& entry) {
   // Bootstrapped once the log present at open is applied, or an entry of a newer term is (above;
   // an idle tablet would otherwise wait for writes to pass the old last index).
   if (entry.index >= replay_until_index_.load()) {
-    changed |= SetState(ReplicaState::kRunning);  // No-op unless bootstrapping.
+    changed |= state_.Set(ReplicaState::kRunning);  // No-op unless bootstrapping.
   } else {
-    absl::MutexLock l(&mu_);
-    cv_.SignalAll();
+    state_.Notify();
   }
   if (changed && ctx_.on_status_change) ctx_.on_status_change();
+  return absl::OkStatus();
 }
 
-void TabletReplica::ApplyWrite(const LogEntry& entry, const pb::ReplicateMsgPB& msg,
-                               HybridTime ts) {
+absl::Status TabletReplica::ApplyWrite(const LogEntry& entry, const pb::ReplicateMsgPB& msg,
+                                       HybridTime ts) {
   std::shared_ptr<PendingOp> op;
-  if (msg.origin_uuid() == ctx_.server_uuid) op = TakePending(msg.request_seq(), ts);
+  if (msg.origin_uuid() == ctx_.server_uuid) op = proposals_.Take(msg.request_seq(), ts);
   const std::shared_ptr<const Schema> schema = this->schema();
   const bool replay = entry.index <= replay_until_index_.load();
   absl::Status s;
@@ -756,23 +595,12 @@ void TabletReplica::ApplyWrite(const LogEntry& entry, const pb::ReplicateMsgPB& 
   if (s.ok()) last_write_index_ = entry.index;
   LOG_IF(WARNING, !s.ok()) << "tablet " << tablet_id_ << ": entry " << entry.index
                            << " applied nothing: " << s;
-  FailIfDiverged(s, entry.index);
   if (op != nullptr) {
     op->apply_status = s;
     op->applied = true;
   }
-}
-
-void TabletReplica::FailIfDiverged(const absl::Status& s, uint64_t index) {
-  if (IsDeterministicApplyError(s)) return;
-  // Serving on would mean serving a state the other replicas do not have.
-  LOG(ERROR) << "tablet " << tablet_id_ << ": entry " << index
-             << " could not be applied here; the replica stops serving: " << s;
-  if (SetState(ReplicaState::kFailed,
-               absl::Status(s.code(), StrCat("applying entry ", index, ": ", s.message()))) &&
-      ctx_.on_status_change) {
-    ctx_.on_status_change();
-  }
+  // Serving on after anything else would mean serving a state the other replicas do not have.
+  return IsDeterministicApplyError(s) ? absl::OkStatus() : s;
 }
 
 absl::Status TabletReplica::FlushBeforeAlter(uint64_t alter_index) {
@@ -794,10 +622,10 @@ absl::Status TabletReplica::FlushBeforeAlter(uint64_t alter_index) {
   }
 }
 
-void TabletReplica::ApplyAlter(const LogEntry& entry, const pb::ReplicateMsgPB& msg) {
+absl::Status TabletReplica::ApplyAlter(const LogEntry& entry, const pb::ReplicateMsgPB& msg) {
   std::shared_ptr<PendingOp> op;
   if (msg.origin_uuid() == ctx_.server_uuid) {
-    op = TakePending(msg.request_seq(), HybridTime(msg.timestamp()));
+    op = proposals_.Take(msg.request_seq(), HybridTime(msg.timestamp()));
   }
   absl::Status s;
   absl::StatusOr<Schema> target = Schema::FromPB(msg.alter_schema().schema());
@@ -819,15 +647,15 @@ void TabletReplica::ApplyAlter(const LogEntry& entry, const pb::ReplicateMsgPB& 
       meta_.table_name = name;
       m = meta_;
     }
-    s = PersistMeta(m);
+    s = ReplicaFiles::PersistMeta(ctx_, m);
   }
   LOG_IF(WARNING, !s.ok()) << "tablet " << tablet_id_ << ": schema change failed: " << s;
-  FailIfDiverged(s, entry.index);
   if (op != nullptr) {
     op->apply_status = s;
     op->schema_version_after = schema()->version();
     op->applied = true;
   }
+  return IsDeterministicApplyError(s) ? absl::OkStatus() : s;
 }
 
 }  // namespace basalt

@@ -7,7 +7,7 @@
 //
 // Write path: the RPC thread validates and decodes the batch once, then under the propose lock
 // takes ts = clock.Now() and proposes the entry, so log order equals timestamp order. Every
-// replica applies committed entries in log order on the RaftNode's worker; on the proposing
+// replica applies committed entries in log order on the RaftNode's applier; on the proposing
 // server the apply reuses the rows decoded by the RPC (found by origin uuid and request sequence)
 // and hands the per-row results to the waiting RPC. Followers advance their clock to each entry's
 // timestamp.
@@ -59,17 +59,16 @@
 #include "tablet/tablet.h"
 #include "tserver/address_book.h"
 #include "tserver/follower_safe_time.h"
+#include "tserver/proposal_tracker.h"
 #include "tserver/replica_file.h"
+#include "tserver/replica_files.h"
+#include "tserver/replica_state.h"
+#include "tserver/tablet_replica_context.h"
 
 namespace basalt {
 
-class BlockCache;
-class BlockManager;
-class MaintenanceManager;
-class MemoryBudget;
 class TabletCopyTrigger;
 class TabletMaintenance;
-class Transport;
 
 namespace pb {
 class ConsensusStatePB;
@@ -79,38 +78,6 @@ class SchemaPB;
 class TabletReplicaPB;
 class ReplicateMsgPB;
 }  // namespace pb
-
-// What every replica of a server shares. All pointers are borrowed and outlive the replicas.
-struct TabletReplicaContext {
-  Env* env = nullptr;
-  std::string server_uuid;
-  std::string data_dir;  // tablets/<id>/ live under it.
-  std::string wal_dir;   // wals/<id>/ live under it.
-  BlockManager* block_manager = nullptr;
-  BlockCache* block_cache = nullptr;  // May be null.
-  HybridClock* clock = nullptr;
-  MemoryBudget* memory_budget = nullptr;              // May be null (no admission control).
-  MaintenanceManager* maintenance_manager = nullptr;  // May be null (no background maintenance).
-  Transport* transport = nullptr;
-  AddressBook* address_book = nullptr;
-  // RaftNodeOptions::tick_interval_ms and RaftOptions::election_ticks (0: defaults).
-  int raft_tick_interval_ms = 0;
-  int raft_election_ticks = 0;
-  // How long a write or snapshot scan on a new leader waits for it to apply its first entry.
-  absl::Duration leader_ready_wait = absl::Seconds(2);
-  // How long (at most; the RPC deadline may be shorter) a snapshot read on a follower waits for
-  // its safe time to reach the snapshot before sending the client to the leader.
-  absl::Duration follower_snapshot_wait = absl::Seconds(3);
-  // A leader reports a follower FAILED once it has heard nothing from it for this long
-  // (--follower_unavailable_considered_failed_sec); the master then replaces it.
-  absl::Duration follower_failed_after = absl::Seconds(300);
-  // Called (on a RaftNode worker; must be quick) when a replica's reported status may have
-  // changed: it became RUNNING, applied the first entry of a new term (a new leader) or a schema
-  // change. The server wakes the heartbeater with it. May be empty.
-  std::function<void()> on_status_change;
-};
-
-enum class ReplicaState { kBootstrapping, kRunning, kStopping, kFailed };
 
 // What ListTablets and heartbeats report.
 struct ReplicaStatus {
@@ -139,31 +106,11 @@ struct ReplicaStatus {
 
 class TabletReplica : public StateMachine {
  public:
-  // Reusable memory of one write's decoding (rows and per-row results): recycled between
-  // requests so that large batches do not fault in fresh pages each time.
-  struct WriteScratch {
-    Arena arena;
-    std::vector<DecodedRowOperation> ops;
-    std::vector<absl::Status> results;
-  };
-
-  // Paths of a replica's files: tablets/<id>/ holds superblock, cmeta and replica; wals/<id>/
-  // the WAL.
-  static std::string TabletDir(const TabletReplicaContext& ctx, const std::string& tablet_id);
-  static std::string WalDir(const TabletReplicaContext& ctx, const std::string& tablet_id);
-  static std::string SuperBlockPath(const TabletReplicaContext& ctx, const std::string& tablet_id);
-  static std::string CmetaPath(const TabletReplicaContext& ctx, const std::string& tablet_id);
-  static std::string ReplicaFilePath(const TabletReplicaContext& ctx, const std::string& tablet_id);
-
-  // Creates the files of a new replica: tablets/<id>/{superblock,cmeta}, then (last, so its
-  // presence means a complete replica) tablets/<id>/replica. `config` is the initial Raft
-  // configuration; `addresses` the members' "host:port" (kept in the consensus metadata).
-  // ALREADY_EXISTS if the tablet directory exists; I/O errors.
+  // Creates a new replica's files (ReplicaFiles::Create, whose errors it returns).
   static absl::StatusOr<std::shared_ptr<TabletReplica>> Create(
       const TabletReplicaContext& ctx, TabletReplicaMeta meta, const Schema& schema,
       const RaftConfig& config, const std::map<PeerId, std::string>& addresses);
-  // Opens an existing replica's replica file and superblock. NOT_FOUND without a replica file;
-  // DATA_LOSS for corrupt files; I/O errors.
+  // Opens an existing replica's files (ReplicaFiles::Open, whose errors it returns).
   static absl::StatusOr<std::shared_ptr<TabletReplica>> Open(const TabletReplicaContext& ctx,
                                                              const std::string& tablet_id);
   ~TabletReplica() override;
@@ -196,6 +143,12 @@ class TabletReplica : public StateMachine {
                                                absl::Time deadline);
   // LeaderStepDown / TransferLeadership (empty `new_leader`).
   absl::Status StepDown(const std::string& new_leader);
+  // Fails the replica for good (docs/tserver.md "Replica states"): it stops serving reads and
+  // writes (TABLET_FAILED), its Raft node stops (no votes, no leading, nothing more applied), its
+  // tablet persists nothing more, and the master hears of it at once (on_status_change) and
+  // replaces it. For faults found outside the apply path: a corrupt block, a failed disk. Any
+  // thread; does not block. The first error sticks.
+  void Fail(const absl::Status& why) ABSL_LOCKS_EXCLUDED(mu_);
 
   // ---- Membership (tablet_replica_membership.cc) ----
 
@@ -255,18 +208,17 @@ class TabletReplica : public StateMachine {
   void OnLeaderSafeTime(uint64_t term, uint64_t time, uint64_t index) ABSL_LOCKS_EXCLUDED(mu_);
 
   // ---- StateMachine ----
-  void Apply(const LogEntry& entry) override;
+  // Row outcomes and schema mismatches are results (every replica reaches them); a storage error
+  // is returned, which stops the node, which fails the replica (OnRaftFailed).
+  absl::Status Apply(const LogEntry& entry) override;
   uint64_t DurableIndex() const override;
   uint64_t LogAnchorIndex() const override ABSL_LOCKS_EXCLUDED(mu_);
   // Asks `peer`'s server to copy this replica (StartTabletCopy), on a thread of the trigger.
   void StartSnapshotCopy(const PeerId& peer, SnapshotDoneCallback done) override;
 
  private:
-  struct PendingOp;
-
   TabletReplica(const TabletReplicaContext& ctx, TabletReplicaMeta meta,
                 std::unique_ptr<Tablet> tablet);
-  absl::Status PersistMeta(const TabletReplicaMeta& meta);
 
   // NOT_THE_LEADER with the hint, or TABLET_NOT_RUNNING while a new leader is not ready.
   absl::Status CheckLeaderReady(absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
@@ -281,25 +233,22 @@ class TabletReplica : public StateMachine {
   absl::Status ProposeAndWait(std::string body, HybridTime propagated,
                               const std::shared_ptr<PendingOp>& op, absl::Time deadline)
       ABSL_LOCKS_EXCLUDED(propose_mu_);
-  void OnProposalDone(const std::shared_ptr<PendingOp>& op, absl::StatusOr<uint64_t> index)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  std::shared_ptr<PendingOp> TakePending(uint64_t seq, HybridTime ts) ABSL_LOCKS_EXCLUDED(mu_);
+  void OnProposalDone(const std::shared_ptr<PendingOp>& op, absl::StatusOr<uint64_t> index);
   // ---- Safe time (the RaftNode's hooks; both run on its worker) ----
   // Leader: T = max(clock now, last proposed timestamp); later proposals get timestamps > T.
   std::optional<uint64_t> LeaderSafeTime() ABSL_LOCKS_EXCLUDED(propose_mu_);
   // A follower's snapshot at `t`: waits for the safe time (see SnapshotForRead).
   absl::StatusOr<MvccSnapshot> FollowerSnapshot(HybridTime t, absl::Time deadline)
       ABSL_LOCKS_EXCLUDED(mu_);
-  void ApplyWrite(const LogEntry& entry, const pb::ReplicateMsgPB& msg, HybridTime ts);
-  void ApplyAlter(const LogEntry& entry, const pb::ReplicateMsgPB& msg);
+  absl::Status ApplyWrite(const LogEntry& entry, const pb::ReplicateMsgPB& msg, HybridTime ts);
+  absl::Status ApplyAlter(const LogEntry& entry, const pb::ReplicateMsgPB& msg);
+  // The node stopped on an error (RaftNodeOptions::on_failed).
+  void OnRaftFailed(const absl::Status& error) ABSL_LOCKS_EXCLUDED(mu_);
   // Makes every op applied before the alter at `alter_index` durable in the rowsets, so that a
   // restart never replays an op encoded for the old schema against the new one.
   absl::Status FlushBeforeAlter(uint64_t alter_index);
-  // Marks the replica FAILED when applying the entry at `index` failed in a way other replicas
-  // need not share (IsDeterministicApplyError in the .cc), so it never serves a diverged state.
-  void FailIfDiverged(const absl::Status& s, uint64_t index);
-  // Returns whether the state changed.
-  bool SetState(ReplicaState state, absl::Status error = absl::OkStatus()) ABSL_LOCKS_EXCLUDED(mu_);
+  // state_.Set, waking the heartbeater (on_status_change) if the state changed.
+  void SetState(ReplicaState state, absl::Status error = absl::OkStatus());
   std::unique_ptr<WriteScratch> TakeScratch() ABSL_LOCKS_EXCLUDED(scratch_mu_);
   void ReturnScratch(std::unique_ptr<WriteScratch> scratch) ABSL_LOCKS_EXCLUDED(scratch_mu_);
 
@@ -319,40 +268,36 @@ class TabletReplica : public StateMachine {
 
   // Serializes timestamp assignment with proposing (log order == timestamp order).
   absl::Mutex propose_mu_ ABSL_ACQUIRED_BEFORE(mu_);
-  std::atomic<uint64_t> next_seq_;
   // The timestamp of the last entry this replica proposed, or the last safe time it handed out if
   // later (raw). A new timestamp is above it and above every applied one even when the clock lags
   // (a leader whose clock refused a skewed earlier timestamp), so timestamps increase in log
   // order on every replica and every entry proposed after a safe time T is above T.
   uint64_t last_proposed_ts_ ABSL_GUARDED_BY(propose_mu_) = 0;
 
+  // The lifecycle state; Apply notifies it whenever what waiters read (applied index, term,
+  // timestamp, safe time) moved.
+  ReplicaStateTracker state_;
+  ProposalTracker proposals_;
+
   mutable absl::Mutex mu_;
-  // Signalled by SetState and every Apply.
-  mutable absl::CondVar cv_;
   TabletReplicaMeta meta_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const Schema> schema_ ABSL_GUARDED_BY(mu_);
-  ReplicaState state_ ABSL_GUARDED_BY(mu_) = ReplicaState::kBootstrapping;
-  absl::Status error_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<RaftNode> raft_ ABSL_GUARDED_BY(mu_);
-  // Ops this server proposed that are not applied or failed yet, by request sequence.
-  std::map<uint64_t, std::shared_ptr<PendingOp>> pending_ ABSL_GUARDED_BY(mu_);
-  // Their timestamps (raw): a snapshot at t waits until none <= t remains.
-  std::set<uint64_t> in_flight_ ABSL_GUARDED_BY(mu_);
   // Log anchors of copy sessions (AnchorLog).
   std::multiset<uint64_t> log_anchors_ ABSL_GUARDED_BY(mu_);
 
-  // Written only by the RaftNode worker (Apply); atomics so observers read them without mu_.
+  // Written only by the applier (Apply); atomics so observers read them without mu_.
   std::atomic<uint64_t> replay_until_index_{0};  // Entries up to it are applied with replay.
   std::atomic<uint64_t> replay_until_term_{0};   // The term of that last entry at open.
   std::atomic<uint64_t> member_since_config_index_{0};
   std::atomic<uint64_t> last_applied_term_{0};
   std::atomic<uint64_t> last_applied_index_{0};
   std::atomic<uint64_t> last_applied_ts_{0};
-  // The index of the last write entry the tablet applied (worker only).
+  // The index of the last write entry the tablet applied (applier only).
   uint64_t last_write_index_ = 0;
-  // The follower's safe time (thread-safe; its lock is a leaf). Whoever raises it signals cv_.
+  // The follower's safe time (thread-safe; its lock is a leaf). Whoever raises it notifies state_.
   FollowerSafeTime safe_time_;
-  WriteScratch apply_scratch_;  // Worker only: rows decoded for entries of other servers.
+  WriteScratch apply_scratch_;  // Applier only: rows decoded for entries of other servers.
 
   absl::Mutex scratch_mu_;  // A leaf lock.
   std::vector<std::unique_ptr<WriteScratch>> free_scratch_ ABSL_GUARDED_BY(scratch_mu_);

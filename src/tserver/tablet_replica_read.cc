@@ -30,14 +30,10 @@ absl::StatusOr<MvccSnapshot> TabletReplica::SnapshotForRead(std::optional<Hybrid
   } else {
     BASALT_RETURN_IF_ERROR(FieldError("snap_timestamp", ctx_.clock->Update(t)));
   }
-  // A barrier: every op with a timestamp <= t has been registered in in_flight_ (timestamps are
+  // A barrier: every op with a timestamp <= t has been registered in proposals_ (timestamps are
   // taken under propose_mu_), and every later one gets a larger timestamp.
   { absl::MutexLock pl(&propose_mu_); }
-  absl::MutexLock l(&mu_);
-  auto settled = [this, t]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return in_flight_.empty() || *in_flight_.begin() > t.value();
-  };
-  if (!mu_.AwaitWithDeadline(absl::Condition(&settled), deadline)) {
+  if (!proposals_.AwaitNoneAtOrBelow(t, deadline)) {
     return absl::DeadlineExceededError(
         ToAbsl(StrCat("waiting for the ops below the snapshot time ", t.ToString(), " to apply")));
   }
@@ -54,13 +50,7 @@ absl::StatusOr<MvccSnapshot> TabletReplica::FollowerSnapshot(HybridTime t, absl:
     const HybridTime now = ctx_.clock->Now();
     const uint64_t max_error = static_cast<uint64_t>(ctx_.clock->max_error_us());
     const absl::Time until = std::min(deadline, absl::Now() + ctx_.follower_snapshot_wait);
-    if (t.physical_micros() <= now.physical_micros() + max_error) {
-      absl::MutexLock l(&mu_);
-      auto done = [this, &reached]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return reached() || state_ != ReplicaState::kRunning;
-      };
-      mu_.AwaitWithDeadline(absl::Condition(&done), until);
-    }
+    if (t.physical_micros() <= now.physical_micros() + max_error) state_.Await(reached, until);
     BASALT_RETURN_IF_ERROR(CheckRunning());
     if (!reached()) {
       return NotLeader(StrCat("this follower's safe time ", safe_time().ToString(),
@@ -91,10 +81,7 @@ void TabletReplica::OnLeaderSafeTime(uint64_t term, uint64_t time, uint64_t inde
                               << ": ignoring the leader's safe time: " << s;
     return;
   }
-  if (safe_time_.OnLeaderPair(term, time, index)) {
-    absl::MutexLock l(&mu_);
-    cv_.SignalAll();
-  }
+  if (safe_time_.OnLeaderPair(term, time, index)) state_.Notify();
 }
 
 }  // namespace basalt

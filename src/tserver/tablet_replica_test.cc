@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "common/status_test_util.h"
+#include "rpc/rpc_status.h"
 #include "tserver/tablet_server.h"
 #include "tserver/ts_tablet_manager.h"
 #include "tserver/tserver_test_util.h"
@@ -195,6 +196,47 @@ TEST_F(SafeTimeTest, PendingSafeTimeOfAnOldTermIsDroppedOnANewTerm) {
   BASALT_ASSERT_OK(Insert(0, 2, 3));
   EXPECT_GE(r->GetStatus().last_applied_index, applied + 2);
   EXPECT_EQ(r->safe_time(), HybridTime::kMin);
+}
+
+// TabletReplica::Fail (a corrupt block, a failed disk): the replica stops serving and voting,
+// leads nothing, and the other two elect a leader and take writes.
+using ReplicaFailureTest = SafeTimeTest;
+
+TEST_F(ReplicaFailureTest, FailedReplicaStopsServingAndVotingAndTheOthersGoOn) {
+  StartCluster(3);
+  int leader = WaitForLeader();
+  ASSERT_GE(leader, 0);
+  BASALT_ASSERT_OK(Insert(leader, 0, 10).status());
+  auto failed = Replica(leader);
+  const uint64_t term = failed->raft()->term();
+  failed->Fail(absl::DataLossError("checksum mismatch in block 0000000100000007"));
+  EXPECT_EQ(failed->state(), ReplicaState::kFailed);
+  EXPECT_TRUE(absl::IsDataLoss(failed->GetStatus().error)) << failed->GetStatus().error;
+  EXPECT_TRUE(absl::IsDataLoss(failed->raft()->health())) << failed->raft()->health();
+  EXPECT_EQ(failed->raft()->role(), RaftCore::Role::kFollower);
+  // Writes and scans to it fail with TABLET_FAILED (the client tries another replica).
+  absl::StatusOr<uint64_t> w = Insert(leader, 10, 11);
+  ASSERT_FALSE(w.ok());
+  auto detail = GetErrorDetail(w.status());
+  ASSERT_TRUE(detail.has_value()) << w.status();
+  EXPECT_EQ(detail->code(), pb::ErrorDetailPB::TABLET_FAILED) << w.status();
+  // One of the others leads in a newer term and takes writes.
+  int next = -1;
+  ASSERT_TRUE(WaitFor([&] {
+    for (int i = 0; i < 3; ++i) {
+      if (i == leader) continue;
+      auto r = Replica(i);
+      if (r->raft()->role() == RaftCore::Role::kLeader && r->raft()->term() > term &&
+          Insert(i, 10, 11).ok()) {
+        next = i;
+        return true;
+      }
+    }
+    return false;
+  }));
+  BASALT_ASSERT_OK(Insert(next, 11, 20).status());
+  EXPECT_EQ(failed->raft()->role(), RaftCore::Role::kFollower) << "a failed replica leads again";
+  EXPECT_EQ(failed->state(), ReplicaState::kFailed);
 }
 
 }  // namespace

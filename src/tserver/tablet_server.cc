@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <map>
+#include <thread>
 #include <utility>
 
 #include <gflags/gflags.h>
@@ -17,6 +19,7 @@
 #include "cfile/block_manager.h"
 #include "common/clock.h"
 #include "common/hybrid_clock.h"
+#include "common/serial_task_pool.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "consensus/grpc_transport.h"
@@ -26,6 +29,7 @@
 #include "tablet/memory_budget.h"
 #include "tserver/address_book.h"
 #include "tserver/block_gc.h"
+#include "tserver/block_scrubber.h"
 #include "tserver/consensus_service.h"
 #include "tserver/heartbeater.h"
 #include "tserver/scanner_manager.h"
@@ -38,6 +42,11 @@ DECLARE_int64(block_cache_capacity_mb);
 DEFINE_int32(follower_unavailable_considered_failed_sec, 300,
              "A leader reports a follower FAILED to the master once it has heard nothing from it "
              "for this long; the master then replaces it (docs/tablet_copy.md).");
+
+DEFINE_int32(tablet_apply_pool_threads, 0,
+             "Threads applying committed Raft entries to tablets (each tablet's entries in log "
+             "order, one at a time; different tablets in parallel). 0: the number of CPU cores, "
+             "at least 2.");
 
 namespace basalt {
 
@@ -76,6 +85,11 @@ absl::Status TabletServer::Start() {
   transport_ = std::make_unique<GrpcTransport>(topts);
   BASALT_RETURN_IF_ERROR(transport_->Start());
   address_book_ = std::make_unique<AddressBook>(instance_->uuid(), transport_.get());
+  const int apply_threads =
+      FLAGS_tablet_apply_pool_threads > 0
+          ? FLAGS_tablet_apply_pool_threads
+          : std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
+  apply_pool_ = std::make_unique<SerialTaskPool>(apply_threads);
 
   TabletReplicaContext ctx;
   ctx.env = env_;
@@ -89,6 +103,7 @@ absl::Status TabletServer::Start() {
   ctx.maintenance_manager = maintenance_manager_.get();
   ctx.transport = transport_.get();
   ctx.address_book = address_book_.get();
+  ctx.apply_pool = apply_pool_.get();
   ctx.raft_tick_interval_ms = options_.raft_tick_interval_ms;
   ctx.raft_election_ticks = options_.raft_election_ticks;
   ctx.on_status_change = [this] { OnReplicaStatusChange(); };
@@ -185,6 +200,32 @@ void TabletServer::StartBlockMaintenance() {
   absl::StatusOr<BlockGcResult> r = block_gc_->RunOnce();
   LOG_IF(WARNING, !r.ok()) << "block GC at startup: " << r.status();
   block_gc_->Start();
+  if (FLAGS_scrub_bytes_per_sec <= 0) return;
+  BlockScrubberOptions scrub = BlockScrubberOptions::FromFlags();
+  scrub.env = env_;
+  scrub.block_manager = block_manager_.get();
+  scrub.tablets_dir = tablets_dir;
+  scrub.metrics = MetricRegistry::Global();
+  scrub.on_corruption = [this](const std::string& tablet_id, BlockId block,
+                               const absl::Status& error) {
+    OnCorruptBlock(tablet_id, block, error);
+  };
+  block_scrubber_ = std::make_unique<BlockScrubber>(scrub);
+  block_scrubber_->Start();
+}
+
+void TabletServer::OnCorruptBlock(const std::string& tablet_id, BlockId block,
+                                  const absl::Status& error) {
+  absl::StatusOr<std::shared_ptr<TabletReplica>> replica = tablet_manager_->Lookup(tablet_id);
+  if (!replica.ok()) {
+    // Deleted, or failed already: nothing serves the block.
+    LOG(WARNING) << "corrupt " << (block.valid() ? "block " + block.ToString() : "superblock")
+                 << " of tablet " << tablet_id << " not acted on: " << replica.status();
+    return;
+  }
+  // The replica stops serving and the master replaces it from a healthy peer; the corrupt block
+  // goes with the replica's data when the master deletes it.
+  (*replica)->Fail(PrependToStatus(error, "the block scrubber found corrupt data"));
 }
 
 void TabletServer::OnReplicaStatusChange() {
@@ -194,20 +235,6 @@ void TabletServer::OnReplicaStatusChange() {
 int TabletServer::webserver_port() const { return webserver_ != nullptr ? webserver_->port() : 0; }
 
 namespace {
-
-const char* ReplicaStateName(ReplicaState state) {
-  switch (state) {
-    case ReplicaState::kBootstrapping:
-      return "BOOTSTRAPPING";
-    case ReplicaState::kRunning:
-      return "RUNNING";
-    case ReplicaState::kStopping:
-      return "STOPPING";
-    case ReplicaState::kFailed:
-      return "FAILED";
-  }
-  return "UNKNOWN";
-}
 
 // One sample per replica whose tablet is open, labelled with its tablet id.
 std::vector<MetricSample> PerTablet(const TsTabletManager* manager,
@@ -320,6 +347,8 @@ void TabletServer::Shutdown() {
   shut_down_ = true;
   if (webserver_ != nullptr) webserver_->SetHealth(absl::UnavailableError("shutting down"));
   if (heartbeater_ != nullptr) heartbeater_->Shutdown();
+  // Before the replicas: the scrubber's callback looks them up.
+  if (block_scrubber_ != nullptr) block_scrubber_->Shutdown();
   if (block_gc_ != nullptr) block_gc_->Shutdown();
   // Replicas first: their shutdown fails proposals that RPC handlers wait for, so the gRPC
   // server's shutdown below does not wait on them.

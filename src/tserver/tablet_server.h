@@ -33,12 +33,15 @@ namespace basalt {
 class AddressBook;
 class BlockCache;
 class BlockGc;
+class BlockId;
 class BlockManager;
+class BlockScrubber;
 class GrpcTransport;
 class Heartbeater;
 class HybridClock;
 class MaintenanceManager;
 class MemoryBudget;
+class SerialTaskPool;
 class TabletCopyService;
 class ScannerManager;
 class ServerInstance;
@@ -114,9 +117,11 @@ class TabletServer {
   std::string TabletsPage() const;
   // Wakes the heartbeater (if any) for an early report.
   void OnReplicaStatusChange();
-  // Starts the block GC (one run now, then periodic; docs/tserver.md "Block GC").
-  // REQUIRES: the replicas were opened (OpenAll).
+  // Starts the block GC (one run now, then periodic) and the block scrubber (docs/tserver.md
+  // "Block GC", "Block scrubber"). REQUIRES: the replicas were opened (OpenAll).
   void StartBlockMaintenance();
+  // The scrubber found `block` (invalid: the superblock) of `tablet_id` corrupt: fails the replica.
+  void OnCorruptBlock(const std::string& tablet_id, BlockId block, const absl::Status& error);
 
   TabletServerOptions options_;
   Env* env_ = nullptr;
@@ -130,9 +135,13 @@ class TabletServer {
   std::unique_ptr<MaintenanceManager> maintenance_manager_;
   std::unique_ptr<GrpcTransport> transport_;
   std::unique_ptr<AddressBook> address_book_;
+  // Before tablet_manager_: the replicas' Raft nodes hold tokens of it until they are destroyed.
+  std::unique_ptr<SerialTaskPool> apply_pool_;
   std::unique_ptr<TsTabletManager> tablet_manager_;
-  // Reads tablet directories and deletes blocks; shut down before the replicas.
+  // Both read tablet directories and the block manager; the scrubber's callback uses
+  // tablet_manager_. Shut down before the replicas.
   std::unique_ptr<BlockGc> block_gc_;
+  std::unique_ptr<BlockScrubber> block_scrubber_;
   std::unique_ptr<ScannerManager> scanner_manager_;
   std::unique_ptr<grpc::Service> tablet_service_;
   std::unique_ptr<grpc::Service> admin_service_;

@@ -24,7 +24,7 @@ TsTabletManager::TsTabletManager(const TabletReplicaContext& ctx) : ctx_(ctx) {}
 TsTabletManager::~TsTabletManager() { Shutdown(); }
 
 absl::StatusOr<ReplicaFileHeader> TsTabletManager::ReadHeader(const std::string& id) const {
-  const std::string path = TabletReplica::ReplicaFilePath(ctx_, id);
+  const std::string path = ReplicaFiles::ReplicaFilePath(ctx_, id);
   std::string data;
   BASALT_RETURN_IF_ERROR(ReadFileToString(ctx_.env, path, &data));
   BASALT_ASSIGN_OR_RETURN(ReplicaFileHeader h, PeekReplicaFile(data, path));
@@ -47,9 +47,9 @@ absl::Status TsTabletManager::OpenAll() {
 }
 
 void TsTabletManager::OpenOne(const std::string& id) {
-  const std::string dir = TabletReplica::TabletDir(ctx_, id);
-  const std::string wal = TabletReplica::WalDir(ctx_, id);
-  if (!ctx_.env->FileExists(TabletReplica::ReplicaFilePath(ctx_, id))) {
+  const std::string dir = ReplicaFiles::TabletDir(ctx_, id);
+  const std::string wal = ReplicaFiles::WalDir(ctx_, id);
+  if (!ctx_.env->FileExists(ReplicaFiles::ReplicaFilePath(ctx_, id))) {
     LOG(WARNING) << "removing " << dir << ": a tablet creation that did not complete";
     absl::Status s = ctx_.env->DeleteDirRecursively(dir);
     LOG_IF(WARNING, !s.ok()) << s;
@@ -164,8 +164,8 @@ absl::Status TsTabletManager::DeleteTablet(const std::string& tablet_id, DeleteM
     busy_.insert(tablet_id);
     SyncVotersLocked();
   }
-  const std::string dir = TabletReplica::TabletDir(ctx_, tablet_id);
-  const std::string wal = TabletReplica::WalDir(ctx_, tablet_id);
+  const std::string dir = ReplicaFiles::TabletDir(ctx_, tablet_id);
+  const std::string wal = ReplicaFiles::WalDir(ctx_, tablet_id);
   absl::Status s;
   if (replica != nullptr) replica->Shutdown();
   if (mode == DeleteMode::kTombstone) {
@@ -260,7 +260,7 @@ absl::StatusOr<uint64_t> TsTabletManager::StartTabletCopy(
   // tombstoned): report it FAILED, so that it is seen and DeleteTablet can remove it.
   if (!result.ok() && !replicas_.contains(tablet_id) && !tombstones_.contains(tablet_id) &&
       !failed_.contains(tablet_id) &&
-      ctx_.env->FileExists(TabletReplica::TabletDir(ctx_, tablet_id))) {
+      ctx_.env->FileExists(ReplicaFiles::TabletDir(ctx_, tablet_id))) {
     failed_[tablet_id] = result.status();
   }
   SyncVotersLocked();
@@ -273,8 +273,8 @@ absl::StatusOr<uint64_t> TsTabletManager::CopyAndStart(const std::string& tablet
                                                        const std::string& source_address,
                                                        uint64_t caller_term,
                                                        uint64_t caller_config_index) {
-  const std::string dir = TabletReplica::TabletDir(ctx_, tablet_id);
-  const std::string wal = TabletReplica::WalDir(ctx_, tablet_id);
+  const std::string dir = ReplicaFiles::TabletDir(ctx_, tablet_id);
+  const std::string wal = ReplicaFiles::WalDir(ctx_, tablet_id);
   if (replaced != nullptr) {
     LOG(INFO) << "tablet " << tablet_id << ": replacing the local replica, which fell behind the "
               << "leader's log, by a copy from " << source_uuid;
@@ -296,7 +296,7 @@ absl::StatusOr<uint64_t> TsTabletManager::CopyAndStart(const std::string& tablet
     absl::MutexLock l(&mu_);
     return shut_down_;
   };
-  const std::string cmeta = TabletReplica::CmetaPath(ctx_, tablet_id);
+  const std::string cmeta = ReplicaFiles::CmetaPath(ctx_, tablet_id);
   if (ctx_.env->FileExists(cmeta)) {
     BASALT_ASSIGN_OR_RETURN(std::unique_ptr<ConsensusMetadata> m,
                             ConsensusMetadata::Load(ctx_.env, cmeta));
@@ -334,7 +334,7 @@ absl::StatusOr<uint64_t> TsTabletManager::CopyAndStart(const std::string& tablet
     if (h.ok() && h->state == ReplicaDataState::kCopying) {
       s = CleanUpIncompleteCopy(ctx_.env, ctx_.block_manager, dir, wal);
       if (s.ok()) h->state = ReplicaDataState::kTombstoned;
-    } else if (!h.ok() && !ctx_.env->FileExists(TabletReplica::ReplicaFilePath(ctx_, tablet_id))) {
+    } else if (!h.ok() && !ctx_.env->FileExists(ReplicaFiles::ReplicaFilePath(ctx_, tablet_id))) {
       // The copy failed before it wrote anything that names the tablet.
       if (ctx_.env->FileExists(dir)) s = ctx_.env->DeleteDirRecursively(dir);
     }
@@ -421,7 +421,7 @@ void TsTabletManager::SyncVotersLocked() {
     }
     absl::StatusOr<std::unique_ptr<TombstoneVoter>> v =
         TombstoneVoter::Start(ctx_.env, ctx_.transport, id, ctx_.server_uuid,
-                              TabletReplica::CmetaPath(ctx_, id), *header.tombstone_last_logged);
+                              ReplicaFiles::CmetaPath(ctx_, id), *header.tombstone_last_logged);
     if (!v.ok()) {
       LOG_FIRST_N(WARNING, 10) << "tombstone of " << id << " will not vote: " << v.status();
       continue;
