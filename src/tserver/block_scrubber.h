@@ -129,6 +129,7 @@ class BlockScrubber {
       ABSL_LOCKS_EXCLUDED(mu_);
   // Waits up to `d` or until shutdown; returns false once shutting down.
   bool WaitFor(absl::Duration d) ABSL_LOCKS_EXCLUDED(mu_);
+  // Adds `n` to stats_.*field and to `counter` (when not null).
   void Count(int64_t BlockScrubberStats::*field, int64_t n, Counter* counter)
       ABSL_LOCKS_EXCLUDED(mu_);
 
