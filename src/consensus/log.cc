@@ -258,10 +258,10 @@ void Log::AppenderLoop() {
   while (true) {
     std::vector<std::unique_ptr<Task>> group;
     {
-      mu_.LockWhen(absl::Condition(
-          +[](Log* log)
-               ABSL_NO_THREAD_SAFETY_ANALYSIS { return !log->queue_.empty() || log->stopping_; },
-          this));
+      auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !queue_.empty() || stopping_;
+      };
+      mu_.LockWhen(absl::Condition(&has_work));
       if (queue_.empty()) {
         mu_.Unlock();
         return;

@@ -471,42 +471,58 @@ MvccSnapshot Tablet::CleanSnapshot() const {
   return MvccSnapshot::IncludingAllBefore(mvcc_.all_committed_before());
 }
 
+// One flush or compaction (tablet.h, "Flush and compaction").
+struct Tablet::CompactionJob {
+  // Fixed when the job is planned.
+  std::vector<RowSetCompaction::Input> inputs;
+  MvccSnapshot snap;
+  HybridTime ahm;      // Rows and history older than this may be dropped.
+  bool flush = false;  // inputs[0] is the frozen MRS, swapped out with the others.
+  // Set by WriteOutputs. The schema outlives the compaction, which borrows it.
+  std::shared_ptr<const Schema> schema;
+  std::unique_ptr<RowSetCompaction> compaction;
+  std::vector<std::shared_ptr<DiskRowSet>> outputs;
+  // The smallest op index the inputs hold only in memory: carried mutations inherit it, so the
+  // WAL keeps those ops until the outputs' delta stores are flushed.
+  int64_t op_index = kNoOpIndex;
+};
+
 absl::Status Tablet::FlushMemRowSet() {
   absl::MutexLock fl(&flush_mu_);
-  return FlushMemRowSetImpl(/*writes_blocked=*/false);
-}
-
-absl::Status Tablet::FlushMemRowSetImpl(bool writes_blocked) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  std::shared_ptr<MemStore> frozen;
-  MvccSnapshot snap;
-  HybridTime ahm;
+  std::optional<CompactionJob> job;
   {
-    std::optional<absl::MutexLock> wl;
-    if (!writes_blocked) wl.emplace(&write_mu_);
-    std::shared_ptr<const Components> c = GetComponents();
-    if (c->frozen == nullptr) {
-      if (c->mrs->mrs->entry_count() == 0) return absl::OkStatus();
-      // Freeze: new keys go to a fresh MRS; the frozen one keeps taking mutations (and
-      // reinserts of its deleted rows) until the swap.
-      c->mrs->mrs->Freeze();
-      auto next = std::make_shared<Components>(*c);
-      next->frozen = c->mrs;
-      next->frozen_max_key = c->mrs->mrs->MaxKey();
-      next->mrs =
-          std::make_shared<MemStore>(std::make_shared<MemRowSet>(next_mrs_id_++, *c->schema));
-      SetComponents(next);
-      c = next;
-    }
-    // else: a flush that failed earlier left its MRS frozen; retry it.
-    frozen = c->frozen;
-    snap = CleanSnapshot();
-    ahm = AncientHistoryMark(*c);
+    absl::MutexLock wl(&write_mu_);
+    job = PlanFlush();
   }
-  RowSetCompaction::Input in;
-  in.mrs = frozen->mrs;
-  BASALT_RETURN_IF_ERROR(RunCompaction({in}, snap, ahm, /*flush=*/true, writes_blocked));
+  if (!job.has_value()) return absl::OkStatus();
+  BASALT_RETURN_IF_ERROR(RunCompaction(&*job));
   flushes_++;
   return absl::OkStatus();
+}
+
+std::optional<Tablet::CompactionJob> Tablet::PlanFlush() {
+  std::shared_ptr<const Components> c = GetComponents();
+  if (c->frozen == nullptr) {
+    if (c->mrs->mrs->entry_count() == 0) return std::nullopt;
+    // Freeze: new keys go to a fresh MRS; the frozen one keeps taking mutations (and
+    // reinserts of its deleted rows) until the swap.
+    c->mrs->mrs->Freeze();
+    auto next = std::make_shared<Components>(*c);
+    next->frozen = c->mrs;
+    next->frozen_max_key = c->mrs->mrs->MaxKey();
+    next->mrs = std::make_shared<MemStore>(std::make_shared<MemRowSet>(next_mrs_id_++, *c->schema));
+    SetComponents(next);
+    c = next;
+  }
+  // else: a flush that failed earlier left its MRS frozen; retry it.
+  CompactionJob job;
+  RowSetCompaction::Input in;
+  in.mrs = c->frozen->mrs;
+  job.inputs.push_back(std::move(in));
+  job.snap = CleanSnapshot();
+  job.ahm = AncientHistoryMark(*c);
+  job.flush = true;
+  return job;
 }
 
 absl::StatusOr<std::vector<std::shared_ptr<DiskRowSet>>> Tablet::OpenOutputs(
@@ -520,66 +536,80 @@ absl::StatusOr<std::vector<std::shared_ptr<DiskRowSet>>> Tablet::OpenOutputs(
   return out;
 }
 
-absl::Status Tablet::RunCompaction(std::vector<RowSetCompaction::Input> inputs, MvccSnapshot snap,
-                                   HybridTime ahm, bool flush,
-                                   bool writes_blocked) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  std::shared_ptr<const Schema> schema = GetComponents()->schema;
+absl::Status Tablet::RunCompaction(CompactionJob* job) {
+  BASALT_RETURN_IF_ERROR(WriteOutputs(job));
+  {
+    absl::MutexLock wl(&write_mu_);
+    BASALT_RETURN_IF_ERROR(InstallOutputs(job));
+  }
+  return FinishCompaction(*job);
+}
+
+absl::Status Tablet::RunCompactionWritesBlocked(CompactionJob* job) {
+  BASALT_RETURN_IF_ERROR(WriteOutputs(job));
+  BASALT_RETURN_IF_ERROR(InstallOutputs(job));
+  return FinishCompaction(*job);
+}
+
+absl::Status Tablet::WriteOutputs(CompactionJob* job) {
+  job->schema = GetComponents()->schema;
   CompactionOptions opts;
   opts.block_manager = options_.block_manager;
-  opts.schema = schema.get();
-  opts.snapshot = snap;
-  opts.ancient_history_mark = ahm;
+  opts.schema = job->schema.get();
+  opts.snapshot = job->snap;
+  opts.ancient_history_mark = job->ahm;
   opts.target_rowset_bytes = options_.rowset_target_bytes > 0
                                  ? options_.rowset_target_bytes
                                  : uint64_t{static_cast<uint32_t>(FLAGS_rowset_target_size_mb)}
                                        << 20;
   opts.next_rowset_id = [this] { return NextRowSetId(); };
-  RowSetCompaction compaction(std::move(opts), inputs);
-  BASALT_RETURN_IF_ERROR(compaction.Run());
-  BASALT_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<DiskRowSet>> outputs,
-                          OpenOutputs(compaction.outputs()));
-
-  // The smallest op index the inputs hold only in memory: carried mutations inherit it, so the
-  // WAL keeps those ops until the outputs' delta stores are flushed.
-  int64_t op_index = kNoOpIndex;
-  for (const auto& in : inputs) {
+  job->compaction = std::make_unique<RowSetCompaction>(std::move(opts), job->inputs);
+  BASALT_RETURN_IF_ERROR(job->compaction->Run());
+  BASALT_ASSIGN_OR_RETURN(job->outputs, OpenOutputs(job->compaction->outputs()));
+  job->op_index = kNoOpIndex;
+  for (const auto& in : job->inputs) {
     if (in.drs != nullptr) {
-      op_index = std::min(op_index, in.drs->delta_tracker()->min_unflushed_op_index());
+      job->op_index = std::min(job->op_index, in.drs->delta_tracker()->min_unflushed_op_index());
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status Tablet::InstallOutputs(CompactionJob* job) {
+  std::shared_ptr<const Components> c = GetComponents();
+  if (job->flush) job->op_index = std::min(job->op_index, c->frozen->min_op_index.load());
+  std::vector<OrphanedMutation> orphaned;
+  BASALT_RETURN_IF_ERROR(job->compaction->CarryOver(job->outputs, job->op_index, &orphaned));
+  std::vector<std::shared_ptr<DiskRowSet>> drs;
+  for (const auto& r : c->drs) {
+    bool replaced = std::any_of(job->inputs.begin(), job->inputs.end(),
+                                [&](const auto& in) { return in.drs == r; });
+    if (!replaced) drs.push_back(r);
+  }
+  for (auto& r : job->outputs) drs.push_back(r);
+  std::shared_ptr<Components> next = c->WithDiskRowSets(std::move(drs));
+  if (job->flush) next->frozen = nullptr;
+  // The outputs lack history below ahm: the mark goes up before scans can reach them.
+  RaiseHistoryGcMark(job->ahm);
+  SetComponents(next);
+  for (const OrphanedMutation& m : orphaned) {
+    BASALT_RETURN_IF_ERROR(ApplyOrphan(*next, m, job->op_index));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Tablet::FinishCompaction(const CompactionJob& job) {
+  // The inputs' blocks are unreferenced once the new superblock is durable.
   std::vector<BlockId> orphans;
-  {
-    std::optional<absl::MutexLock> wl;
-    if (!writes_blocked) wl.emplace(&write_mu_);
-    std::shared_ptr<const Components> c = GetComponents();
-    if (flush) op_index = std::min(op_index, c->frozen->min_op_index.load());
-    std::vector<OrphanedMutation> orphaned;
-    BASALT_RETURN_IF_ERROR(compaction.CarryOver(outputs, op_index, &orphaned));
-    std::vector<std::shared_ptr<DiskRowSet>> drs;
-    for (const auto& r : c->drs) {
-      bool replaced =
-          std::any_of(inputs.begin(), inputs.end(), [&](const auto& in) { return in.drs == r; });
-      if (!replaced) drs.push_back(r);
-    }
-    for (auto& r : outputs) drs.push_back(r);
-    std::shared_ptr<Components> next = c->WithDiskRowSets(std::move(drs));
-    if (flush) next->frozen = nullptr;
-    // The outputs lack history below ahm: the mark goes up before scans can reach them.
-    RaiseHistoryGcMark(ahm);
-    SetComponents(next);
-    for (const OrphanedMutation& m : orphaned) {
-      BASALT_RETURN_IF_ERROR(ApplyOrphan(*next, m, op_index));
-    }
-  }
-  for (const auto& in : inputs) {
+  for (const auto& in : job.inputs) {
     if (in.drs == nullptr) continue;
     for (BlockId id : in.drs->CurrentMetadata().AllBlocks()) orphans.push_back(id);
   }
-  const CompactionStats& st = compaction.stats();
-  VLOG(1) << "tablet " << tablet_id_ << (flush ? " flush" : " compaction") << ": " << inputs.size()
-          << " inputs, " << st.rows_read << " rows read, " << st.rows_written << " written, "
-          << st.rows_gced << " GCed, " << outputs.size() << " outputs, " << st.mutations_carried
-          << " mutations carried over";
+  const CompactionStats& st = job.compaction->stats();
+  VLOG(1) << "tablet " << tablet_id_ << (job.flush ? " flush" : " compaction") << ": "
+          << job.inputs.size() << " inputs, " << st.rows_read << " rows read, " << st.rows_written
+          << " written, " << st.rows_gced << " GCed, " << job.outputs.size() << " outputs, "
+          << st.mutations_carried << " mutations carried over";
   return PersistSuperBlock(std::move(orphans));
 }
 
@@ -600,16 +630,14 @@ void Tablet::ReleaseRowSets(const std::vector<std::shared_ptr<DiskRowSet>>& rows
 
 absl::Status Tablet::CompactRowSets(std::vector<std::shared_ptr<DiskRowSet>> inputs) {
   if (inputs.empty()) return absl::OkStatus();
-  MvccSnapshot snap;
-  HybridTime ahm;
+  CompactionJob job;
   {
     absl::MutexLock wl(&write_mu_);
-    snap = CleanSnapshot();
-    ahm = AncientHistoryMark(*GetComponents());
+    job.snap = CleanSnapshot();
+    job.ahm = AncientHistoryMark(*GetComponents());
   }
-  std::vector<RowSetCompaction::Input> in;
-  for (auto& r : inputs) in.push_back({nullptr, r});
-  absl::Status s = RunCompaction(std::move(in), snap, ahm, /*flush=*/false, false);
+  for (auto& r : inputs) job.inputs.push_back({nullptr, r});
+  absl::Status s = RunCompaction(&job);
   ReleaseRowSets(inputs);
   if (s.ok()) compactions_++;
   return s;
@@ -702,7 +730,10 @@ absl::Status Tablet::AlterSchema(const Schema& new_schema) {
   SetComponents(next);
   // Flush with writes blocked: the frozen MRS keeps the old schema, the new MRS gets the new one,
   // and no write can reach the old-schema MRS meanwhile.
-  BASALT_RETURN_IF_ERROR(FlushMemRowSetImpl(/*writes_blocked=*/true));
+  if (std::optional<CompactionJob> job = PlanFlush()) {
+    BASALT_RETURN_IF_ERROR(RunCompactionWritesBlocked(&*job));
+    flushes_++;
+  }
   c = GetComponents();
   if (!c->mrs->mrs->schema().Equals(new_schema)) {
     auto fresh = std::make_shared<Components>(*c);

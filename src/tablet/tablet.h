@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -233,14 +234,27 @@ class Tablet {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   void NoteMemStoreWrite(MemStore* store, int64_t op_index);
 
-  // Flush and compaction.
-  // REQUIRES: flush_mu_ held; write_mu_ held iff writes_blocked.
-  absl::Status FlushMemRowSetImpl(bool writes_blocked);
-  absl::Status CompactRowSets(std::vector<std::shared_ptr<DiskRowSet>> inputs);
-  // Runs a compaction whose inputs are frozen and whose snapshot is taken; swaps the outputs in
-  // for the inputs (and for frozen_mrs_ if `flush`).
-  absl::Status RunCompaction(std::vector<RowSetCompaction::Input> inputs, MvccSnapshot snap,
-                             HybridTime ahm, bool flush, bool writes_blocked);
+  // Flush and compaction. A job runs in steps, each with a fixed lock requirement, so that the
+  // thread-safety analysis checks every caller:
+  //   1. under write_mu_, PlanFlush (or CompactRowSets) fixes the inputs, snapshot and mark;
+  //   2. WriteOutputs writes the output rowsets (disk I/O; write_mu_ need not be held);
+  //   3. under write_mu_, InstallOutputs carries over the inputs' newer mutations and swaps the
+  //      outputs in for the inputs (and for the frozen MRS of a flush);
+  //   4. FinishCompaction persists the superblock.
+  // RunCompaction takes write_mu_ for step 3 only (writes continue during the I/O);
+  // RunCompactionWritesBlocked runs with it held throughout (AlterSchema).
+  struct CompactionJob;
+  // Freezes the MRS (or takes the one a failed flush left frozen) as a flush's input; nothing
+  // when the MRS is empty. flush_mu_: one frozen MRS at a time.
+  std::optional<CompactionJob> PlanFlush() ABSL_EXCLUSIVE_LOCKS_REQUIRED(flush_mu_, write_mu_);
+  absl::Status CompactRowSets(std::vector<std::shared_ptr<DiskRowSet>> inputs)
+      ABSL_LOCKS_EXCLUDED(write_mu_);
+  absl::Status RunCompaction(CompactionJob* job) ABSL_LOCKS_EXCLUDED(write_mu_);
+  absl::Status RunCompactionWritesBlocked(CompactionJob* job)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::Status WriteOutputs(CompactionJob* job);
+  absl::Status InstallOutputs(CompactionJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::Status FinishCompaction(const CompactionJob& job);
   absl::StatusOr<std::vector<std::shared_ptr<DiskRowSet>>> OpenOutputs(
       const std::vector<RowSetMetadata>& metas);
   // Picks DiskRowSets not busy with another op and marks them busy.
