@@ -260,14 +260,27 @@ def library_owners(binaries):
     return _LIBRARY_OWNERS[key]
 
 
+def unused_libraries(binary):
+    """The sonames `binary` names as NEEDED but takes no symbol from (`ldd -u`).
+
+    Debian's gcc links with --as-needed except under -fsanitize, so a sanitizer build's binaries
+    name every library on the link line (libssl, libre2, libcares through gRPC's CMake target, most
+    of Abseil), used or not; the image's Release binaries name only those they use. The libraries
+    an unused one stands for come in as dependencies of the packages of the used ones."""
+    # Exit status 1 when there are unused dependencies: not an error.
+    out = subprocess.run(["ldd", "-u", binary], capture_output=True, text=True).stdout
+    return {os.path.basename(p) for p in re.findall(r"^\s+(/\S+)$", out, re.M)}
+
+
 def find_library_owners(binaries):
     paths = {}
     for binary in binaries:
         dynamic = subprocess.run(["readelf", "-d", binary], capture_output=True, text=True).stdout
         resolved = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
         where = dict(re.findall(r"^\s*(\S+) => (/\S+)", resolved, re.M))
+        unused = unused_libraries(binary)
         for soname in re.findall(r"\(NEEDED\).*\[([^\]]+)\]", dynamic):
-            if not SANITIZER_LIB.match(soname):
+            if not SANITIZER_LIB.match(soname) and soname not in unused:
                 paths[soname] = where.get(soname)
     candidates = set()
     for p in filter(None, paths.values()):
