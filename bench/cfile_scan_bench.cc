@@ -91,8 +91,11 @@ void ReportScans(BlockManager* bm, const std::string& name, BlockId id, int64_t 
   ColumnSchema cs("v", DataType::kInt64);
   auto pred = ColumnPredicate::Range(cs, Datum::Int64(lo), Datum::Int64(hi)).value();
   CFileIteratorStats stats;
-  for (auto [label, p] : {std::pair<const char*, const ColumnPredicate*>{"full_scan", nullptr},
-                          {"predicate_1pct", &pred}}) {
+  for (auto [label, predicate] :
+       {std::pair<const char*, const ColumnPredicate*>{"full_scan", nullptr},
+        {"predicate_1pct", &pred}}) {
+    // A copy for the lambdas below: clang-14 cannot capture a structured binding.
+    const ColumnPredicate* p = predicate;
     ScanAll(reader.get(), p, &stats);  // Warms the cache.
     const double warm = BestSeconds([&] { ScanAll(reader.get(), p, &stats); });
     auto cold_reader = Open(bm, id, nullptr);
