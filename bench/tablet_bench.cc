@@ -299,7 +299,7 @@ struct WriteResult {
 WriteResult ApplyWorkload(BenchTablet* bt, const Workload& w) {
   WriteResult r;
   r.batch_seconds.reserve(w.batches.size());
-  std::vector<absl::Status> results;
+  std::vector<RowOutcome> results;
   const double cpu0 = ThreadCpuSeconds();
   const double proc0 = ProcessCpuSeconds();
   auto start = SteadyClock::now();
@@ -307,7 +307,7 @@ WriteResult ApplyWorkload(BenchTablet* bt, const Workload& w) {
     auto t0 = SteadyClock::now();
     BENCH_CHECK_OK(bt->tablet()->ApplyRowOperations(bt->clock()->Now(), 0, batch, &results));
     r.batch_seconds.push_back(SecondsSince(t0));
-    for (const absl::Status& s : results) BENCH_CHECK_OK(s);
+    for (RowOutcome o : results) BENCH_CHECK_OK(RowOutcomeToStatus(o));
   }
   r.seconds = SecondsSince(start);
   r.writer_cpu_seconds = ThreadCpuSeconds() - cpu0;
@@ -707,7 +707,7 @@ std::string RunHistoryGc(const std::string& dir) {
   // Chunks of pre-decoded batches bound the workload's memory; flushes run between batches.
   constexpr int64_t kChunk = 1'000'000;
   auto start = SteadyClock::now();
-  std::vector<absl::Status> results;
+  std::vector<RowOutcome> results;
   for (int64_t base = 0; base < n; base += kChunk) {
     auto w = BuildWorkload(schema, std::min(kChunk, n - base), RowOperationType::kInsert,
                            [&](int64_t i, PartialRow* row) {
@@ -716,7 +716,7 @@ std::string RunHistoryGc(const std::string& dir) {
                            });
     for (const auto& batch : w->batches) {
       BENCH_CHECK_OK(tablet->ApplyRowOperations(bt.clock()->Now(), 0, batch, &results));
-      for (const absl::Status& s : results) BENCH_CHECK_OK(s);
+      for (RowOutcome o : results) BENCH_CHECK_OK(RowOutcomeToStatus(o));
       if (tablet->GetStats().mrs_bytes >= flush_bytes) BENCH_CHECK_OK(tablet->FlushMemRowSet());
     }
   }

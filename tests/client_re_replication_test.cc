@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "common/env.h"
+#include "common/status_macros.h"
 #include "common/status_test_util.h"
 #include "common/strings.h"
 #include "glog/logging.h"
@@ -162,6 +163,44 @@ TEST_F(ReReplicationTest, KilledServerIsReplacedWhileAWriterRuns) {
   ASSERT_OK(writer.Stop());
   ASSERT_NO_FATAL_FAILURE(writer.Verify());
   ExpectKsckClean();
+}
+
+// A disk whose tablet files give EIO (docs/tserver.md "Disk faults"): the server restarts with
+// every read and write under its tablets/ directory failing. It starts anyway, its replicas fail to
+// open and are reported FAILED with the I/O error, and the master replaces them elsewhere while a
+// writer runs; no acknowledged row is lost.
+TEST_F(ReReplicationTest, ReplicasOnAFailedDiskAreReplacedWhileAWriterRuns) {
+  std::shared_ptr<client::Table> table;
+  ASSERT_NO_FATAL_FAILURE(CreateTable("eio", 4, {}, &table));
+  BackgroundWriter writer(client_, table);
+  writer.Start();
+  ASSERT_OK(writer.WaitForAcked(1000));
+  const int victim = BusiestServer(cluster_.get(), "eio");
+  ASSERT_GE(victim, 0);
+  // Every replica directory (not tablets/ itself: a server that cannot list its replicas does not
+  // start).
+  const std::string tablets = cluster_->tablet_server(victim)->data_dir() + "/tablets/";
+  LOG(INFO) << "restarting tablet server " << victim << " with EIO under " << tablets;
+  ASSERT_OK(cluster_->tablet_server(victim)->Restart(
+      {"--env_inject_eio=1", StrCat("--env_inject_eio_path_prefix=", tablets)}));
+  // Its replicas are FAILED with the injected error (reported, not hidden).
+  std::string why;
+  ASSERT_OK(WaitFor(absl::Seconds(30), "a FAILED replica on the victim", [&]() -> absl::Status {
+    pb::ListTabletsResponsePB listing;
+    BASALT_RETURN_IF_ERROR(cluster_->ListTablets(victim, &listing));
+    for (const auto& t : listing.tablets()) {
+      if (t.state() != pb::TABLET_FAILED) continue;
+      why = t.error().message();
+      return absl::OkStatus();
+    }
+    return absl::UnavailableError("no FAILED replica yet");
+  }));
+  EXPECT_NE(why.find("Input/output error"), std::string::npos) << why;
+  ASSERT_NO_FATAL_FAILURE(WaitForHealthy("eio", {victim}, absl::Seconds(90)));
+  const size_t acked = writer.acked_count();
+  ASSERT_OK(writer.WaitForAcked(acked + 500));  // Writes go on.
+  ASSERT_OK(writer.Stop());
+  ASSERT_NO_FATAL_FAILURE(writer.Verify());
 }
 
 TEST_F(ReReplicationTest, NothingIsEvictedFromAServerInMaintenance) {

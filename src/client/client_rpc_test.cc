@@ -575,6 +575,28 @@ TEST_F(ClientRpcTest, WritesFollowLeaderHintsAndRetryOverload) {
   EXPECT_EQ(Writes(1), 6);
 }
 
+// A replica that failed (a storage fault) answers TABLET_FAILED: the client sends the batch to
+// another replica, which took over, and a full disk (DISK_FULL) is retried until it has room.
+TEST_F(ClientRpcTest, WritesMoveOffAFailedReplicaAndWaitOutAFullDisk) {
+  FailWrites(0, {Detail(absl::FailedPreconditionError("tablet failed: EIO"),
+                        pb::ErrorDetailPB::TABLET_FAILED)});
+  for (int ts : {1, 2}) {  // Whichever replica the client turns to.
+    FailWrites(ts, {Detail(absl::ResourceExhaustedError("the WAL directory is full"),
+                           pb::ErrorDetailPB::DISK_FULL),
+                    Detail(absl::ResourceExhaustedError("the WAL directory is full"),
+                           pb::ErrorDetailPB::DISK_FULL)});
+  }
+  auto session = client_->NewSession();
+  BASALT_ASSERT_OK(session->SetFlushMode(Session::MANUAL_FLUSH));
+  for (int i = 0; i < 20; i++) BASALT_ASSERT_OK(session->Apply(Insert(i)));
+  BASALT_ASSERT_OK(session->Flush());
+  EXPECT_EQ(RowCount(), 20u);
+  // ts0 leads every tablet; the one whose replica failed there went to another replica, which
+  // answered DISK_FULL twice and then took the write: all three calls on the same replica.
+  EXPECT_TRUE((Writes(1) == 3 && Writes(2) == 0) || (Writes(1) == 0 && Writes(2) == 3))
+      << Writes(1) << " " << Writes(2);
+}
+
 TEST_F(ClientRpcTest, TabletNotFoundRefreshesLocations) {
   FailWrites(0, {Detail(absl::NotFoundError("gone"), pb::ErrorDetailPB::TABLET_NOT_FOUND)});
   int lookups_before;

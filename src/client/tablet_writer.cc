@@ -60,6 +60,7 @@ Next Classify(ClientData* client, WriteBatch* batch, const ReplicaLocation& targ
       return Next::kBackoff;
     case pb::ErrorDetailPB::TABLET_NOT_RUNNING:
     case pb::ErrorDetailPB::SERVER_OVERLOADED:
+    case pb::ErrorDetailPB::DISK_FULL:  // Until space is freed or the deadline.
       return Next::kBackoffSame;
     case pb::ErrorDetailPB::TABLET_NOT_FOUND:
     case pb::ErrorDetailPB::WRONG_SERVER_UUID:

@@ -44,6 +44,10 @@ absl::Status Env::UnlockFile(std::unique_ptr<FileLock> lock) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<SpaceInfo> Env::GetSpaceInfo(const std::string& path) {
+  return absl::UnimplementedError(StrCat("no space information for ", path));
+}
+
 absl::Status WriteFileAtomically(Env* env, const std::string& path, std::string_view data) {
   const std::string tmp = path + ".tmp";
   auto write_tmp = [&]() -> absl::Status {

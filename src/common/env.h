@@ -105,6 +105,12 @@ class FileLock {
   virtual const std::string& filename() const = 0;
 };
 
+// Space of the file system holding a path.
+struct SpaceInfo {
+  uint64_t capacity_bytes = 0;
+  uint64_t free_bytes = 0;  // Available to this (unprivileged) process.
+};
+
 // The file-system interface. Paths are absolute or relative to the process working directory;
 // implementations treat "a/b/" like "a/b". Ownership: every returned file object belongs to the
 // caller and must not outlive the Env.
@@ -179,6 +185,10 @@ class Env {
 
   // Releases a lock returned by LockFile of this Env.
   virtual absl::Status UnlockFile(std::unique_ptr<FileLock> lock);
+
+  // The capacity and free space of the file system holding `path` (statvfs on POSIX). The default
+  // is UNIMPLEMENTED (an Env without a notion of space: callers treat the space as unlimited).
+  virtual absl::StatusOr<SpaceInfo> GetSpaceInfo(const std::string& path);
 };
 
 // Durably replaces the contents of `path` with `data`: writes `path` + ".tmp", syncs it, renames

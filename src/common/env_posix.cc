@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -298,6 +299,17 @@ class PosixEnv final : public Env {
       BASALT_RETURN_IF_ERROR(DeleteDirRecursively(JoinPath(path, child)));
     }
     return DeleteDir(path);
+  }
+
+  absl::StatusOr<SpaceInfo> GetSpaceInfo(const std::string& path) override {
+    struct statvfs st;
+    if (RetryOnEintr([&] { return statvfs(path.c_str(), &st); }) != 0) {
+      return PosixError(StrCat("statvfs ", path), errno);
+    }
+    SpaceInfo info;
+    info.capacity_bytes = static_cast<uint64_t>(st.f_blocks) * st.f_frsize;
+    info.free_bytes = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+    return info;
   }
 
   absl::Status SyncDir(const std::string& dir) override {

@@ -10,6 +10,7 @@
 #include "glog/logging.h"
 #include "tablet/diskrowset_iterator.h"
 #include "tablet/row_changelist.h"
+#include "tablet/row_outcome.h"
 
 namespace basalt {
 
@@ -292,13 +293,17 @@ absl::Status DiskRowSet::MutateRowAt(HybridTime ts, rowid_t row, std::string_vie
 
 absl::Status DiskRowSet::ApplyMutation(HybridTime ts, rowid_t row, bool reinsert,
                                        std::string_view changes, int64_t op_index) {
-  BASALT_ASSIGN_OR_RETURN(bool deleted, delta_tracker_->IsDeletedLatest(row));
+  // Only the liveness checks below answer ALREADY_EXISTS / NOT_FOUND; a delta store's errors are
+  // the storage's (a missing delta file must not read as a deleted row).
+  absl::StatusOr<bool> deleted = delta_tracker_->IsDeletedLatest(row);
+  if (!deleted.ok()) return StorageError(deleted.status());
   if (reinsert) {
-    if (!deleted) return absl::AlreadyExistsError(StrCat(name_, ": row is live"));
-  } else if (deleted) {
+    if (!*deleted) return absl::AlreadyExistsError(StrCat(name_, ": row is live"));
+  } else if (*deleted) {
     return absl::NotFoundError(StrCat(name_, ": row is deleted"));
   }
-  return delta_tracker_->Update(ts, row, changes, op_index);
+  absl::Status s = delta_tracker_->Update(ts, row, changes, op_index);
+  return s.ok() ? s : StorageError(s);
 }
 
 RowSetMetadata DiskRowSet::CurrentMetadata() const {

@@ -103,6 +103,7 @@ class DiskRowSet {
   // live at the latest state, else NOT_FOUND; REINSERT needs a base row deleted at the latest
   // state, else ALREADY_EXISTS (live) or NOT_FOUND (absent). Appends to the delta tracker's DMS
   // (`op_index`: the op's Raft index, 0 without a WAL). INVALID_ARGUMENT for a malformed list.
+  // Errors of the delta stores come as StorageError (row_outcome.h), never as those codes.
   absl::Status MutateRow(HybridTime ts, std::string_view key, std::string_view changes,
                          int64_t op_index);
   // Writer only. MutateRow for the base row at ordinal `row` (as FindRow returned it), without

@@ -122,14 +122,14 @@ int64_t Tablet::NextRowSetId() { return next_rowset_id_++; }
 
 absl::Status Tablet::ApplyRowOperations(HybridTime ts, int64_t op_index,
                                         absl::Span<const DecodedRowOperation> ops,
-                                        std::vector<absl::Status>* results, bool replay) {
+                                        std::vector<RowOutcome>* results, bool replay) {
   // A replicated op must be applied: it was committed. Memory pressure slows only new writes.
   absl::MutexLock l(&write_mu_);
   return ApplyLocked(ts, op_index, ops, results, replay);
 }
 
 absl::Status Tablet::Write(absl::Span<const DecodedRowOperation> ops,
-                           std::vector<absl::Status>* results, HybridTime* ts) {
+                           std::vector<RowOutcome>* results, HybridTime* ts) {
   if (options_.memory_budget != nullptr) {
     BASALT_RETURN_IF_ERROR(options_.memory_budget->AdmitWrite());
   }
@@ -141,7 +141,8 @@ absl::Status Tablet::Write(absl::Span<const DecodedRowOperation> ops,
 
 absl::Status Tablet::ApplyLocked(HybridTime ts, int64_t op_index,
                                  absl::Span<const DecodedRowOperation> ops,
-                                 std::vector<absl::Status>* results, bool replay) {
+                                 std::vector<RowOutcome>* results, bool replay) {
+  BASALT_RETURN_IF_ERROR(health());  // A failed tablet applies nothing more.
   // Replayed ops may lie below timestamps the rowsets already hold (another store was flushed
   // later); they run before the tablet serves reads, so they bypass MVCC tracking.
   if (!ts.is_valid() || (!replay && ts <= last_write_ts_)) {
@@ -160,11 +161,25 @@ absl::Status Tablet::ApplyLocked(HybridTime ts, int64_t op_index,
   }
   if (!replay) BASALT_RETURN_IF_ERROR(mvcc_.StartOp(ts));
   replay_decisions_.clear();
-  results->assign(ops.size(), absl::OkStatus());
-  for (size_t i = 0; i < ops.size(); ++i) {
-    (*results)[i] = ApplyOp(*c, ts, op_index, ops[i], replay);
+  results->assign(ops.size(), RowOutcome::kApplied);
+  absl::Status storage;
+  for (size_t i = 0; i < ops.size() && storage.ok(); ++i) {
+    absl::StatusOr<RowOutcome> outcome = ApplyOp(*c, ts, op_index, ops[i], replay);
+    if (outcome.ok()) {
+      (*results)[i] = *outcome;
+    } else {
+      storage = StorageError(outcome.status());
+    }
   }
   if (!replay) mvcc_.FinishOp(ts);
+  if (!storage.ok()) {
+    // Part of the op may be applied in memory: nothing of this tablet may become durable now
+    // (Fail), and the caller fails the replica, whose log still holds the op.
+    storage = absl::Status(storage.code(), StrCat("tablet ", tablet_id_, ": applying op ", op_index,
+                                                  ": ", storage.message()));
+    Fail(storage);
+    return storage;
+  }
   mvcc_.AdjustSafeTime(ts);
   ReportMemory(*c);
   last_write_ts_ = std::max(last_write_ts_, ts);
@@ -173,19 +188,20 @@ absl::Status Tablet::ApplyLocked(HybridTime ts, int64_t op_index,
   return absl::OkStatus();
 }
 
-absl::Status Tablet::ApplyOp(const Components& c, HybridTime ts, int64_t op_index,
-                             const DecodedRowOperation& op, bool replay) {
+absl::StatusOr<RowOutcome> Tablet::ApplyOp(const Components& c, HybridTime ts, int64_t op_index,
+                                           const DecodedRowOperation& op, bool replay) {
   const Schema& schema = *c.schema;
   std::string key = EncodeKey(schema, op.row_data);
   if (replay) {
     BASALT_ASSIGN_OR_RETURN(bool reflected, ReplayFindsOpReflected(c, key, ts));
-    if (reflected) return absl::OkStatus();
+    if (reflected) return RowOutcome::kApplied;
   }
-  absl::Status s;
   if (RowOperationIsInsertLike(op.type)) {
-    s = InsertRow(c, ts, op_index, op, key);
-    if (!absl::IsAlreadyExists(s) || op.type == RowOperationType::kInsert) return s;
-    if (op.type == RowOperationType::kInsertIgnore) return absl::OkStatus();
+    BASALT_ASSIGN_OR_RETURN(RowOutcome inserted, InsertRow(c, ts, op_index, op, key));
+    if (inserted != RowOutcome::kKeyExists || op.type == RowOperationType::kInsert) {
+      return inserted;
+    }
+    if (op.type == RowOperationType::kInsertIgnore) return RowOutcome::kApplied;
     // UPSERT of an existing row: an UPDATE of the columns it sets.
   }
   RowChangeListEncoder enc(&scratch_changes_);
@@ -198,15 +214,28 @@ absl::Status Tablet::ApplyOp(const Components& c, HybridTime ts, int64_t op_inde
       enc.AddColumnUpdate(schema.column_id(i), schema.column(i).type(),
                           op.IsNull(i) ? nullptr : op.cell(i));
     }
-    if (scratch_changes_.size() == 1) return absl::OkStatus();  // An UPSERT of the key only.
+    if (scratch_changes_.size() == 1) return RowOutcome::kApplied;  // An UPSERT of the key only.
   }
-  s = MutateRow(c, ts, op_index, key, scratch_changes_);
-  if (absl::IsNotFound(s) &&
+  BASALT_ASSIGN_OR_RETURN(RowOutcome mutated, MutateRow(c, ts, op_index, key, scratch_changes_));
+  if (mutated == RowOutcome::kKeyNotFound &&
       (op.type == RowOperationType::kUpdateIgnore || op.type == RowOperationType::kDeleteIgnore)) {
-    return absl::OkStatus();
+    return RowOutcome::kApplied;
   }
-  return s;
+  return mutated;
 }
+
+namespace {
+
+// A row outcome from a store's status (its outcome codes, documented by MemRowSet and
+// DiskRowSet), or a storage error for anything else.
+absl::StatusOr<RowOutcome> OutcomeOf(const absl::Status& s) {
+  if (s.ok()) return RowOutcome::kApplied;
+  if (absl::IsAlreadyExists(s)) return RowOutcome::kKeyExists;
+  if (absl::IsNotFound(s)) return RowOutcome::kKeyNotFound;
+  return StorageError(s);
+}
+
+}  // namespace
 
 namespace {
 
@@ -219,8 +248,8 @@ HybridTime LatestChange(const MRSRow* row) {
 
 }  // namespace
 
-absl::Status Tablet::InsertRow(const Components& c, HybridTime ts, int64_t op_index,
-                               const DecodedRowOperation& op, std::string_view key) {
+absl::StatusOr<RowOutcome> Tablet::InsertRow(const Components& c, HybridTime ts, int64_t op_index,
+                                             const DecodedRowOperation& op, std::string_view key) {
   const Schema& schema = *c.schema;
   // The full row: unset columns take their defaults.
   scratch_row_.assign(reinterpret_cast<const char*>(op.row_data), schema.fixed_row_size());
@@ -246,31 +275,33 @@ absl::Status Tablet::InsertRow(const Components& c, HybridTime ts, int64_t op_in
     enc.EncodeReinsert(schema, row, null_bitmap);
     absl::Status s = loc.drs->MutateRowAt(ts, loc.row, scratch_changes_, op_index);
     if (absl::IsNotFound(s)) return absl::InternalError("row vanished from its rowset");
-    return s;
+    return OutcomeOf(s);
   }
   MemStore* target = c.mrs.get();
   // New keys (above the frozen MRS's range, as with sequential inserts) skip its lookup.
   if (c.frozen != nullptr && key <= c.frozen_max_key && c.frozen->mrs->FindRow(key) != nullptr) {
     target = c.frozen.get();
   }
-  BASALT_RETURN_IF_ERROR(target->mrs->Insert(ts, row, null_bitmap));
-  NoteMemStoreWrite(target, op_index);
-  return absl::OkStatus();
+  absl::Status s = target->mrs->Insert(ts, row, null_bitmap);
+  // The decoder refuses NULLs in NOT NULL columns first; the store's check is a second line.
+  if (absl::IsInvalidArgument(s)) return RowOutcome::kInvalidRow;
+  if (s.ok()) NoteMemStoreWrite(target, op_index);
+  return OutcomeOf(s);
 }
 
-absl::Status Tablet::MutateRow(const Components& c, HybridTime ts, int64_t op_index,
-                               std::string_view key, std::string_view changes) {
+absl::StatusOr<RowOutcome> Tablet::MutateRow(const Components& c, HybridTime ts, int64_t op_index,
+                                             std::string_view key, std::string_view changes) {
   for (MemStore* store : {c.mrs.get(), c.frozen.get()}) {
     if (store == nullptr || (store == c.frozen.get() && key > c.frozen_max_key)) continue;
     const MRSRow* row = store->mrs->FindRow(key);
     if (row == nullptr) continue;
-    BASALT_RETURN_IF_ERROR(store->mrs->MutateRow(ts, key, changes));
-    NoteMemStoreWrite(store, op_index);
-    return absl::OkStatus();
+    absl::Status s = store->mrs->MutateRow(ts, key, changes);
+    if (s.ok()) NoteMemStoreWrite(store, op_index);
+    return OutcomeOf(s);
   }
   BASALT_ASSIGN_OR_RETURN(DiskRowLocation loc, LocateInDiskRowSets(c, key));
-  if (loc.drs == nullptr) return absl::NotFoundError("key not found");
-  return loc.drs->MutateRowAt(ts, loc.row, changes, op_index);
+  if (loc.drs == nullptr) return RowOutcome::kKeyNotFound;
+  return OutcomeOf(loc.drs->MutateRowAt(ts, loc.row, changes, op_index));
 }
 
 absl::StatusOr<Tablet::DiskRowLocation> Tablet::LocateInDiskRowSets(const Components& c,
@@ -280,7 +311,9 @@ absl::StatusOr<Tablet::DiskRowLocation> Tablet::LocateInDiskRowSets(const Compon
   const uint64_t hash = BloomKeyHash(key);  // Once for every candidate's bloom filter.
   for (int idx : candidates_) {
     DiskRowSet& drs = *c.drs[idx];
-    BASALT_ASSIGN_OR_RETURN(std::optional<rowid_t> rowid, drs.FindRow(key, hash));
+    absl::StatusOr<std::optional<rowid_t>> found = drs.FindRow(key, hash);
+    if (!found.ok()) return StorageError(found.status());  // Reading the key index or bloom.
+    const std::optional<rowid_t>& rowid = *found;
     if (!rowid.has_value()) continue;
     return DiskRowLocation{&drs, *rowid};
   }
@@ -314,8 +347,9 @@ absl::StatusOr<bool> Tablet::ReplayFindsOpReflected(const Components& c, const s
   } else {
     BASALT_ASSIGN_OR_RETURN(DiskRowLocation loc, LocateInDiskRowSets(c, key));
     if (loc.drs != nullptr) {
-      BASALT_ASSIGN_OR_RETURN(HybridTime redo,
-                              loc.drs->delta_tracker()->LatestRedoTimestamp(loc.row));
+      absl::StatusOr<HybridTime> latest = loc.drs->delta_tracker()->LatestRedoTimestamp(loc.row);
+      if (!latest.ok()) return StorageError(latest.status());
+      const HybridTime redo = *latest;
       reflected =
           (redo.is_valid() && redo >= ts) || loc.drs->CurrentMetadata().base_snapshot_before > ts;
     }
@@ -626,6 +660,19 @@ std::vector<std::shared_ptr<DiskRowSet>> Tablet::ReserveRowSets(
 void Tablet::ReleaseRowSets(const std::vector<std::shared_ptr<DiskRowSet>>& rowsets) {
   absl::MutexLock l(&busy_mu_);
   for (const auto& r : rowsets) busy_.erase(r->id());
+  ++busy_releases_;
+}
+
+uint64_t Tablet::busy_releases() const {
+  absl::MutexLock l(&busy_mu_);
+  return busy_releases_;
+}
+
+bool Tablet::AwaitRowSetRelease(uint64_t since, absl::Time deadline) const {
+  absl::MutexLock l(&busy_mu_);
+  auto released = [this, since]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(busy_mu_) { return busy_releases_ != since; };
+  return busy_mu_.AwaitWithDeadline(absl::Condition(&released), deadline);
 }
 
 absl::Status Tablet::CompactRowSets(std::vector<std::shared_ptr<DiskRowSet>> inputs) {
@@ -801,8 +848,25 @@ int64_t Tablet::DurableOpIndex() const {
   return std::max<int64_t>(0, std::min(applied, min_mem - 1));
 }
 
+void Tablet::Fail(const absl::Status& error) {
+  absl::MutexLock l(&failure_mu_);
+  if (failure_.ok()) failure_ = error.ok() ? absl::InternalError("failed with OK") : error;
+}
+
+absl::Status Tablet::health() const {
+  absl::MutexLock l(&failure_mu_);
+  return failure_;
+}
+
 absl::Status Tablet::PersistSuperBlock(std::vector<BlockId> orphans) {
   absl::MutexLock l(&metadata_mu_);
+  // Nothing of a failed tablet becomes durable: its memory may hold part of an op (or worse), and
+  // the replica's log still holds every op a restart needs. Blocks written meanwhile are left to
+  // the block GC.
+  if (absl::Status failed = health(); !failed.ok()) {
+    return absl::Status(failed.code(), StrCat("tablet ", tablet_id_,
+                                              " failed; not persisting: ", failed.message()));
+  }
   std::shared_ptr<const Components> c = GetComponents();
   TabletSuperBlock sb;
   sb.tablet_id = tablet_id_;

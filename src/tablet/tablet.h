@@ -50,6 +50,7 @@
 #include "tablet/memory_budget.h"
 #include "tablet/mvcc.h"
 #include "tablet/row_iterator.h"
+#include "tablet/row_outcome.h"
 #include "tablet/tablet_metadata.h"
 
 DECLARE_int32(rowset_target_size_mb);
@@ -115,21 +116,37 @@ class Tablet {
   MvccManager* mvcc() { return &mvcc_; }
 
   // Applies `ops` (decoded against the current schema) as one op at timestamp `ts` with Raft
-  // index `op_index` (0 without a WAL). (*results)[i] is op i's outcome: OK, ALREADY_EXISTS
-  // (INSERT of a live key), NOT_FOUND (UPDATE/DELETE of an absent key), INVALID_ARGUMENT; the
-  // *_IGNORE forms turn ALREADY_EXISTS / NOT_FOUND into OK. UPSERT of an existing row updates
-  // the columns the op sets. With `replay` (WAL replay at startup, before the tablet serves
-  // reads: ops above DurableOpIndex(), in index order) mutations the rowsets already reflect are
-  // skipped. Errors returned (nothing applied): INVALID_ARGUMENT for ops of another schema or,
-  // unless replaying, a timestamp not above the previous op's.
+  // index `op_index` (0 without a WAL). (*results)[i] is op i's outcome (row_outcome.h):
+  // kKeyExists for an INSERT of a live key, kKeyNotFound for an UPDATE/DELETE of an absent key;
+  // the *_IGNORE forms turn those into kApplied. UPSERT of an existing row updates the columns
+  // the op sets. With `replay` (WAL replay at startup, before the tablet serves reads: ops above
+  // DurableOpIndex(), in index order) mutations the rowsets already reflect are skipped.
+  // Errors returned: INVALID_ARGUMENT (nothing applied) for ops of another schema or, unless
+  // replaying, a timestamp not above the previous op's; any other error is one of the storage
+  // (row_outcome.h StorageError: an I/O error, a corrupt block): part of the op may be applied
+  // in memory, and the tablet is failed (Fail) before it returns.
   absl::Status ApplyRowOperations(HybridTime ts, int64_t op_index,
                                   absl::Span<const DecodedRowOperation> ops,
-                                  std::vector<absl::Status>* results, bool replay = false)
+                                  std::vector<RowOutcome>* results, bool replay = false)
       ABSL_LOCKS_EXCLUDED(write_mu_);
   // ApplyRowOperations at a timestamp taken from the clock under the write lock (so timestamps
   // increase in apply order); returns it in *ts if not null.
-  absl::Status Write(absl::Span<const DecodedRowOperation> ops, std::vector<absl::Status>* results,
+  absl::Status Write(absl::Span<const DecodedRowOperation> ops, std::vector<RowOutcome>* results,
                      HybridTime* ts = nullptr) ABSL_LOCKS_EXCLUDED(write_mu_);
+
+  // Rowsets are released by maintenance ops (a compaction holding a rowset keeps its in-memory
+  // deltas until it ends): busy_releases() counts releases; AwaitRowSetRelease waits until the
+  // count differs from `since` (true) or the deadline passes (false).
+  uint64_t busy_releases() const ABSL_LOCKS_EXCLUDED(busy_mu_);
+  bool AwaitRowSetRelease(uint64_t since, absl::Time deadline) const ABSL_LOCKS_EXCLUDED(busy_mu_);
+
+  // Fails the tablet for good (the first error sticks): it applies nothing more and persists
+  // nothing more (every later superblock write fails with the error), so a state that may differ
+  // from its peers' (a partly applied op, a store it could not read) never becomes durable. Its
+  // replica fails with it. Any thread.
+  void Fail(const absl::Status& error) ABSL_LOCKS_EXCLUDED(failure_mu_);
+  // OK, or the error the tablet failed with.
+  absl::Status health() const ABSL_LOCKS_EXCLUDED(failure_mu_);
 
   // A scan of `projection` (columns of the current schema, by id) at `snap`, restricted by
   // `spec` (predicates on any column of the current schema, projected or not). With `ordered`
@@ -206,13 +223,14 @@ class Tablet {
   // Write path, under write_mu_.
   absl::Status ApplyLocked(HybridTime ts, int64_t op_index,
                            absl::Span<const DecodedRowOperation> ops,
-                           std::vector<absl::Status>* results, bool replay)
+                           std::vector<RowOutcome>* results, bool replay)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  absl::Status ApplyOp(const Components& c, HybridTime ts, int64_t op_index,
-                       const DecodedRowOperation& op, bool replay)
+  // One row: its outcome, or a storage error.
+  absl::StatusOr<RowOutcome> ApplyOp(const Components& c, HybridTime ts, int64_t op_index,
+                                     const DecodedRowOperation& op, bool replay)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  absl::Status InsertRow(const Components& c, HybridTime ts, int64_t op_index,
-                         const DecodedRowOperation& op, std::string_view key)
+  absl::StatusOr<RowOutcome> InsertRow(const Components& c, HybridTime ts, int64_t op_index,
+                                       const DecodedRowOperation& op, std::string_view key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // The DiskRowSet holding `key` as a base row (live or deleted), if any.
   struct DiskRowLocation {
@@ -221,8 +239,9 @@ class Tablet {
   };
   absl::StatusOr<DiskRowLocation> LocateInDiskRowSets(const Components& c, std::string_view key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  absl::Status MutateRow(const Components& c, HybridTime ts, int64_t op_index, std::string_view key,
-                         std::string_view changes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::StatusOr<RowOutcome> MutateRow(const Components& c, HybridTime ts, int64_t op_index,
+                                       std::string_view key, std::string_view changes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // WAL replay: whether the rowsets already reflect the op at `ts` for `key` (it is skipped),
   // decided at the op's first mutation of the key and kept for the rest of the op.
   absl::StatusOr<bool> ReplayFindsOpReflected(const Components& c, const std::string& key,
@@ -302,8 +321,11 @@ class Tablet {
   std::shared_ptr<const Components> components_ ABSL_GUARDED_BY(components_mu_);
 
   absl::Mutex flush_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);  // One MRS flush at a time.
+  mutable absl::Mutex failure_mu_;                        // A leaf lock.
+  absl::Status failure_ ABSL_GUARDED_BY(failure_mu_);
   mutable absl::Mutex busy_mu_;
   absl::flat_hash_set<int64_t> busy_ ABSL_GUARDED_BY(busy_mu_);
+  uint64_t busy_releases_ ABSL_GUARDED_BY(busy_mu_) = 0;
 
   absl::Mutex metadata_mu_;
   int64_t superblock_version_ ABSL_GUARDED_BY(metadata_mu_) = 0;

@@ -32,18 +32,35 @@ class TabletOp : public MaintenanceOp {
   using StatsFn = std::function<void(const TabletStats&, MaintenanceOpStats*)>;
   using RunFn = std::function<absl::Status()>;
 
-  TabletOp(std::string name, Tablet* tablet, StatsFn stats, RunFn run)
+  // `needs_room`: the op writes blocks, so it waits while the data directory is full.
+  TabletOp(std::string name, Tablet* tablet, const TabletMaintenanceHooks* hooks, bool needs_room,
+           StatsFn stats, RunFn run)
       : MaintenanceOp(std::move(name)),
         tablet_(tablet),
+        hooks_(hooks),
+        needs_room_(needs_room),
         stats_(std::move(stats)),
         run_(std::move(run)) {}
 
-  void UpdateStats(MaintenanceOpStats* stats) override { stats_(tablet_->GetStats(), stats); }
+  void UpdateStats(MaintenanceOpStats* stats) override {
+    stats_(tablet_->GetStats(), stats);
+    if (needs_room_ && hooks_->has_room && !hooks_->has_room()) stats->runnable = false;
+  }
   bool Prepare() override { return true; }
-  absl::Status Perform() override { return run_(); }
+  absl::Status Perform() override {
+    absl::Status s = run_();
+    // An I/O error or corrupt data (not a full disk, which only pauses the ops): the replica may
+    // no longer match its peers' durable state.
+    if ((absl::IsInternal(s) || absl::IsDataLoss(s)) && hooks_->on_storage_error) {
+      hooks_->on_storage_error(absl::Status(s.code(), StrCat(name(), ": ", s.message())));
+    }
+    return s;
+  }
 
  private:
   Tablet* const tablet_;
+  const TabletMaintenanceHooks* const hooks_;
+  const bool needs_room_;
   const StatsFn stats_;
   const RunFn run_;
 };
@@ -65,10 +82,11 @@ double FlushUrgency(size_t bytes, HybridTime oldest, Clock* clock) {
 
 }  // namespace
 
-TabletMaintenance::TabletMaintenance(Tablet* tablet, Clock* clock) {
+TabletMaintenance::TabletMaintenance(Tablet* tablet, Clock* clock, TabletMaintenanceHooks hooks)
+    : hooks_(std::move(hooks)) {
   const std::string id = tablet->tablet_id();
   ops_.push_back(std::make_unique<TabletOp>(
-      StrCat("FlushMRS(", id, ")"), tablet,
+      StrCat("FlushMRS(", id, ")"), tablet, &hooks_, /*needs_room=*/true,
       [clock](const TabletStats& st, MaintenanceOpStats* out) {
         out->runnable = st.mrs_rows > 0;
         out->ram_anchored_bytes = static_cast<int64_t>(st.mrs_bytes);
@@ -76,7 +94,7 @@ TabletMaintenance::TabletMaintenance(Tablet* tablet, Clock* clock) {
       },
       [tablet] { return tablet->FlushMemRowSet(); }));
   ops_.push_back(std::make_unique<TabletOp>(
-      StrCat("FlushDeltas(", id, ")"), tablet,
+      StrCat("FlushDeltas(", id, ")"), tablet, &hooks_, /*needs_room=*/true,
       [clock](const TabletStats& st, MaintenanceOpStats* out) {
         out->runnable = st.dms_bytes > 0;
         out->ram_anchored_bytes = static_cast<int64_t>(st.dms_bytes);
@@ -84,7 +102,7 @@ TabletMaintenance::TabletMaintenance(Tablet* tablet, Clock* clock) {
       },
       [tablet] { return tablet->FlushDeltas(); }));
   ops_.push_back(std::make_unique<TabletOp>(
-      StrCat("CompactRowSets(", id, ")"), tablet,
+      StrCat("CompactRowSets(", id, ")"), tablet, &hooks_, /*needs_room=*/true,
       [tablet](const TabletStats& st, MaintenanceOpStats* out) {
         if (st.num_rowsets < 2) return;
         double quality = tablet->MergeCompactionQuality();
@@ -93,7 +111,7 @@ TabletMaintenance::TabletMaintenance(Tablet* tablet, Clock* clock) {
       },
       [tablet] { return tablet->Compact(); }));
   ops_.push_back(std::make_unique<TabletOp>(
-      StrCat("MinorDeltaCompaction(", id, ")"), tablet,
+      StrCat("MinorDeltaCompaction(", id, ")"), tablet, &hooks_, /*needs_room=*/true,
       [](const TabletStats& st, MaintenanceOpStats* out) {
         size_t threshold = std::max(2, FLAGS_tablet_delta_files_minor_compaction_threshold);
         out->runnable = st.max_redo_files >= threshold;
@@ -103,7 +121,7 @@ TabletMaintenance::TabletMaintenance(Tablet* tablet, Clock* clock) {
       },
       [tablet] { return tablet->MinorCompactDeltas(); }));
   ops_.push_back(std::make_unique<TabletOp>(
-      StrCat("MajorDeltaCompaction(", id, ")"), tablet,
+      StrCat("MajorDeltaCompaction(", id, ")"), tablet, &hooks_, /*needs_room=*/true,
       [](const TabletStats& st, MaintenanceOpStats* out) {
         out->runnable = st.max_redo_ratio >= FLAGS_tablet_major_delta_compaction_ratio;
         out->perf_improvement = out->runnable ? st.max_redo_ratio : 0;
@@ -112,7 +130,7 @@ TabletMaintenance::TabletMaintenance(Tablet* tablet, Clock* clock) {
   // History GC: frees disk, so it competes through data_retained_bytes (the manager alternates
   // it with perf work) rather than a perf score.
   ops_.push_back(std::make_unique<TabletOp>(
-      StrCat("UndoHistoryGC(", id, ")"), tablet,
+      StrCat("UndoHistoryGC(", id, ")"), tablet, &hooks_, /*needs_room=*/false,
       [tablet](const TabletStats& st, MaintenanceOpStats* out) {
         if (st.undo_bytes == 0) return;  // Skips the clock read on tablets without UNDOs.
         const uint64_t bytes = tablet->AncientUndoBytes();

@@ -9,6 +9,8 @@
 #include <gflags/gflags.h>
 #include <gtest/gtest.h>
 
+#include "common/env_memory.h"
+#include "common/fault_injection_env.h"
 #include "common/key_encoder.h"
 #include "common/random.h"
 #include "common/status_test_util.h"
@@ -326,6 +328,62 @@ void RunModelTest(uint64_t seed, int steps, int32_t key_space) {
 int ModelSteps(int default_steps) {
   const char* env = std::getenv("BASALT_TABLET_MODEL_STEPS");
   return env != nullptr ? std::atoi(env) : default_steps;
+}
+
+// The apply contract (row_outcome.h): an error of the storage while applying is no row's
+// outcome. It fails the whole call and the tablet, which then applies and persists nothing more.
+TEST(TabletApplyContractTest, StorageErrorFailsTheCallAndTheTablet) {
+  MemoryEnv mem;
+  FaultInjectionEnv env(&mem);
+  TabletHarness h(&env);
+  TABLET_ASSERT_OK(h.Create());
+  for (int k = 0; k < 100; ++k) TABLET_ASSERT_OK(h.Insert(k, k));
+  TABLET_ASSERT_OK(h.tablet()->FlushMemRowSet());
+  TABLET_ASSERT_OK(h.Reopen());         // Nothing of the rowset's index read yet.
+  TABLET_ASSERT_OK(h.Insert(1000, 1));  // In the MemRowSet only.
+  const Schema schema = h.tablet()->schema();
+  Arena arena;
+  RowOperationsDecoder dec(&schema, &arena);
+  std::vector<DecodedRowOperation> ops;
+  auto payload = h.Encode({{Type::kUpdate, 5, 500}, {Type::kUpdate, 6, 600}});
+  TABLET_ASSERT_OK(dec.Decode(payload.first, payload.second, &ops));
+  env.FailAfter(0, FaultInjectionEnv::OpKind::kRead);  // The disk stops answering reads.
+  std::vector<RowOutcome> outcomes;
+  absl::Status s = h.tablet()->Write(ops, &outcomes);
+  env.ClearFailures();
+  ASSERT_FALSE(s.ok()) << "a read error became a row outcome";
+  EXPECT_TRUE(IsStorageError(s)) << s;
+  EXPECT_NE(s.message().find("tablet t1"), std::string::npos) << s;
+  EXPECT_FALSE(h.tablet()->health().ok());
+  // Failed for good: no more writes, nothing more durable (the disk works again).
+  absl::Status again = h.tablet()->Write(ops, &outcomes);
+  EXPECT_FALSE(again.ok()) << "a failed tablet applied a write";
+  absl::Status flush = h.tablet()->FlushMemRowSet();
+  EXPECT_FALSE(flush.ok()) << "a failed tablet persisted a flush";
+  EXPECT_NE(flush.message().find("not persisting"), std::string::npos) << flush;
+  // Reopened from disk, the tablet holds what was durable before the failure.
+  TABLET_ASSERT_OK(h.Reopen());
+  std::vector<TestRow> rows = h.Scan();
+  ASSERT_EQ(rows.size(), 100u);  // Key 1000 was never durable (no WAL here).
+  EXPECT_EQ(rows[5], (TestRow{5, 5, std::nullopt, 7}));
+}
+
+// Row outcomes are results: a missing key is kKeyNotFound, never an error of the call.
+TEST(TabletApplyContractTest, RowOutcomesAreNotErrors) {
+  TabletHarness h;
+  TABLET_ASSERT_OK(h.Create());
+  TABLET_ASSERT_OK(h.Insert(1, 1));
+  const Schema schema = h.tablet()->schema();
+  Arena arena;
+  RowOperationsDecoder dec(&schema, &arena);
+  std::vector<DecodedRowOperation> ops;
+  auto payload = h.Encode({{Type::kInsert, 1, 2}, {Type::kUpdate, 9, 9}, {Type::kDelete, 1}});
+  TABLET_ASSERT_OK(dec.Decode(payload.first, payload.second, &ops));
+  std::vector<RowOutcome> outcomes;
+  TABLET_ASSERT_OK(h.tablet()->Write(ops, &outcomes));
+  EXPECT_EQ(outcomes, (std::vector<RowOutcome>{RowOutcome::kKeyExists, RowOutcome::kKeyNotFound,
+                                               RowOutcome::kApplied}));
+  TABLET_ASSERT_OK(h.tablet()->health());
 }
 
 TEST(TabletModelTest, RandomOpsMatchModel) {

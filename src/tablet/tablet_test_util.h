@@ -139,10 +139,11 @@ class TabletHarness {
     return {std::move(rows), std::move(indirect)};
   }
 
-  // Applies ops as one write; returns the per-row results. *ts gets the op timestamp.
+  // Applies ops as one write; returns the per-row results (RowOutcomeToStatus). *ts gets the op
+  // timestamp.
   std::vector<absl::Status> Apply(const std::vector<TestOp>& ops, HybridTime* ts = nullptr) {
     return ApplyPayload(Encode(ops), [&](absl::Span<const DecodedRowOperation> decoded,
-                                         std::vector<absl::Status>* results) {
+                                         std::vector<RowOutcome>* results) {
       return tablet_->Write(decoded, results, ts);
     });
   }
@@ -150,7 +151,7 @@ class TabletHarness {
   std::vector<absl::Status> ApplyAt(const std::pair<std::string, std::string>& payload,
                                     HybridTime ts, int64_t op_index, bool replay) {
     return ApplyPayload(payload, [&](absl::Span<const DecodedRowOperation> decoded,
-                                     std::vector<absl::Status>* results) {
+                                     std::vector<RowOutcome>* results) {
       return tablet_->ApplyRowOperations(ts, op_index, decoded, results, replay);
     });
   }
@@ -216,8 +217,10 @@ class TabletHarness {
     RowOperationsDecoder dec(&schema, &arena);
     std::vector<DecodedRowOperation> decoded;
     TABLET_CHECK_OK(dec.Decode(payload.first, payload.second, &decoded));
+    std::vector<RowOutcome> outcomes;
+    TABLET_CHECK_OK(apply(decoded, &outcomes));
     std::vector<absl::Status> results;
-    TABLET_CHECK_OK(apply(decoded, &results));
+    for (RowOutcome o : outcomes) results.push_back(RowOutcomeToStatus(o));
     return results;
   }
 

@@ -110,9 +110,9 @@ class DataDirTest : public ::testing::Test {
     RowOperationsDecoder dec(&schema, &arena);
     std::vector<DecodedRowOperation> ops;
     BASALT_ASSERT_OK(dec.Decode(rows, indirect, &ops));
-    std::vector<absl::Status> results;
+    std::vector<RowOutcome> results;
     BASALT_ASSERT_OK(t->Write(ops, &results));
-    for (const absl::Status& s : results) BASALT_ASSERT_OK(s);
+    for (RowOutcome o : results) BASALT_ASSERT_OK(RowOutcomeToStatus(o));
   }
 
   // A tablet with blocks of every kind: two overlapping rowsets compacted into one (base data,

@@ -30,6 +30,7 @@
 #include "common/hybrid_clock.h"
 #include "common/row_operations.h"
 #include "common/schema.h"
+#include "tablet/row_outcome.h"
 
 namespace basalt {
 
@@ -38,7 +39,7 @@ namespace basalt {
 struct WriteScratch {
   Arena arena;
   std::vector<DecodedRowOperation> ops;
-  std::vector<absl::Status> results;
+  std::vector<RowOutcome> results;
 };
 
 // An op this server proposed, shared by the waiting RPC, the tracker and the propose callback.

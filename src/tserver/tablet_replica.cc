@@ -4,6 +4,7 @@
 #include <tuple>
 #include <utility>
 
+#include <gflags/gflags.h>
 #include <glog/logging.h>
 
 #include "absl/time/clock.h"
@@ -24,10 +25,15 @@
 #include "tablet/memory_budget.h"
 #include "tablet/tablet_maintenance.h"
 #include "tablet/tablet_metadata.h"
+#include "tserver/disk_space_monitor.h"
 #include "tserver/replica_tombstone.h"
 #include "tserver/replicate_entry_codec.h"
 #include "tserver/tablet_copy_trigger.h"
 #include "tserver/tserver_errors.h"
+
+DEFINE_int32(tablet_alter_inject_delay_ms, 0,
+             "Test only: a schema change waits this long on every replica before it flushes the "
+             "tablet (a stand-in for flushing a very large MemRowSet).");
 
 namespace basalt {
 namespace {
@@ -36,12 +42,13 @@ Counter* const kRowsWritten = MetricRegistry::Global()->GetCounter(
     "basalt_tserver_rows_written_total",
     "Row operations applied by writes this tablet server led (failed rows excluded).");
 
-// Apply outcomes every replica reaches the same way from the same entry: bad rows, a schema
-// mismatch, an op the tablet refuses by rule. Anything else (an I/O error, a flush that cannot
-// finish) may leave this replica different from its peers.
+// Whole-entry outcomes every replica reaches the same way from the same entry: rows that do not
+// decode (INVALID_ARGUMENT), a schema version mismatch (FAILED_PRECONDITION), an op the tablet
+// refuses by rule (INVALID_ARGUMENT). Per-row outcomes are not statuses (RowOutcome). Anything
+// else is an error of the storage (Tablet::ApplyRowOperations's contract; an I/O error, a flush
+// before a schema change that cannot finish): this replica may differ from its peers.
 bool IsDeterministicApplyError(const absl::Status& s) {
-  return s.ok() || absl::IsInvalidArgument(s) || absl::IsFailedPrecondition(s) ||
-         absl::IsAlreadyExists(s) || absl::IsNotFound(s);
+  return s.ok() || absl::IsInvalidArgument(s) || absl::IsFailedPrecondition(s);
 }
 
 bool IsNotLeaderProposalError(const absl::Status& s) {
@@ -134,7 +141,13 @@ absl::Status TabletReplica::Start() {
     return s;
   }
   if (ctx_.maintenance_manager != nullptr) {
-    maintenance_ = std::make_unique<TabletMaintenance>(tablet_.get(), Clock::Default());
+    TabletMaintenanceHooks hooks;
+    hooks.has_room = [this] {
+      return ctx_.disk_space == nullptr || ctx_.disk_space->CheckRoomForData().ok();
+    };
+    hooks.on_storage_error = [this](const absl::Status& error) { Fail(error); };
+    maintenance_ =
+        std::make_unique<TabletMaintenance>(tablet_.get(), Clock::Default(), std::move(hooks));
     maintenance_->RegisterWith(ctx_.maintenance_manager);
   }
   return absl::OkStatus();
@@ -159,11 +172,13 @@ void TabletReplica::Shutdown() {
 void TabletReplica::Fail(const absl::Status& why) {
   const absl::Status error = why.ok() ? absl::InternalError("failed with an OK status") : why;
   RaftNode* node = raft();
+  tablet_->Fail(error);  // Nothing more becomes durable.
   SetState(ReplicaState::kFailed, error);
   if (node != nullptr) node->Fail(error);  // No more votes, leading or applies.
 }
 
 void TabletReplica::OnRaftFailed(const absl::Status& error) {
+  tablet_->Fail(error);
   SetState(ReplicaState::kFailed, error);
 }
 
@@ -278,6 +293,10 @@ absl::Status TabletReplica::CheckLeaderReady(absl::Time deadline) {
   }
   return TabletNotRunningError(
       StrCat("tablet ", tablet_id_, ": the new leader has not applied an entry of its term yet"));
+}
+
+absl::Status TabletReplica::CheckRoomForWrites() const {
+  return ctx_.disk_space == nullptr ? absl::OkStatus() : ctx_.disk_space->CheckRoomForWrites();
 }
 
 absl::Status TabletReplica::StepDown(const std::string& new_leader) {
@@ -423,6 +442,7 @@ absl::Status TabletReplica::Write(const pb::WriteRequestPB& request, pb::WriteRe
                                   absl::Time deadline) {
   BASALT_RETURN_IF_ERROR(CheckRunning());
   BASALT_RETURN_IF_ERROR(CheckLeaderReady(deadline));
+  BASALT_RETURN_IF_ERROR(CheckRoomForWrites());
   auto op = std::make_shared<PendingOp>();
   op->schema = schema();
   op->scratch = TakeScratch();
@@ -478,10 +498,11 @@ absl::Status TabletReplica::WriteWithScratch(const pb::WriteRequestPB& request,
                                           any_outside ? filtered : request.row_operations());
   BASALT_RETURN_IF_ERROR(
       ProposeAndWait(std::move(body), HybridTime(request.propagated_timestamp()), op, deadline));
-  const std::vector<absl::Status>& results = op->scratch->results;
+  const std::vector<RowOutcome>& results = op->scratch->results;
   for (size_t i = 0; i < results.size(); ++i) {
-    if (results[i].ok()) continue;
-    AddRowError(row_index.empty() ? static_cast<int>(i) : row_index[i], results[i], response);
+    if (results[i] == RowOutcome::kApplied) continue;
+    AddRowError(row_index.empty() ? static_cast<int>(i) : row_index[i],
+                RowOutcomeToStatus(results[i]), response);
   }
   response->set_timestamp(op->ts.value());
   return absl::OkStatus();
@@ -505,6 +526,7 @@ absl::StatusOr<uint32_t> TabletReplica::AlterSchema(const pb::SchemaPB& schema,
     }
   }
   BASALT_RETURN_IF_ERROR(CheckLeaderReady(deadline));
+  BASALT_RETURN_IF_ERROR(CheckRoomForWrites());  // The schema change flushes the tablet.
   auto op = std::make_shared<PendingOp>();
   op->seq = proposals_.NextSeq();
   pb::ReplicateMsgPB msg;
@@ -604,21 +626,25 @@ absl::Status TabletReplica::ApplyWrite(const LogEntry& entry, const pb::Replicat
 }
 
 absl::Status TabletReplica::FlushBeforeAlter(uint64_t alter_index) {
-  // No write is applied meanwhile (this runs on the worker that applies them); a rowset busy in a
-  // compaction keeps its in-memory deltas until the compaction ends, hence the bounded retries.
-  constexpr int kMaxAttempts = 1500;  // About 30 s.
-  for (int attempt = 0;; ++attempt) {
+  // No write is applied meanwhile (this runs on the applier that applies them); a rowset busy in a
+  // compaction keeps its in-memory deltas until the compaction ends: wait for a release (a
+  // condition, not a poll; on the applier, so Raft heartbeats and votes go on), then flush again.
+  if (FLAGS_tablet_alter_inject_delay_ms > 0) {
+    absl::SleepFor(absl::Milliseconds(FLAGS_tablet_alter_inject_delay_ms));
+  }
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (true) {
+    const uint64_t releases = tablet_->busy_releases();
     BASALT_RETURN_IF_ERROR(tablet_->FlushMemRowSet());
     BASALT_RETURN_IF_ERROR(tablet_->FlushDeltas());
     if (tablet_->DurableOpIndex() >= static_cast<int64_t>(last_write_index_)) {
       return absl::OkStatus();
     }
-    if (attempt >= kMaxAttempts) {
+    if (!tablet_->AwaitRowSetRelease(releases, deadline)) {
       return absl::UnavailableError(StrCat("tablet ", tablet_id_,
                                            ": ops before the schema change at index ", alter_index,
-                                           " are still not durable"));
+                                           " are still not durable after 30 s"));
     }
-    absl::SleepFor(absl::Milliseconds(20));
   }
 }
 

@@ -124,9 +124,9 @@ class TabletReplica : public StateMachine {
   // ---- Requests (the services call these after validating the request's own fields) ----
 
   // Replicates and applies a write (docs/cluster.md "Write path"); fills `response` with per-row
-  // errors and the timestamp. Errors: TABLET_NOT_RUNNING, NOT_THE_LEADER, SCHEMA_MISMATCH,
-  // INVALID_ARGUMENT (schema, row_operations, propagated_timestamp), SERVER_OVERLOADED,
-  // DEADLINE_EXCEEDED (the write may still apply), the node's errors.
+  // errors and the timestamp. Errors: TABLET_NOT_RUNNING, NOT_THE_LEADER, DISK_FULL,
+  // SCHEMA_MISMATCH, INVALID_ARGUMENT (schema, row_operations, propagated_timestamp),
+  // SERVER_OVERLOADED, DEADLINE_EXCEEDED (the write may still apply), the node's errors.
   absl::Status Write(const pb::WriteRequestPB& request, pb::WriteResponsePB* response,
                      absl::Time deadline);
   // Replicates a schema change and waits until it is applied here; returns the schema version
@@ -223,6 +223,8 @@ class TabletReplica : public StateMachine {
   // NOT_THE_LEADER with the hint, or TABLET_NOT_RUNNING while a new leader is not ready.
   absl::Status CheckLeaderReady(absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status NotLeader(std::string_view what) const;
+  // DISK_FULL while the data or WAL directory is full (TabletReplicaContext::disk_space).
+  absl::Status CheckRoomForWrites() const;
   // Checks the request's schema and decodes its rows into op->scratch.
   absl::Status DecodeWrite(const pb::WriteRequestPB& request, PendingOp* op) const;
   // Write() with op->scratch taken.

@@ -12,6 +12,7 @@ namespace basalt {
 class AddressBook;
 class BlockCache;
 class BlockManager;
+class DiskSpaceMonitor;
 class Env;
 class HybridClock;
 class MaintenanceManager;
@@ -34,6 +35,9 @@ struct TabletReplicaContext {
   AddressBook* address_book = nullptr;
   // Where committed entries are applied (RaftNodeOptions::apply_pool); null: a thread per replica.
   SerialTaskPool* apply_pool = nullptr;
+  // Whether the data and WAL directories have room: writes are refused and flushes wait while
+  // they do not. Null: never full.
+  DiskSpaceMonitor* disk_space = nullptr;
   // RaftNodeOptions::tick_interval_ms and RaftOptions::election_ticks (0: defaults).
   int raft_tick_interval_ms = 0;
   int raft_election_ticks = 0;

@@ -4,17 +4,25 @@
 
 #include "tserver/tablet_replica.h"
 
+#include <algorithm>
+#include <atomic>
+#include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <gflags/gflags.h>
 #include <gtest/gtest.h>
 
+#include "common/injecting_env.h"
 #include "common/status_test_util.h"
 #include "rpc/rpc_status.h"
 #include "tserver/tablet_server.h"
 #include "tserver/ts_tablet_manager.h"
 #include "tserver/tserver_test_util.h"
+
+DECLARE_int32(tablet_alter_inject_delay_ms);
 
 namespace basalt {
 namespace {
@@ -28,6 +36,9 @@ class SafeTimeTest : public ::testing::Test {
       dirs_.push_back(std::make_unique<TestDir>(StrCat("tablet_replica_test_", i)));
       TabletServerOptions o = TestServerOptions(dirs_.back()->path());
       o.raft_election_ticks = 15;  // 300-600 ms: rare spurious elections on a busy machine.
+      // Each server's file operations can be failed on their own (disk fault tests).
+      envs_.push_back(std::make_unique<InjectingEnv>(Env::Default()));
+      o.env = envs_.back().get();
       servers_.push_back(std::make_unique<TabletServer>(o));
       BASALT_ASSERT_OK(servers_.back()->Start());
       clients_.push_back(
@@ -90,6 +101,7 @@ class SafeTimeTest : public ::testing::Test {
 
   Schema schema_ = TestSchema();
   std::vector<std::unique_ptr<TestDir>> dirs_;
+  std::vector<std::unique_ptr<InjectingEnv>> envs_;  // Outlive the servers.
   std::vector<std::unique_ptr<TabletServer>> servers_;
   std::vector<std::unique_ptr<TsClient>> clients_;
 };
@@ -200,7 +212,27 @@ TEST_F(SafeTimeTest, PendingSafeTimeOfAnOldTermIsDroppedOnANewTerm) {
 
 // TabletReplica::Fail (a corrupt block, a failed disk): the replica stops serving and voting,
 // leads nothing, and the other two elect a leader and take writes.
-using ReplicaFailureTest = SafeTimeTest;
+class ReplicaFailureTest : public SafeTimeTest {
+ protected:
+  // Waits until a replica other than `failed`'s leads in a term above `term` and takes a write of
+  // key `key`; returns its server's index (-1 if none did in time).
+  int WaitForNewLeaderTakingWrites(int failed, uint64_t term, int32_t key) {
+    int next = -1;
+    WaitFor([&] {
+      for (int i = 0; i < static_cast<int>(servers_.size()); ++i) {
+        if (i == failed) continue;
+        auto r = Replica(i);
+        if (r->raft()->role() == RaftCore::Role::kLeader && r->raft()->term() > term &&
+            Insert(i, key, key + 1).ok()) {
+          next = i;
+          return true;
+        }
+      }
+      return false;
+    });
+    return next;
+  }
+};
 
 TEST_F(ReplicaFailureTest, FailedReplicaStopsServingAndVotingAndTheOthersGoOn) {
   StartCluster(3);
@@ -221,22 +253,109 @@ TEST_F(ReplicaFailureTest, FailedReplicaStopsServingAndVotingAndTheOthersGoOn) {
   ASSERT_TRUE(detail.has_value()) << w.status();
   EXPECT_EQ(detail->code(), pb::ErrorDetailPB::TABLET_FAILED) << w.status();
   // One of the others leads in a newer term and takes writes.
-  int next = -1;
-  ASSERT_TRUE(WaitFor([&] {
-    for (int i = 0; i < 3; ++i) {
-      if (i == leader) continue;
-      auto r = Replica(i);
-      if (r->raft()->role() == RaftCore::Role::kLeader && r->raft()->term() > term &&
-          Insert(i, 10, 11).ok()) {
-        next = i;
-        return true;
-      }
-    }
-    return false;
-  }));
+  const int next = WaitForNewLeaderTakingWrites(leader, term, 10);
+  ASSERT_GE(next, 0);
   BASALT_ASSERT_OK(Insert(next, 11, 20).status());
   EXPECT_EQ(failed->raft()->role(), RaftCore::Role::kFollower) << "a failed replica leads again";
   EXPECT_EQ(failed->state(), ReplicaState::kFailed);
+}
+
+// A schema change flushes every store first (TabletReplica::FlushBeforeAlter), on every replica at
+// once. Entries are applied off the Raft thread, so however long that takes, the leader's
+// heartbeats go on and nobody starts an election. Measured: the longest silence a follower saw.
+TEST_F(ReplicaFailureTest, AlterOnALargeMemRowSetDelaysNoHeartbeat) {
+  StartCluster(3);
+  int leader = WaitForLeader();
+  ASSERT_GE(leader, 0);
+  for (int32_t k = 0; k < 100000; k += 20000)
+    BASALT_ASSERT_OK(Insert(leader, k, k + 20000).status());
+  // Every replica's alter takes over a second: two to three election timeouts.
+  FLAGS_tablet_alter_inject_delay_ms = 1000;
+  auto replica = Replica(leader);
+  const std::string leader_uuid = servers_[leader]->uuid();
+  const uint64_t term = replica->raft()->term();
+  std::atomic<bool> done{false};
+  absl::Duration longest_silence;
+  // The longest time since a follower last heard from the leader, sampled every 2 ms until done.
+  auto monitor_silence = [&] {
+    longest_silence = absl::ZeroDuration();
+    while (!done.load()) {
+      const absl::Time now = absl::Now();
+      for (int i = 0; i < 3; ++i) {
+        if (i == leader) continue;
+        auto heard = Replica(i)->raft()->peer_last_heard();
+        auto it = heard.find(leader_uuid);
+        if (it != heard.end()) longest_silence = std::max(longest_silence, now - it->second);
+      }
+      absl::SleepFor(absl::Milliseconds(2));
+    }
+  };
+  // The baseline: idle, heartbeats every tick, coalesced up to --consensus_heartbeat_coalesce_ms.
+  std::thread baseline(monitor_silence);
+  absl::SleepFor(absl::Seconds(1));
+  done = true;
+  baseline.join();
+  const absl::Duration idle_silence = longest_silence;
+  done = false;
+  std::thread monitor(monitor_silence);
+  absl::StatusOr<Schema> altered =
+      schema_.AddColumn(ColumnSchema("added", DataType::kInt64, /*is_nullable=*/true));
+  BASALT_ASSERT_OK(altered);
+  pb::SchemaPB pb;
+  altered->ToPB(&pb);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<uint32_t> version = replica->AlterSchema(pb, "", absl::Now() + absl::Seconds(60));
+  const absl::Duration took = absl::Now() - start;
+  done = true;
+  monitor.join();
+  FLAGS_tablet_alter_inject_delay_ms = 0;
+  BASALT_ASSERT_OK(version);
+  EXPECT_EQ(*version, altered->version());
+  std::cout << "alter with a 100000-row MemRowSet took " << took
+            << "; the longest silence of the leader a follower saw: " << longest_silence
+            << " (idle: " << idle_silence
+            << "; heartbeat interval 20 ms, coalesced up to 100 ms; election timeout 300-600 ms)"
+            << std::endl;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(Replica(i)->raft()->term(), term) << "server " << i << " saw an election";
+  }
+  // Far above the 20 ms interval on a loaded 2-core machine, far below an election timeout; an
+  // apply on the Raft thread would leave the leader silent for the whole flush.
+  EXPECT_LT(longest_silence, absl::Milliseconds(300));
+}
+
+// EIO on the leader's disk (docs/tserver.md "Disk faults"): its next WAL write fails, so its Raft
+// node stops and the replica goes FAILED naming the error; the other two elect a leader and take
+// writes, and no acknowledged row is lost.
+TEST_F(ReplicaFailureTest, EioOnTheLeadersDiskFailsItsReplicaAndTheOthersGoOn) {
+  StartCluster(3);
+  int leader = WaitForLeader();
+  ASSERT_GE(leader, 0);
+  BASALT_ASSERT_OK(Insert(leader, 0, 100).status());
+  const uint64_t term = Replica(leader)->raft()->term();
+  envs_[leader]->SetEio(dirs_[leader]->path(), 1.0);
+  // The next write (or the leader's own no-op heartbeat traffic) hits the WAL.
+  absl::StatusOr<uint64_t> w = Insert(leader, 100, 101);
+  EXPECT_FALSE(w.ok()) << "a write was acknowledged by a replica whose WAL cannot be written";
+  auto failed = Replica(leader);
+  ASSERT_TRUE(WaitFor([&] { return failed->state() == ReplicaState::kFailed; }))
+      << ReplicaStateName(failed->state());
+  const absl::Status error = failed->GetStatus().error;
+  EXPECT_NE(error.message().find("Input/output error"), std::string::npos) << error;
+  EXPECT_NE(error.message().find(dirs_[leader]->path()), std::string::npos) << error;
+  const int next = WaitForNewLeaderTakingWrites(leader, term, 101);
+  ASSERT_GE(next, 0);
+  BASALT_ASSERT_OK(Insert(next, 102, 200).status());
+  // Both healthy replicas hold every acknowledged row (0-99, 101-199; 100 was refused).
+  const int other = 3 - leader - next;
+  absl::StatusOr<pb::ChecksumResponsePB> a = Checksum(next, 0);
+  BASALT_ASSERT_OK(a);
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<pb::ChecksumResponsePB> b = Checksum(other, a->snap_timestamp());
+    return b.ok() && b->checksum() == a->checksum() && b->num_rows() == a->num_rows();
+  }));
+  EXPECT_GE(a->num_rows(), 199u);
+  envs_[leader]->SetEio("", 0);
 }
 
 }  // namespace

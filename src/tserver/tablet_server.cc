@@ -31,6 +31,7 @@
 #include "tserver/block_gc.h"
 #include "tserver/block_scrubber.h"
 #include "tserver/consensus_service.h"
+#include "tserver/disk_space_monitor.h"
 #include "tserver/heartbeater.h"
 #include "tserver/scanner_manager.h"
 #include "tserver/tablet_copy_service.h"
@@ -47,6 +48,15 @@ DEFINE_int32(tablet_apply_pool_threads, 0,
              "Threads applying committed Raft entries to tablets (each tablet's entries in log "
              "order, one at a time; different tablets in parallel). 0: the number of CPU cores, "
              "at least 2.");
+
+DEFINE_int64(fs_data_dirs_reserved_bytes, -1,
+             "Free space kept on the data directory's file system: below it the directory is "
+             "full, writes are refused with a retriable RESOURCE_EXHAUSTED (DISK_FULL) and "
+             "flushes and compactions wait until space is freed. -1: 1% of the file system.");
+DEFINE_int64(fs_wal_dir_reserved_bytes, -1,
+             "Free space kept on the WAL directory's file system: below it writes are refused "
+             "with a retriable RESOURCE_EXHAUSTED (DISK_FULL) until space is freed. -1: 1% of the "
+             "file system.");
 
 namespace basalt {
 
@@ -90,6 +100,15 @@ absl::Status TabletServer::Start() {
           ? FLAGS_tablet_apply_pool_threads
           : std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
   apply_pool_ = std::make_unique<SerialTaskPool>(apply_threads);
+  std::vector<DiskSpaceMonitor::Dir> dirs;
+  if (options_.fs_wal_dir == options_.fs_data_dir) {
+    dirs.push_back({options_.fs_data_dir, "data and WAL",
+                    std::max(FLAGS_fs_data_dirs_reserved_bytes, FLAGS_fs_wal_dir_reserved_bytes)});
+  } else {
+    dirs.push_back({options_.fs_data_dir, "data", FLAGS_fs_data_dirs_reserved_bytes});
+    dirs.push_back({options_.fs_wal_dir, "WAL", FLAGS_fs_wal_dir_reserved_bytes});
+  }
+  disk_space_ = std::make_unique<DiskSpaceMonitor>(env_, instance_->uuid(), std::move(dirs));
 
   TabletReplicaContext ctx;
   ctx.env = env_;
@@ -104,6 +123,7 @@ absl::Status TabletServer::Start() {
   ctx.transport = transport_.get();
   ctx.address_book = address_book_.get();
   ctx.apply_pool = apply_pool_.get();
+  ctx.disk_space = disk_space_.get();
   ctx.raft_tick_interval_ms = options_.raft_tick_interval_ms;
   ctx.raft_election_ticks = options_.raft_election_ticks;
   ctx.on_status_change = [this] { OnReplicaStatusChange(); };
@@ -262,6 +282,16 @@ void TabletServer::RegisterMetrics() {
       return static_cast<double>(r.tablet()->GetStats().*field);
     };
   };
+  DiskSpaceMonitor* disk = disk_space_.get();
+  metric_handles_.push_back(reg->RegisterCallbackFamily(
+      "basalt_tserver_dir_full",
+      "1 for a data or WAL directory whose free space is below its reserve (writes are refused "
+      "and flushes wait until space is freed).",
+      MetricType::kGauge, [disk] {
+        std::vector<MetricSample> out;
+        for (const std::string& dir : disk->FullDirs()) out.push_back({{{"dir", dir}}, 1.0});
+        return out;
+      }));
   per_tablet("basalt_tablet_mrs_memory_bytes", "Bytes held by the tablet's MemRowSet.",
              MetricType::kGauge, stat(&TabletStats::mrs_bytes));
   per_tablet("basalt_tablet_dms_memory_bytes", "Bytes held by the tablet's DeltaMemStores.",

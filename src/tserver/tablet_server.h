@@ -35,6 +35,7 @@ class BlockCache;
 class BlockGc;
 class BlockId;
 class BlockManager;
+class DiskSpaceMonitor;
 class BlockScrubber;
 class GrpcTransport;
 class Heartbeater;
@@ -137,6 +138,7 @@ class TabletServer {
   std::unique_ptr<AddressBook> address_book_;
   // Before tablet_manager_: the replicas' Raft nodes hold tokens of it until they are destroyed.
   std::unique_ptr<SerialTaskPool> apply_pool_;
+  std::unique_ptr<DiskSpaceMonitor> disk_space_;
   std::unique_ptr<TsTabletManager> tablet_manager_;
   // Both read tablet directories and the block manager; the scrubber's callback uses
   // tablet_manager_. Shut down before the replicas.

@@ -3,7 +3,13 @@
 
 #include "tserver/tablet_server.h"
 
+#include <sys/mount.h>
+#include <sys/statvfs.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <set>
@@ -11,8 +17,10 @@
 #include <thread>
 #include <vector>
 
+#include <gflags/gflags.h>
 #include <gtest/gtest.h>
 
+#include "common/injecting_env.h"
 #include "common/key_encoder.h"
 #include "common/status_test_util.h"
 #include "tablet/tablet.h"
@@ -20,6 +28,8 @@
 #include "tserver/tablet_replica.h"
 #include "tserver/ts_tablet_manager.h"
 #include "tserver/tserver_test_util.h"
+
+DECLARE_int64(fs_data_dirs_reserved_bytes);
 
 namespace basalt {
 namespace {
@@ -33,7 +43,9 @@ class TabletServerTest : public ::testing::Test {
   void SetUp() override { StartServer(); }
 
   void StartServer(int scanner_ttl_ms = 60000, int64_t memory_limit_bytes = 0) {
-    TabletServerOptions o = TestServerOptions(dir_.path());
+    TabletServerOptions o =
+        TestServerOptions(data_dir_override_.empty() ? dir_.path() : data_dir_override_);
+    o.env = &env_;
     o.scanner_ttl_ms = scanner_ttl_ms;
     if (memory_limit_bytes > 0) {
       o.memory_limit_bytes = memory_limit_bytes;
@@ -138,6 +150,8 @@ class TabletServerTest : public ::testing::Test {
   }
 
   TestDir dir_;
+  std::string data_dir_override_;     // Where the server keeps its data instead of dir_, if set.
+  InjectingEnv env_{Env::Default()};  // Outlives the server.
   Schema schema_;
   std::unique_ptr<TabletServer> server_;
   std::unique_ptr<TsClient> client_;
@@ -278,6 +292,90 @@ TEST_F(TabletServerTest, SnapshotScanOlderThanTheHistoryMarkIsRefused) {
   EXPECT_NE(s.message().find("too old"), std::string::npos) << s;
   EXPECT_NE(s.message().find("--tablet_history_max_age_sec=900"), std::string::npos) << s;
   EXPECT_EQ(resp.data().num_rows(), 0);
+}
+
+// A full disk (docs/tserver.md "Disk faults"): below the reserve, writes are refused with a
+// retriable DISK_FULL naming the server and the directory, reads go on, a flush that meets ENOSPC
+// fails without failing the replica, and everything resumes once space is freed, with nothing lost
+// or corrupted (a restart reads every row back). On a real small tmpfs where the machine lets the
+// test mount one (the free space and the reserve are then real), else with injected ENOSPC.
+TEST_F(TabletServerTest, AFullDiskRefusesWritesUntilSpaceIsFreed) {
+  TestDir mnt("disk_full_test");
+  const bool tmpfs = mount("tmpfs", mnt.path().c_str(), "tmpfs", 0, "size=48m") == 0;
+  if (!tmpfs) {
+    std::cout << "mounting a tmpfs was refused (" << std::strerror(errno)
+              << "); the full disk is injected instead" << std::endl;
+  }
+  const int64_t reserve_before = FLAGS_fs_data_dirs_reserved_bytes;
+  FLAGS_fs_data_dirs_reserved_bytes = 16 << 20;
+  client_.reset();
+  server_.reset();
+  data_dir_override_ = mnt.path() + "/data";
+  StartServer();
+  CreateTablet(kTablet);
+  InsertRange(0, 1000);
+  const std::string filler = mnt.path() + "/filler";
+  if (tmpfs) {  // Leave 8 MiB free: below the reserve, far from ENOSPC.
+    struct statvfs st;
+    ASSERT_EQ(statvfs(mnt.path().c_str(), &st), 0) << std::strerror(errno);
+    const uint64_t free_bytes = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+    ASSERT_GT(free_bytes, uint64_t{8} << 20);
+    BASALT_ASSERT_OK(
+        WriteStringToFile(Env::Default(), filler, std::string(free_bytes - (8 << 20), 'x'), true));
+  } else {
+    env_.SetEnospc(mnt.path(), 1.0);
+  }
+  // The monitor reads the free space again within a second; writes acknowledged meanwhile count.
+  std::vector<TestRow> acked = Expected(0, 1000);
+  int32_t next_key = 5000;
+  absl::Status refused;
+  auto write_next = [&] {
+    WriteBuilder w(&schema_);
+    w.Insert(next_key);
+    pb::WriteResponsePB resp;
+    absl::Status s = client_->Write(w.Build(kTablet), &resp);
+    if (s.ok() && resp.per_row_errors_size() == 0) acked.push_back(ExpectedRow(next_key++));
+    return s;
+  };
+  ASSERT_TRUE(WaitFor([&] {
+    refused = write_next();
+    return !refused.ok();
+  }));
+  EXPECT_TRUE(absl::IsResourceExhausted(refused)) << refused;
+  EXPECT_EQ(DetailCode(refused), pb::ErrorDetailPB::DISK_FULL) << refused;
+  EXPECT_NE(refused.message().find(server_->uuid()), std::string::npos) << refused;
+  EXPECT_NE(refused.message().find(data_dir_override_), std::string::npos) << refused;
+  // Reads go on.
+  absl::StatusOr<std::vector<TestRow>> rows = ScanAll(NewScan());
+  BASALT_ASSERT_OK(rows);
+  EXPECT_EQ(Sorted(*rows), Sorted(acked));
+  // A flush that meets ENOSPC fails alone: the replica keeps running.
+  auto replica = server_->tablet_manager()->Lookup(kTablet);
+  BASALT_ASSERT_OK(replica);
+  env_.SetEnospc(mnt.path(), 1.0);
+  absl::Status flush = (*replica)->tablet()->FlushMemRowSet();
+  EXPECT_TRUE(absl::IsResourceExhausted(flush)) << flush;
+  EXPECT_EQ((*replica)->state(), ReplicaState::kRunning);
+  // Space freed: writes resume by themselves.
+  env_.SetEnospc("", 0);
+  if (tmpfs) BASALT_ASSERT_OK(Env::Default()->DeleteFile(filler));
+  ASSERT_TRUE(WaitFor([&] { return write_next().ok(); }));
+  InsertRange(1000, 2000);
+  BASALT_ASSERT_OK((*replica)->tablet()->FlushMemRowSet());
+  replica = absl::StatusOr<std::shared_ptr<TabletReplica>>(nullptr);
+  RestartServer();
+  WaitForLeader(kTablet);
+  rows = ScanAll(NewScan());
+  BASALT_ASSERT_OK(rows);
+  std::vector<TestRow> want = Expected(1000, 2000);
+  want.insert(want.end(), acked.begin(), acked.end());
+  EXPECT_EQ(Sorted(*rows), Sorted(want));
+  client_.reset();
+  server_.reset();
+  FLAGS_fs_data_dirs_reserved_bytes = reserve_before;
+  if (tmpfs) {
+    EXPECT_EQ(umount2(mnt.path().c_str(), MNT_DETACH), 0) << std::strerror(errno);
+  }
 }
 
 TEST_F(TabletServerTest, CallSeqIdRetryReturnsTheSameBatch) {

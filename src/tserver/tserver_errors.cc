@@ -48,6 +48,10 @@ absl::Status ServerOverloadedError(std::string_view message) {
   return WithCode(absl::UnavailableError(ToAbsl(message)), pb::ErrorDetailPB::SERVER_OVERLOADED);
 }
 
+absl::Status DiskFullError(std::string_view message) {
+  return WithCode(absl::ResourceExhaustedError(ToAbsl(message)), pb::ErrorDetailPB::DISK_FULL);
+}
+
 absl::Status ScannerExpiredError(std::string_view message) {
   return WithCode(absl::NotFoundError(ToAbsl(message)), pb::ErrorDetailPB::SCANNER_EXPIRED);
 }

@@ -24,6 +24,8 @@ absl::Status TabletNotRunningError(std::string_view message);
 absl::Status TabletFailedError(std::string_view message);
 // UNAVAILABLE + SERVER_OVERLOADED.
 absl::Status ServerOverloadedError(std::string_view message);
+// RESOURCE_EXHAUSTED + DISK_FULL.
+absl::Status DiskFullError(std::string_view message);
 // NOT_FOUND + SCANNER_EXPIRED.
 absl::Status ScannerExpiredError(std::string_view message);
 // FAILED_PRECONDITION + SCHEMA_MISMATCH.

@@ -10,6 +10,7 @@
 #include <glog/logging.h>
 
 #include "common/env.h"
+#include "common/injecting_env.h"
 #include "rpc/net_util.h"
 #include "server/server_instance.h"
 #include "tserver/tablet_server.h"
@@ -74,6 +75,7 @@ int Run() {
   basalt::TabletServerOptions o;
   o.fs_data_dir = FLAGS_fs_data_dir;
   o.fs_wal_dir = FLAGS_fs_wal_dir;
+  o.env = basalt::MaybeWrapForInjection(basalt::Env::Default());  // Test-only fault flags.
   o.rpc_bind_address = FLAGS_rpc_bind_addresses;
   o.rpc_advertised_address = FLAGS_rpc_advertised_addresses;
   if (!FLAGS_master_addresses.empty()) {

@@ -1,0 +1,70 @@
+#include "tserver/disk_space_monitor.h"
+
+#include <gtest/gtest.h>
+
+#include "common/env_memory.h"
+#include "common/injecting_env.h"
+#include "common/status_test_util.h"
+#include "proto/common.pb.h"
+#include "rpc/rpc_status.h"
+
+namespace basalt {
+namespace {
+
+TEST(DiskSpaceMonitorTest, AFullDirectoryRefusesWritesUntilSpaceIsFreed) {
+  InjectingEnv env(Env::Default());
+  DiskSpaceMonitor m(&env, "ts-1", {{"/tmp", "data", 0}, {"/var/tmp", "WAL", 0}},
+                     absl::ZeroDuration());
+  BASALT_EXPECT_OK(m.CheckRoomForWrites());
+  BASALT_EXPECT_OK(m.CheckRoomForData());
+  EXPECT_TRUE(m.FullDirs().empty());
+  // The WAL directory fills up: writes stop, flushes (data) go on.
+  env.SetEnospc("/var/tmp", 1.0);
+  absl::Status s = m.CheckRoomForWrites();
+  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
+  auto detail = GetErrorDetail(s);
+  ASSERT_TRUE(detail.has_value()) << s;
+  EXPECT_EQ(detail->code(), pb::ErrorDetailPB::DISK_FULL);
+  EXPECT_NE(s.message().find("ts-1"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("WAL directory /var/tmp"), std::string::npos) << s;
+  BASALT_EXPECT_OK(m.CheckRoomForData());
+  EXPECT_EQ(m.FullDirs(), std::vector<std::string>{"/var/tmp"});
+  // The data directory too.
+  env.SetEnospc("/tmp", 1.0);
+  absl::Status data = m.CheckRoomForData();
+  EXPECT_NE(data.message().find("data directory /tmp"), std::string::npos) << data;
+  // Space freed: everything resumes.
+  env.SetEnospc("", 0.0);
+  BASALT_EXPECT_OK(m.CheckRoomForWrites());
+  BASALT_EXPECT_OK(m.CheckRoomForData());
+}
+
+TEST(DiskSpaceMonitorTest, TheReserveCountsAsFull) {
+  absl::StatusOr<SpaceInfo> info = Env::Default()->GetSpaceInfo("/tmp");
+  BASALT_ASSERT_OK(info);
+  // A reserve above the free space: full although ENOSPC is far.
+  DiskSpaceMonitor above(Env::Default(), "ts-1",
+                         {{"/tmp", "data", static_cast<int64_t>(info->free_bytes) + (1LL << 40)}},
+                         absl::ZeroDuration());
+  EXPECT_TRUE(absl::IsResourceExhausted(above.CheckRoomForWrites()));
+  DiskSpaceMonitor none(Env::Default(), "ts-1", {{"/tmp", "data", 0}}, absl::ZeroDuration());
+  BASALT_EXPECT_OK(none.CheckRoomForWrites());
+}
+
+TEST(DiskSpaceMonitorTest, AnEnvWithoutSpaceInformationIsNeverFull) {
+  MemoryEnv env;
+  DiskSpaceMonitor m(&env, "ts-1", {{"/data", "data and WAL", 1LL << 40}}, absl::ZeroDuration());
+  BASALT_EXPECT_OK(m.CheckRoomForWrites());
+}
+
+// Free space is read again at most once per refresh interval.
+TEST(DiskSpaceMonitorTest, FreeSpaceIsCachedForTheRefreshInterval) {
+  InjectingEnv env(Env::Default());
+  DiskSpaceMonitor m(&env, "ts-1", {{"/tmp", "data", 0}}, absl::Hours(1));
+  BASALT_EXPECT_OK(m.CheckRoomForWrites());
+  env.SetEnospc("/tmp", 1.0);
+  BASALT_EXPECT_OK(m.CheckRoomForWrites());  // Not read again yet.
+}
+
+}  // namespace
+}  // namespace basalt
