@@ -292,6 +292,14 @@ TEST_F(TabletServerTest, SnapshotScanOlderThanTheHistoryMarkIsRefused) {
   EXPECT_NE(s.message().find("too old"), std::string::npos) << s;
   EXPECT_NE(s.message().find("--tablet_history_max_age_sec=900"), std::string::npos) << s;
   EXPECT_EQ(resp.data().num_rows(), 0);
+  // A checksum at such a snapshot too.
+  pb::ChecksumRequestPB sum;
+  sum.set_tablet_id(kTablet);
+  sum.set_snap_timestamp(HybridTime::FromMicros(1).value());
+  pb::ChecksumResponsePB sum_resp;
+  const absl::Status c = client_->Checksum(sum, &sum_resp);
+  EXPECT_EQ(c.code(), absl::StatusCode::kInvalidArgument) << c;
+  EXPECT_NE(c.message().find("too old"), std::string::npos) << c;
 }
 
 // A full disk (docs/tserver.md "Disk faults"): below the reserve, writes are refused with a

@@ -190,6 +190,11 @@ class TabletServerServiceImpl final : public pb::TabletServerService::Service {
         MvccSnapshot snap,
         replica->SnapshotForRead(&ts, RpcDeadline(context, ctx_.default_rpc_timeout)));
     BASALT_ASSIGN_OR_RETURN(TabletChecksum sum, ChecksumTablet(*replica->tablet(), snap));
+    // Like a scan at an explicit snapshot: below the ancient history mark the rows may be wrong
+    // (docs/tablet.md "History GC"). Checked once the iterator has pinned its stores.
+    if (request.snap_timestamp() != 0) {
+      BASALT_RETURN_IF_ERROR(replica->tablet()->CheckSnapshotNotTooOld(*ts));
+    }
     response->set_checksum(sum.checksum);
     response->set_num_rows(sum.num_rows);
     response->set_snap_timestamp(ts->value());
