@@ -47,7 +47,8 @@ tsan: deps
 
 # clang-14 with -Wthread-safety -Werror=thread-safety: checks the ABSL_GUARDED_BY annotations
 # (g++ ignores them). Compile only: thread_safety_check builds the object file of every source of
-# ours (benchmarks included) and links nothing; build type None compiles without -O or -g.
+# ours (benchmarks included) and links only the three programs the cluster tests start; build
+# type None compiles without -O or -g.
 tsa: deps
 	CC=clang-14 CXX=clang++-14 cmake -S . -B build-tsa -G Ninja -DBASALT_THREAD_SAFETY_ANALYSIS=ON \
 	  -DCMAKE_BUILD_TYPE=None -DBASALT_BUILD_BENCHMARKS=ON
