@@ -178,6 +178,14 @@ void TabletReplica::Fail(const absl::Status& why) {
 }
 
 void TabletReplica::OnRaftFailed(const absl::Status& error) {
+  if (absl::IsResourceExhausted(error) && state() != ReplicaState::kFailed) {
+    // A full disk is not a fault of this replica: everything it applied is in its WAL, so it stops
+    // (it cannot append) and is opened again from disk once there is room.
+    LOG(WARNING) << "tablet " << tablet_id_ << " pauses until its disk has room: " << error;
+    paused_for_space_.store(true);
+    if (state_.Set(ReplicaState::kStopping) && ctx_.on_status_change) ctx_.on_status_change();
+    return;
+  }
   tablet_->Fail(error);
   SetState(ReplicaState::kFailed, error);
 }

@@ -149,6 +149,10 @@ class TabletReplica : public StateMachine {
   // replaces it. For faults found outside the apply path: a corrupt block, a failed disk. Any
   // thread; does not block. The first error sticks.
   void Fail(const absl::Status& why) ABSL_LOCKS_EXCLUDED(mu_);
+  // True once the Raft node stopped because its WAL or metadata write met a full disk
+  // (RESOURCE_EXHAUSTED): the replica is STOPPING, not FAILED, and its server opens it again from
+  // disk (TsTabletManager::ReopenPausedReplicas) once the disk has room.
+  bool paused_for_space() const { return paused_for_space_.load(); }
 
   // ---- Membership (tablet_replica_membership.cc) ----
 
@@ -292,6 +296,7 @@ class TabletReplica : public StateMachine {
   std::atomic<uint64_t> replay_until_index_{0};  // Entries up to it are applied with replay.
   std::atomic<uint64_t> replay_until_term_{0};   // The term of that last entry at open.
   std::atomic<uint64_t> member_since_config_index_{0};
+  std::atomic<bool> paused_for_space_{false};
   std::atomic<uint64_t> last_applied_term_{0};
   std::atomic<uint64_t> last_applied_index_{0};
   std::atomic<uint64_t> last_applied_ts_{0};

@@ -358,5 +358,41 @@ TEST_F(ReplicaFailureTest, EioOnTheLeadersDiskFailsItsReplicaAndTheOthersGoOn) {
   envs_[leader]->SetEio("", 0);
 }
 
+// A follower whose disk fills up (docs/tserver.md "Disk faults"): its WAL append meets ENOSPC, so
+// its Raft node stops, but the replica is paused (STOPPING), not FAILED: the master does not
+// replace it at once. The other two go on; once the disk has room the server opens the replica
+// again from disk, it catches up, and all three agree.
+TEST_F(ReplicaFailureTest, AFullWalDiskPausesAFollowerUntilSpaceIsFreed) {
+  StartCluster(3);
+  const int leader = WaitForLeader();
+  ASSERT_GE(leader, 0);
+  BASALT_ASSERT_OK(Insert(leader, 0, 100).status());
+  const int follower = (leader + 1) % 3;
+  envs_[follower]->SetEnospc(dirs_[follower]->path(), 1.0);
+  BASALT_ASSERT_OK(Insert(leader, 100, 200).status());  // A majority without the follower.
+  auto paused = Replica(follower);
+  ASSERT_TRUE(WaitFor([&] { return paused->paused_for_space(); }));
+  EXPECT_EQ(paused->state(), ReplicaState::kStopping);
+  BASALT_ASSERT_OK(Insert(leader, 200, 300).status());
+  envs_[follower]->SetEnospc("", 0);
+  // Reopened within a second or two (the space watcher's period, the monitor's refresh).
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = Replica(follower);
+        return r != paused && r->state() == ReplicaState::kRunning;
+      },
+      absl::Seconds(30)));
+  absl::StatusOr<pb::ChecksumResponsePB> want = Checksum(leader, 0);
+  BASALT_ASSERT_OK(want);
+  EXPECT_EQ(want->num_rows(), 300u);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(WaitFor([&] {
+      absl::StatusOr<pb::ChecksumResponsePB> got = Checksum(i, want->snap_timestamp());
+      return got.ok() && got->checksum() == want->checksum() && got->num_rows() == 300u;
+    })) << "server "
+        << i;
+  }
+}
+
 }  // namespace
 }  // namespace basalt

@@ -132,6 +132,7 @@ absl::Status TabletServer::Start() {
   tablet_manager_ = std::make_unique<TsTabletManager>(ctx);
   BASALT_RETURN_IF_ERROR(tablet_manager_->OpenAll());
   StartBlockMaintenance();
+  space_watcher_ = std::thread([this] { SpaceWatcherLoop(); });
 
   scanner_manager_ = std::make_unique<ScannerManager>(absl::Milliseconds(options_.scanner_ttl_ms),
                                                       options_.scanner_max_open);
@@ -204,6 +205,21 @@ absl::Status TabletServer::StartRpcServer() {
   }
   address_book_->Set(instance_->uuid(), advertised_);
   return absl::OkStatus();
+}
+
+void TabletServer::SpaceWatcherLoop() {
+  while (true) {
+    {
+      absl::MutexLock l(&space_watcher_mu_);
+      // The timed wait is the period itself; Shutdown ends it at once.
+      if (space_watcher_mu_.AwaitWithTimeout(absl::Condition(&space_watcher_stop_),
+                                             absl::Seconds(1))) {
+        return;
+      }
+    }
+    tablet_manager_->ReopenPausedReplicas(
+        [this] { return disk_space_->CheckRoomForWrites().ok(); });
+  }
 }
 
 void TabletServer::StartBlockMaintenance() {
@@ -380,6 +396,13 @@ void TabletServer::Shutdown() {
   // Before the replicas: the scrubber's callback looks them up.
   if (block_scrubber_ != nullptr) block_scrubber_->Shutdown();
   if (block_gc_ != nullptr) block_gc_->Shutdown();
+  if (space_watcher_.joinable()) {  // Before the replicas: it reopens some.
+    {
+      absl::MutexLock l(&space_watcher_mu_);
+      space_watcher_stop_ = true;
+    }
+    space_watcher_.join();
+  }
   // Replicas first: their shutdown fails proposals that RPC handlers wait for, so the gRPC
   // server's shutdown below does not wait on them.
   if (tablet_manager_ != nullptr) tablet_manager_->Shutdown();

@@ -16,9 +16,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "common/env.h"
 #include "common/metrics.h"
 #include "rpc/net_util.h"
@@ -123,6 +125,9 @@ class TabletServer {
   void StartBlockMaintenance();
   // The scrubber found `block` (invalid: the superblock) of `tablet_id` corrupt: fails the replica.
   void OnCorruptBlock(const std::string& tablet_id, BlockId block, const absl::Status& error);
+  // Every second until Shutdown: reopens the replicas a full disk paused once it has room
+  // (docs/tserver.md "Disk faults").
+  void SpaceWatcherLoop() ABSL_LOCKS_EXCLUDED(space_watcher_mu_);
 
   TabletServerOptions options_;
   Env* env_ = nullptr;
@@ -139,6 +144,9 @@ class TabletServer {
   // Before tablet_manager_: the replicas' Raft nodes hold tokens of it until they are destroyed.
   std::unique_ptr<SerialTaskPool> apply_pool_;
   std::unique_ptr<DiskSpaceMonitor> disk_space_;
+  absl::Mutex space_watcher_mu_;
+  bool space_watcher_stop_ ABSL_GUARDED_BY(space_watcher_mu_) = false;
+  std::thread space_watcher_;
   std::unique_ptr<TsTabletManager> tablet_manager_;
   // Both read tablet directories and the block manager; the scrubber's callback uses
   // tablet_manager_. Shut down before the replicas.

@@ -398,6 +398,49 @@ std::map<std::string, ReplicaFileHeader> TsTabletManager::Tombstones() const {
   return tombstones_;
 }
 
+bool TsTabletManager::ShutDown() const {
+  absl::MutexLock l(&mu_);
+  return shut_down_;
+}
+
+int TsTabletManager::ReopenPausedReplicas(const std::function<bool()>& has_room) {
+  std::vector<std::shared_ptr<TabletReplica>> paused;
+  {
+    absl::MutexLock l(&mu_);
+    if (shut_down_) return 0;
+    for (auto& [id, r] : replicas_) {
+      if (r->paused_for_space() && !busy_.contains(id)) paused.push_back(r);
+    }
+    if (paused.empty() || !has_room()) return 0;
+    // The paused replica stays listed until its successor is open: requests meanwhile get
+    // TABLET_NOT_RUNNING (retried on this server), not TABLET_NOT_FOUND.
+    for (const auto& r : paused) busy_.insert(r->tablet_id());
+  }
+  int reopened = 0;
+  for (const auto& old : paused) {
+    const std::string id = old->tablet_id();
+    old->Shutdown();  // Joins its node; its files are what a restart would find.
+    absl::StatusOr<std::shared_ptr<TabletReplica>> r = TabletReplica::Open(ctx_, id);
+    absl::Status s = r.ok() ? (*r)->Start() : r.status();
+    if (s.ok() && ShutDown()) {
+      (*r)->Shutdown();  // The server stopped meanwhile: nothing may outlive its Shutdown.
+      s = absl::UnavailableError("the tablet server is shutting down");
+    }
+    absl::MutexLock l(&mu_);
+    busy_.erase(id);
+    if (s.ok()) {
+      LOG(INFO) << "tablet " << id << ": the disk has room again; reopened";
+      replicas_[id] = std::move(*r);
+      ++reopened;
+    } else {
+      LOG(ERROR) << "tablet " << id << " failed to reopen after a full disk: " << s;
+      replicas_.erase(id);
+      failed_[id] = s;
+    }
+  }
+  return reopened;
+}
+
 void TsTabletManager::Shutdown() {
   std::map<std::string, std::shared_ptr<TabletReplica>> replicas;
   {

@@ -8,6 +8,7 @@
 // Lifecycle: construct -> OpenAll() -> requests -> Shutdown() (shuts every replica down).
 // Thread-safe. No lock is held while a replica does disk I/O or waits.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -85,10 +86,15 @@ class TsTabletManager {
   std::map<std::string, ReplicaFileHeader> Tombstones() const ABSL_LOCKS_EXCLUDED(mu_);
 
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
+  // Opens again, from disk, every replica paused by a full disk (TabletReplica::paused_for_space)
+  // if `has_room` says the disk has room now: the same path as a restart (WAL replay above the
+  // superblock). Returns how many it reopened. A replica that fails to open is FAILED.
+  int ReopenPausedReplicas(const std::function<bool()>& has_room) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   // Opens one directory found at start (OpenAll).
   void OpenOne(const std::string& id) ABSL_LOCKS_EXCLUDED(mu_);
+  bool ShutDown() const ABSL_LOCKS_EXCLUDED(mu_);
   // StartTabletCopy once the tablet is marked busy_ and any live replica was taken out.
   absl::StatusOr<uint64_t> CopyAndStart(const std::string& tablet_id,
                                         std::shared_ptr<TabletReplica> replaced,
