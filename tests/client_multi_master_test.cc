@@ -167,6 +167,10 @@ TEST_F(MultiMasterTest, RandomMasterKillsUnderDdl) {
     cluster_->master(victim)->Kill();
     const std::string name = StrCat("r", round);
     std::shared_ptr<Table> table;
+    // A new leader may be the master restarted last round, which tablet servers heartbeat again
+    // only after their backoff (up to --heartbeat_max_failure_backoff_ms): placing 3 replicas
+    // needs it to see all three live.
+    BASALT_ASSERT_OK(cluster_->WaitForTabletServerCount(3, absl::Seconds(60)));
     ASSERT_NO_FATAL_FAILURE(CreateTable(name, 0, {}, &table));
     expected.push_back(name);
     const std::string altered = expected[rng.Uniform(expected.size())];

@@ -69,6 +69,14 @@ bool SerialTaskPool::Token::Submit(std::function<void()> task) {
   return true;
 }
 
+void SerialTaskPool::Token::Drain() {
+  {
+    absl::MutexLock l(&pool_->mu_);
+    while (!shut_down_ && (running_ || !tasks_.empty())) pool_->task_done_.Wait(&pool_->mu_);
+  }
+  Shutdown();
+}
+
 void SerialTaskPool::Token::Shutdown() {
   std::deque<std::function<void()>> dropped;
   {

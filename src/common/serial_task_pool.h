@@ -36,6 +36,9 @@ class SerialTaskPool {
     // Drops the queued tasks and waits for the running one to return. Idempotent.
     // REQUIRES: not called from a task of this token.
     void Shutdown();
+    // Waits until every task submitted so far has run, then Shutdown(). The caller must stop
+    // submitting first. REQUIRES: not called from a task of this token.
+    void Drain();
 
    private:
     friend class SerialTaskPool;

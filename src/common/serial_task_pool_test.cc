@@ -87,6 +87,21 @@ TEST(SerialTaskPoolTest, ShutdownWaitsForTheRunningTaskAndDropsTheQueue) {
   EXPECT_TRUE(ran.WaitForNotificationWithTimeout(absl::Seconds(30)));
 }
 
+TEST(SerialTaskPoolTest, DrainRunsEveryQueuedTaskFirst) {
+  SerialTaskPool pool(1);
+  auto token = pool.NewToken();
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(token->Submit([&] {
+      absl::SleepFor(absl::Microseconds(200));
+      ++ran;
+    }));
+  }
+  token->Drain();
+  EXPECT_EQ(ran.load(), 50);
+  EXPECT_FALSE(token->Submit([] {})) << "a drained token took a task";
+}
+
 TEST(SerialTaskPoolTest, DestroyingAQueuedTokenUnlinksIt) {
   SerialTaskPool pool(1);
   auto blocker = pool.NewToken();

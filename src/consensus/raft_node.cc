@@ -144,8 +144,10 @@ void RaftNode::Shutdown() {
   if (was_running) transport_->Unregister(options_.group_id, options_.peer_id);
   if (ticker_.joinable()) ticker_.join();
   if (worker_.joinable()) worker_.join();
-  // Entries queued but not applied stay in the log: a restart applies them.
-  if (apply_token_ != nullptr) apply_token_->Shutdown();
+  // Committed entries handed to the applier are applied before the proposals fail (their outcome
+  // is known: a waiting client must not be told "not the leader" for a write that committed).
+  // A failed node's were dropped already (StopAfterFailure).
+  if (apply_token_ != nullptr) apply_token_->Drain();
   FailAll(absl::UnavailableError(StrCat("raft replica ", options_.peer_id, " is shutting down")));
   if (log_ != nullptr) log_->Shutdown();
   if (cmeta_ != nullptr && cmeta_->dirty()) {
@@ -158,21 +160,23 @@ void RaftNode::Shutdown() {
 
 void RaftNode::Receive(RaftMessage m) {
   absl::MutexLock l(&mu_);
-  if (running_ && error_.ok()) inbox_.push_back(std::move(m));
+  if (running_ && !failing_) inbox_.push_back(std::move(m));
 }
 
 void RaftNode::Enqueue(Task task) {
   absl::Status cancel;
   {
     absl::MutexLock l(&mu_);
-    if (running_ && error_.ok()) {
+    if (running_ && !failing_) {
       tasks_.push_back(std::move(task));
       return;
     }
     cancel =
-        error_.ok()
-            ? absl::UnavailableError(StrCat("raft replica ", options_.peer_id, " is not running"))
-            : error_;
+        !error_.ok() ? error_
+        : failing_
+            ? absl::UnavailableError(
+                  StrCat("raft replica ", options_.peer_id, " is stopping after an error"))
+            : absl::UnavailableError(StrCat("raft replica ", options_.peer_id, " is not running"));
   }
   task(cancel);
 }
@@ -195,9 +199,23 @@ void RaftNode::ProposeWith(std::function<absl::StatusOr<uint64_t>()> propose,
     if (!cancel.ok()) return callback(cancel);
     absl::StatusOr<uint64_t> index = propose();
     if (!index.ok()) return callback(index.status());
-    // Before this task returns, so before the entry can commit and reach the applier.
-    absl::MutexLock l(&pending_mu_);
-    pending_.emplace(*index, Pending{core_->term(), std::move(callback)});
+    // Proposals of an earlier term at this index or above were overwritten (this leader's log
+    // replaced them): they end now, or the new one could not be registered at its index.
+    std::map<uint64_t, Pending> overwritten;
+    {
+      // Before this task returns, so before the entry can commit and reach the applier.
+      absl::MutexLock l(&pending_mu_);
+      auto it = pending_.lower_bound(*index);
+      while (it != pending_.end()) {
+        auto node = pending_.extract(it++);
+        overwritten.insert(std::move(node));
+      }
+      pending_.emplace(*index, Pending{core_->term(), std::move(callback)});
+    }
+    for (auto& [i, p] : overwritten) {
+      p.callback(absl::AbortedError(
+          StrCat("entry ", i, " of term ", p.term, " was overwritten by a new leader")));
+    }
   });
 }
 
@@ -248,6 +266,22 @@ absl::Status RaftNode::LeaderStepDown() {
 
 absl::Status RaftNode::TransferLeadership(const PeerId& peer) {
   return RunOnWorker([this, peer] { return core_->TransferLeadership(peer); });
+}
+
+void RaftNode::StopAfterFailure(const absl::Status& error) {
+  absl::Status first;
+  {
+    // Another thread's Fail() may still be in on_failed: its error is the one to report, and only
+    // once it is set do requests stop queueing (Enqueue, Receive).
+    absl::MutexLock l(&mu_);
+    auto set = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !error_.ok() || stopping_; };
+    mu_.Await(absl::Condition(&set));
+    first = error_.ok() ? error : error_;
+  }
+  // The running apply may still use a proposal's rows (they belong to the waiting RPC): it must
+  // end before the proposals fail. Queued batches are dropped: a failed node applies no more.
+  apply_token_->Shutdown();
+  FailAll(first);
 }
 
 void RaftNode::Fail(const absl::Status& error) {
@@ -306,7 +340,7 @@ void RaftNode::WorkerLoop() {
       failed = error_;
     }
     if (!failed.ok()) {  // Fail() from another thread.
-      FailAll(failed);
+      StopAfterFailure(failed);
       return;
     }
     {
@@ -357,8 +391,7 @@ void RaftNode::WorkerLoop() {
     while (s.ok() && core_->HasReady()) s = HandleReady();
     if (!s.ok()) {
       Fail(s);
-      const absl::Status first = health();  // Another error may have come first.
-      FailAll(first.ok() ? s : first);
+      StopAfterFailure(s);
       return;
     }
     if (ticks_since_gc_ >= options_.log_gc_interval_ticks) MaybeGcLog();

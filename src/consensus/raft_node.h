@@ -229,6 +229,9 @@ class RaftNode {
   void ApplyCommitted(const std::vector<LogEntry>& entries) ABSL_LOCKS_EXCLUDED(mu_, pending_mu_);
   void MaybeGcLog();
   void PublishState() ABSL_LOCKS_EXCLUDED(mu_);
+  // Worker, after a failure: waits until the failing Fail() set error_, stops the applier (waiting
+  // for the running apply), then FailAll.
+  void StopAfterFailure(const absl::Status& error) ABSL_LOCKS_EXCLUDED(mu_, pending_mu_);
   // Fails every pending proposal and queued task with `status`.
   void FailAll(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
 

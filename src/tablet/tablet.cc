@@ -87,6 +87,7 @@ absl::Status Tablet::InitFromSuperBlock(const TabletSuperBlock& sb) {
   SetComponents(GetComponents()->WithDiskRowSets(std::move(drs)));
   next_rowset_id_ = sb.next_rowset_id;
   last_applied_op_index_ = sb.durable_op_index;
+  persisted_durable_op_index_ = sb.durable_op_index;
   last_applied_ts_ = sb.max_durable_timestamp.value();
   history_gc_mark_ = sb.history_gc_mark.value();
   {
@@ -142,7 +143,8 @@ absl::Status Tablet::Write(absl::Span<const DecodedRowOperation> ops,
 absl::Status Tablet::ApplyLocked(HybridTime ts, int64_t op_index,
                                  absl::Span<const DecodedRowOperation> ops,
                                  std::vector<RowOutcome>* results, bool replay) {
-  BASALT_RETURN_IF_ERROR(health());  // A failed tablet applies nothing more.
+  // A failed tablet applies nothing more (its error, whatever its code, is one of the storage).
+  if (absl::Status failed = health(); !failed.ok()) return StorageError(failed);
   // Replayed ops may lie below timestamps the rowsets already hold (another store was flushed
   // later); they run before the tablet serves reads, so they bypass MVCC tracking.
   if (!ts.is_valid() || (!replay && ts <= last_write_ts_)) {
@@ -171,15 +173,16 @@ absl::Status Tablet::ApplyLocked(HybridTime ts, int64_t op_index,
       storage = StorageError(outcome.status());
     }
   }
-  if (!replay) mvcc_.FinishOp(ts);
   if (!storage.ok()) {
-    // Part of the op may be applied in memory: nothing of this tablet may become durable now
-    // (Fail), and the caller fails the replica, whose log still holds the op.
+    // Part of the op may be applied in memory: nothing of this tablet may become durable now, nor
+    // be read (Fail, before the op becomes visible), and the caller fails the replica, whose log
+    // still holds the op.
     storage = absl::Status(storage.code(), StrCat("tablet ", tablet_id_, ": applying op ", op_index,
                                                   ": ", storage.message()));
     Fail(storage);
-    return storage;
   }
+  if (!replay) mvcc_.FinishOp(ts);
+  if (!storage.ok()) return storage;
   mvcc_.AdjustSafeTime(ts);
   ReportMemory(*c);
   last_write_ts_ = std::max(last_write_ts_, ts);
@@ -436,6 +439,7 @@ absl::StatusOr<std::unique_ptr<RowBlockIterator>> Tablet::NewIterator(const Sche
                                                                       const MvccSnapshot& snap,
                                                                       const ScanSpec& spec,
                                                                       bool ordered) const {
+  BASALT_RETURN_IF_ERROR(health());  // A failed tablet may hold part of an op: nothing is read.
   std::shared_ptr<const Components> c = GetComponents();
   const Schema& schema = *c->schema;
   // The internal projection: key columns first when ordered, then the caller's columns, then
@@ -881,6 +885,9 @@ absl::Status Tablet::PersistSuperBlock(std::vector<BlockId> orphans) {
   sb.orphaned_blocks = pending_orphans_;
   sb.version = static_cast<uint64_t>(++superblock_version_);
   BASALT_RETURN_IF_ERROR(WriteSuperBlock(options_.env, options_.superblock_path, sb));
+  if (sb.durable_op_index > persisted_durable_op_index_.load()) {
+    persisted_durable_op_index_.store(sb.durable_op_index);
+  }
   // Durable: nothing refers to the orphans any more. Readers that still hold the old rowsets keep
   // their open files.
   for (BlockId id : pending_orphans_) {

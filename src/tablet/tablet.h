@@ -203,8 +203,12 @@ class Tablet {
   // a key lookup consults (0: nothing worth doing).
   double MergeCompactionQuality() const;
 
-  // Every op with index <= this is durable in the rowsets.
+  // Every op with index <= this is in the rowsets, which the next superblock write makes durable.
   int64_t DurableOpIndex() const;
+  // Every op with index <= this is durable: the durable op index of the last superblock written
+  // (or read at open). What log GC and copy anchors may rely on: DurableOpIndex() runs ahead of it
+  // while a flush's superblock write has not happened (or failed).
+  int64_t PersistedDurableOpIndex() const { return persisted_durable_op_index_.load(); }
   TabletStats GetStats() const;
   // The rowset ids and metadata as of now (tests, tools).
   std::vector<RowSetMetadata> RowSetsForTests() const;
@@ -334,6 +338,7 @@ class Tablet {
   std::atomic<int64_t> next_rowset_id_{0};
   std::atomic<int64_t> next_mrs_id_{0};
   std::atomic<int64_t> last_applied_op_index_{0};
+  std::atomic<int64_t> persisted_durable_op_index_{0};  // Raised after each superblock write.
   std::atomic<uint64_t> last_applied_ts_{0};
   std::atomic<int64_t> flushes_{0};
   std::atomic<int64_t> compactions_{0};

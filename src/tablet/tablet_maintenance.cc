@@ -7,6 +7,7 @@
 #include <gflags/gflags.h>
 
 #include "common/strings.h"
+#include "tablet/row_outcome.h"
 #include "tablet/tablet.h"
 
 DEFINE_int32(flush_threshold_mb, 64,
@@ -49,10 +50,14 @@ class TabletOp : public MaintenanceOp {
   bool Prepare() override { return true; }
   absl::Status Perform() override {
     absl::Status s = run_();
-    // An I/O error or corrupt data (not a full disk, which only pauses the ops): the replica may
-    // no longer match its peers' durable state.
-    if ((absl::IsInternal(s) || absl::IsDataLoss(s)) && hooks_->on_storage_error) {
-      hooks_->on_storage_error(absl::Status(s.code(), StrCat(name(), ": ", s.message())));
+    // Any error of the storage (EIO, a read-only file system, a lost or corrupt block) fails the
+    // replica: it could flush nothing more and may no longer match its peers' durable state. Only
+    // a full disk (which pauses the ops) and cancellations are let through.
+    const bool transient = absl::IsResourceExhausted(s) || absl::IsCancelled(s) ||
+                           absl::IsAborted(s) || absl::IsUnavailable(s);
+    if (!s.ok() && !transient && hooks_->on_storage_error) {
+      const absl::Status e = StorageError(s);
+      hooks_->on_storage_error(absl::Status(e.code(), StrCat(name(), ": ", e.message())));
     }
     return s;
   }

@@ -28,8 +28,9 @@ struct TabletMaintenanceHooks {
   // False while the data directory is full: the ops that write blocks (flushes, compactions)
   // report themselves not runnable until it has room again; history GC, which frees space, runs.
   std::function<bool()> has_room;
-  // An op failed with an I/O error or corrupt data (INTERNAL, DATA_LOSS; not a full disk): the
-  // replica fails (docs/tserver.md "Replica states").
+  // An op failed with an error of the storage (anything but RESOURCE_EXHAUSTED, a full disk that
+  // only pauses the ops, and CANCELLED / ABORTED / UNAVAILABLE): the replica fails
+  // (docs/tserver.md "Replica states").
   std::function<void(const absl::Status& error)> on_storage_error;
 };
 

@@ -172,7 +172,8 @@ void TabletReplica::Shutdown() {
 void TabletReplica::Fail(const absl::Status& why) {
   const absl::Status error = why.ok() ? absl::InternalError("failed with an OK status") : why;
   RaftNode* node = raft();
-  tablet_->Fail(error);  // Nothing more becomes durable.
+  paused_for_space_.store(false);  // Failed for good: never reopened.
+  tablet_->Fail(error);            // Nothing more becomes durable.
   SetState(ReplicaState::kFailed, error);
   if (node != nullptr) node->Fail(error);  // No more votes, leading or applies.
 }
@@ -293,10 +294,11 @@ absl::Status TabletReplica::CheckLeaderReady(absl::Time deadline) {
     if (node->role() != RaftCore::Role::kLeader) {
       return NotLeader("this replica is not the leader");
     }
-    if (last_applied_term_.load() == node->term()) return absl::OkStatus();
+    const uint64_t term = node->term();
+    if (last_applied_term_.load() == term) return absl::OkStatus();
     if (absl::Now() >= until) break;
     // Woken by Apply; the bounded wait re-reads the node's term, which Apply does not signal.
-    state_.Await([this, node] { return last_applied_term_.load() == node->term(); },
+    state_.Await([this, term] { return last_applied_term_.load() == term; },
                  std::min(until, absl::Now() + absl::Milliseconds(10)));
   }
   return TabletNotRunningError(
@@ -381,8 +383,10 @@ absl::Status TabletReplica::ProposeAndWait(std::string body, HybridTime propagat
     op->mu.Await(absl::Condition(&done));  // Apply holds it: the callback follows at once.
   }
   if (!op->propose_status.ok()) {
-    // A node that stopped on an error failed the replica: the client retries elsewhere.
+    // A node that stopped on an error failed the replica: the client retries elsewhere. A replica
+    // paused by a full disk leads no more either (the entry may still commit elsewhere).
     if (state() == ReplicaState::kFailed) return CheckRunning();
+    if (paused_for_space()) return NotLeader("this replica paused: its disk is full");
     if (IsNotLeaderProposalError(op->propose_status)) {
       return NotLeader(std::string(op->propose_status.message()));
     }
@@ -550,7 +554,8 @@ absl::StatusOr<uint32_t> TabletReplica::AlterSchema(const pb::SchemaPB& schema,
 // ---- Apply ----------------------------------------------------------------------------------
 
 uint64_t TabletReplica::DurableIndex() const {
-  return static_cast<uint64_t>(std::max<int64_t>(0, tablet_->DurableOpIndex()));
+  // The superblock's, not the rowsets' in-memory one: log GC must not pass what a restart finds.
+  return static_cast<uint64_t>(std::max<int64_t>(0, tablet_->PersistedDurableOpIndex()));
 }
 
 absl::Status TabletReplica::Apply(const LogEntry& entry) {
@@ -637,21 +642,24 @@ absl::Status TabletReplica::FlushBeforeAlter(uint64_t alter_index) {
   // No write is applied meanwhile (this runs on the applier that applies them); a rowset busy in a
   // compaction keeps its in-memory deltas until the compaction ends: wait for a release (a
   // condition, not a poll; on the applier, so Raft heartbeats and votes go on), then flush again.
+  // No deadline: a long compaction is no fault of this replica (its peers wait for theirs too).
   if (FLAGS_tablet_alter_inject_delay_ms > 0) {
     absl::SleepFor(absl::Milliseconds(FLAGS_tablet_alter_inject_delay_ms));
   }
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  const absl::Time start = absl::Now();
+  absl::Time next_log = start + absl::Seconds(30);
   while (true) {
     const uint64_t releases = tablet_->busy_releases();
-    BASALT_RETURN_IF_ERROR(tablet_->FlushMemRowSet());
-    BASALT_RETURN_IF_ERROR(tablet_->FlushDeltas());
-    if (tablet_->DurableOpIndex() >= static_cast<int64_t>(last_write_index_)) {
+    BASALT_RETURN_IF_ERROR(StorageError(tablet_->FlushMemRowSet()));
+    BASALT_RETURN_IF_ERROR(StorageError(tablet_->FlushDeltas()));
+    if (tablet_->PersistedDurableOpIndex() >= static_cast<int64_t>(last_write_index_)) {
       return absl::OkStatus();
     }
-    if (!tablet_->AwaitRowSetRelease(releases, deadline)) {
-      return absl::UnavailableError(StrCat("tablet ", tablet_id_,
-                                           ": ops before the schema change at index ", alter_index,
-                                           " are still not durable after 30 s"));
+    if (!tablet_->AwaitRowSetRelease(releases, next_log)) {
+      LOG(WARNING) << "tablet " << tablet_id_ << ": the schema change at index " << alter_index
+                   << " still waits, after " << absl::Trunc(absl::Now() - start, absl::Seconds(1))
+                   << ", for a compaction to release the rowsets holding earlier ops";
+      next_log = absl::Now() + absl::Seconds(30);
     }
   }
 }
@@ -681,7 +689,7 @@ absl::Status TabletReplica::ApplyAlter(const LogEntry& entry, const pb::Replicat
       meta_.table_name = name;
       m = meta_;
     }
-    s = ReplicaFiles::PersistMeta(ctx_, m);
+    s = StorageError(ReplicaFiles::PersistMeta(ctx_, m));
   }
   LOG_IF(WARNING, !s.ok()) << "tablet " << tablet_id_ << ": schema change failed: " << s;
   if (op != nullptr) {

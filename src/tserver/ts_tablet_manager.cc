@@ -6,6 +6,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "consensus/consensus_metadata.h"
@@ -404,14 +405,26 @@ bool TsTabletManager::ShutDown() const {
 }
 
 int TsTabletManager::ReopenPausedReplicas(const std::function<bool()>& has_room) {
+  {
+    absl::MutexLock l(&mu_);
+    bool any = false;
+    for (auto& [id, r] : replicas_) any |= r->paused_for_space();
+    if (shut_down_ || !any) return 0;
+  }
+  if (!has_room()) return 0;  // Disk I/O (statvfs): outside mu_.
   std::vector<std::shared_ptr<TabletReplica>> paused;
+  const absl::Time now = absl::Now();
   {
     absl::MutexLock l(&mu_);
     if (shut_down_) return 0;
     for (auto& [id, r] : replicas_) {
-      if (r->paused_for_space() && !busy_.contains(id)) paused.push_back(r);
+      auto retry = reopen_not_before_.find(id);
+      if (r->paused_for_space() && r->state() != ReplicaState::kFailed && !busy_.contains(id) &&
+          (retry == reopen_not_before_.end() || retry->second.first <= now)) {
+        paused.push_back(r);
+      }
     }
-    if (paused.empty() || !has_room()) return 0;
+    if (paused.empty()) return 0;
     // The paused replica stays listed until its successor is open: requests meanwhile get
     // TABLET_NOT_RUNNING (retried on this server), not TABLET_NOT_FOUND.
     for (const auto& r : paused) busy_.insert(r->tablet_id());
@@ -431,10 +444,19 @@ int TsTabletManager::ReopenPausedReplicas(const std::function<bool()>& has_room)
     if (s.ok()) {
       LOG(INFO) << "tablet " << id << ": the disk has room again; reopened";
       replicas_[id] = std::move(*r);
+      // A replica that pauses again soon (a disk still full for it, e.g. a quota) is retried with
+      // a growing delay, not every second.
+      auto& [not_before, delay] = reopen_not_before_[id];
+      delay = std::min(std::max(delay * 2, absl::Seconds(1)), absl::Seconds(60));
+      not_before = absl::Now() + delay;
       ++reopened;
+    } else if (absl::IsResourceExhausted(s) && !shut_down_) {
+      // Full again while opening: the paused replica stays, for the next round.
+      LOG(WARNING) << "tablet " << id << " could not reopen yet: " << s;
     } else {
       LOG(ERROR) << "tablet " << id << " failed to reopen after a full disk: " << s;
       replicas_.erase(id);
+      reopen_not_before_.erase(id);
       failed_[id] = s;
     }
   }

@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/log_throttle.h"
 #include "tserver/replica_file.h"
 #include "tserver/tablet_replica.h"
@@ -118,6 +119,10 @@ class TsTabletManager {
   std::map<std::string, std::unique_ptr<TombstoneVoter>> voters_ ABSL_GUARDED_BY(mu_);
   // Ids being created or deleted (their files are changing).
   absl::flat_hash_set<std::string> busy_ ABSL_GUARDED_BY(mu_);
+  // Replicas reopened after a full disk: not reopened again before the time; the delay doubles
+  // (1 s to 60 s) with each reopen.
+  std::map<std::string, std::pair<absl::Time, absl::Duration>> reopen_not_before_
+      ABSL_GUARDED_BY(mu_);
   // The lines of incoming copies by tablet id, from a copy's first attempt until one succeeds.
   // Lock order: mu_ before a LogThrottle's own lock.
   std::map<std::string, LogThrottle> copy_logs_ ABSL_GUARDED_BY(mu_);
