@@ -50,7 +50,9 @@ TEST_F(CliKsckChecksumTest, IdleAndEmptyTabletsAgreeAtTheLeadersSnapshot) {
     const std::regex line(R"(tablet \S+: OK \((\d+) rows, checksum (\d+)\))");
     for (std::sregex_iterator it(r.out.begin(), r.out.end(), line), end; it != end; ++it) {
       rows.push_back(std::stoull((*it)[1].str()));
-      if (rows.back() == 0) EXPECT_EQ((*it)[2].str(), "0") << r.out;
+      if (rows.back() == 0) {
+        EXPECT_EQ((*it)[2].str(), "0") << r.out;
+      }
     }
     std::sort(rows.begin(), rows.end());
     EXPECT_EQ(rows, (std::vector<uint64_t>{0, 100, 200})) << r.out;

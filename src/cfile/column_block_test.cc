@@ -31,7 +31,9 @@ TEST(ColumnBlockTest, ExpandNonNullCellsSpreadsValuesOverNonNullRows) {
       ASSERT_EQ(b->data<int32_t>()[offset + r], want[r]) << r;
     }
     for (size_t j = offset + rows; j < cap; j++) {
-      if (j >= offset + values) ASSERT_EQ(b->data<int32_t>()[j], -7);
+      if (j >= offset + values) {
+        ASSERT_EQ(b->data<int32_t>()[j], -7);
+      }
     }
   }
 }

@@ -116,7 +116,9 @@ TEST_F(DeltaFileTest, RoundTripsWithEveryCodecAndPageSize) {
       EXPECT_EQ(reader.min_timestamp(), min_ts);
       EXPECT_EQ(reader.max_timestamp(), max_ts);
       EXPECT_EQ(reader.size_bytes(), ReadBytes(id).size());
-      if (page_size == 256) EXPECT_GT(reader.num_pages(), 10u);
+      if (page_size == 256) {
+        EXPECT_GT(reader.num_pages(), 10u);
+      }
       Arena arena(4096);
       EXPECT_EQ(ToPairs(Collect(reader, 0, SIZE_MAX, &arena).value()), ModelRange(model, 0, 5000));
       for (int i = 0; i < 200; ++i) {

@@ -331,7 +331,9 @@ TEST_F(DeltaTrackerTest, CrashAtEverySyncPointOfAFlush) {
     for (BlockId id : now) {
       if (std::find(existing.begin(), existing.end(), id) == existing.end()) added.push_back(id);
     }
-    if (ok) ASSERT_EQ(added.size(), 1u);
+    if (ok) {
+      ASSERT_EQ(added.size(), 1u);
+    }
     ASSERT_LE(added.size(), 1u);
     ++(added.empty() ? absent : complete);
     if (!added.empty()) {
@@ -391,7 +393,9 @@ TEST_F(DeltaTrackerTest, ConcurrentReadersFlushesAndCompactions) {
   std::thread maintenance([&] {
     while (!writer_done.load(std::memory_order_acquire)) {
       BASALT_ASSERT_OK(t->FlushDMS());
-      if (t->num_redo_files() >= 4) BASALT_ASSERT_OK(t->MinorCompactRedoFiles());
+      if (t->num_redo_files() >= 4) {
+        BASALT_ASSERT_OK(t->MinorCompactRedoFiles());
+      }
     }
   });
   std::vector<std::thread> readers;

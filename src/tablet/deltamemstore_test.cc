@@ -174,7 +174,9 @@ TEST(DeltaMemStoreTest, ConcurrentReadersNeverBlockOrLoseEntries) {
       ASSERT_GE(got.size(), seen[bucket]);
       seen[bucket] = got.size();
       for (size_t i = 0; i < got.size(); ++i) {
-        if (i > 0) ASSERT_LT(got[i - 1].key, got[i].key);
+        if (i > 0) {
+          ASSERT_LT(got[i - 1].key, got[i].key);
+        }
         ASSERT_EQ(got[i].changes, expected_bytes(got[i].key));
       }
     }

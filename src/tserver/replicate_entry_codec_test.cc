@@ -26,7 +26,9 @@ TEST(ReplicateEntryCodecTest, WriteEntryParsesAsAReplicateMsg) {
       EXPECT_EQ(msg.write().row_operations().rows(), rows.rows());
       EXPECT_EQ(msg.write().row_operations().indirect_data(), "indirect");
       // As long as what protobuf writes for the same message (which omits a version of 0).
-      if (version != 0) EXPECT_EQ(body.size(), msg.ByteSizeLong());
+      if (version != 0) {
+        EXPECT_EQ(body.size(), msg.ByteSizeLong());
+      }
     }
   }
 }

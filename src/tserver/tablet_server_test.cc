@@ -366,7 +366,9 @@ TEST_F(TabletServerTest, AFullDiskRefusesWritesUntilSpaceIsFreed) {
   EXPECT_EQ((*replica)->state(), ReplicaState::kRunning);
   // Space freed: writes resume by themselves.
   env_.SetEnospc("", 0);
-  if (tmpfs) BASALT_ASSERT_OK(Env::Default()->DeleteFile(filler));
+  if (tmpfs) {
+    BASALT_ASSERT_OK(Env::Default()->DeleteFile(filler));
+  }
   ASSERT_TRUE(WaitFor([&] { return write_next().ok(); }));
   InsertRange(1000, 2000);
   BASALT_ASSERT_OK((*replica)->tablet()->FlushMemRowSet());
