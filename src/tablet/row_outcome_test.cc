@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "common/status_test_util.h"
+
 namespace basalt {
 namespace {
 
 TEST(RowOutcomeTest, OutcomesMapToTheirClientStatuses) {
-  EXPECT_TRUE(RowOutcomeToStatus(RowOutcome::kApplied).ok());
+  BASALT_EXPECT_OK(RowOutcomeToStatus(RowOutcome::kApplied));
   EXPECT_TRUE(absl::IsAlreadyExists(RowOutcomeToStatus(RowOutcome::kKeyExists)));
   EXPECT_TRUE(absl::IsNotFound(RowOutcomeToStatus(RowOutcome::kKeyNotFound)));
   EXPECT_TRUE(absl::IsInvalidArgument(RowOutcomeToStatus(RowOutcome::kInvalidRow)));
