@@ -195,6 +195,19 @@ absl::StatusOr<std::vector<std::vector<std::string>>> CatalogManager::PlaceRepli
     int num_tablets, int num_replicas) {
   std::vector<TsDescriptor> live = ts_manager_->GetLive();
   if (static_cast<int>(live.size()) < num_replicas) {
+    // A master that took the catalog leadership lately may not have heard from every tablet
+    // server yet (they back off from a master they could not reach): retriable until a server
+    // could have been declared not live anyway.
+    const absl::Duration tenure = LeaderTenure(write_term_);
+    if (tenure < ts_manager_->unresponsive_timeout()) {
+      return MasterError(absl::UnavailableError(
+                             StrCat("only ", live.size(),
+                                    " tablet servers have reported to this master since it took "
+                                    "the catalog leadership ",
+                                    absl::FormatDuration(absl::Trunc(tenure, absl::Seconds(1))),
+                                    " ago; ", num_replicas, " are needed: retry shortly")),
+                         pb::ErrorDetailPB::CATALOG_NOT_READY);
+    }
     return absl::InvalidArgumentError(StrCat("num_replicas: not enough live tablet servers for ",
                                              num_replicas, " replicas per tablet: ", live.size(),
                                              " live"));

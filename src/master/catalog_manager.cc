@@ -557,9 +557,23 @@ bool CatalogManager::ApplyReportLocked(const std::string& ts_uuid,
   return unknown;
 }
 
+absl::Duration CatalogManager::LeaderTenure(uint64_t term) {
+  const int64_t now = clock_->MonotonicMicros();
+  absl::MutexLock l(&tenure_mu_);
+  if (term != tenure_term_) {
+    tenure_term_ = term;
+    tenure_since_micros_ = now;
+  }
+  return absl::Microseconds(now - tenure_since_micros_);
+}
+
 absl::Status CatalogManager::ProcessHeartbeat(const pb::TSHeartbeatRequestPB& req,
                                               pb::TSHeartbeatResponsePB* resp) {
   BASALT_RETURN_IF_ERROR(ValidateHeartbeat(req));
+  if (SysCatalog* catalog = sys_catalog_.load(); catalog != nullptr) {
+    // Notes when this master's leadership began, as early as a heartbeat shows it.
+    if (const uint64_t term = catalog->LeaderReadyTerm(); term != 0) LeaderTenure(term);
+  }
   const TsManager::HeartbeatResult hb = ts_manager_->Heartbeat(
       req.ts_uuid(), HostPort::FromPB(req.rpc_address()), HostPort::FromPB(req.http_address()),
       req.num_live_tablets(), !req.is_incremental());

@@ -214,10 +214,15 @@ class CatalogManager : public SysCatalogListener {
   // which memory is complete (LeaderReadyTerm), so that WriteCatalog lands in that same term.
   // UNAVAILABLE + NOT_THE_LEADER_MASTER / CATALOG_NOT_READY otherwise.
   absl::Status BeginCatalogWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(ddl_mu_);
+  // How long this master has led the catalog in `term`, counted from the first time it noticed
+  // (a heartbeat or a DDL in that term).
+  absl::Duration LeaderTenure(uint64_t term) ABSL_LOCKS_EXCLUDED(tenure_mu_);
   absl::Status WriteCatalog(const pb::SysCatalogWriteBatchPB& batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(ddl_mu_);
   // Assigns replicas for `num_tablets` tablets of `num_replicas` each, balancing on the
-  // replicas already assigned. INVALID_ARGUMENT when there are too few live servers.
+  // replicas already assigned. INVALID_ARGUMENT when there are too few live servers, except
+  // while this master's leadership is younger than the tablet servers' unresponsive timeout:
+  // then UNAVAILABLE + CATALOG_NOT_READY (they may not have reported to it yet; clients retry).
   absl::StatusOr<std::vector<std::vector<std::string>>> PlaceReplicas(int num_tablets,
                                                                       int num_replicas)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(ddl_mu_) ABSL_LOCKS_EXCLUDED(mu_);
@@ -253,6 +258,11 @@ class CatalogManager : public SysCatalogListener {
   TsAdminClient* const admin_;
   const CatalogManagerOptions options_;
   Clock* const clock_;
+  // When this master first noticed that it leads the catalog in tenure_term_ (a heartbeat or a
+  // DDL in that term), on clock_'s monotonic scale.
+  absl::Mutex tenure_mu_;  // A leaf lock.
+  uint64_t tenure_term_ ABSL_GUARDED_BY(tenure_mu_) = 0;
+  int64_t tenure_since_micros_ ABSL_GUARDED_BY(tenure_mu_) = 0;
   std::atomic<SysCatalog*> sys_catalog_{nullptr};  // Set once (set_sys_catalog).
   std::function<std::optional<HostPort>(const std::string&)> leader_address_lookup_;
 

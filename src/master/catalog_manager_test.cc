@@ -188,7 +188,10 @@ TEST_F(CatalogManagerTest, CreateTableValidation) {
     enc3.Add(RowOperationType::kSplitRow, split);
     EXPECT_EQ(CodeOf(Create(req).status()), kInvalid);
   }
-  // Replication factors.
+  // Replication factors (too few live servers is definite once the leadership is older than the
+  // servers' unresponsive timeout: TooFewLiveServersIsRetriableWhileTheLeadershipIsYoung).
+  AdvanceMs(600001);
+  for (int i = 0; i < kNumServers; ++i) BASALT_ASSERT_OK(SendHeartbeat(Heartbeat(i)));
   s = Create(CreateTableRequest("n", {}, 5)).status();
   EXPECT_EQ(CodeOf(s), kInvalid);
   EXPECT_NE(s.message().find("live"), std::string_view::npos) << s;
@@ -599,6 +602,26 @@ TEST_F(CatalogManagerTest, CatalogSurvivesRestart) {
   std::vector<std::string> after;
   for (const auto& t : cm_->GetTablets(id)) after.push_back(t->id());
   EXPECT_EQ(after, tablet_ids);
+}
+
+// Too few live tablet servers: retriable while the leadership is young (they may not have
+// reported to this master yet), a definite INVALID_ARGUMENT once it is older than their
+// unresponsive timeout.
+TEST_F(CatalogManagerTest, TooFewLiveServersIsRetriableWhileTheLeadershipIsYoung) {
+  pb::CreateTableRequestPB req = CreateTableRequest("five", {});
+  req.set_num_replicas(5);
+  absl::StatusOr<std::string> early = Create(req);
+  ASSERT_FALSE(early.ok());
+  EXPECT_EQ(early.status().code(), absl::StatusCode::kUnavailable) << early.status();
+  auto detail = GetErrorDetail(early.status());
+  ASSERT_TRUE(detail.has_value()) << early.status();
+  EXPECT_EQ(detail->code(), pb::ErrorDetailPB::CATALOG_NOT_READY);
+  AdvanceMs(600001);  // Past the fixture's 600 s unresponsive timeout.
+  for (int i = 0; i < kNumServers; ++i) BASALT_ASSERT_OK(SendHeartbeat(Heartbeat(i)));
+  absl::StatusOr<std::string> late = Create(req);
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kInvalidArgument) << late.status();
+  EXPECT_NE(late.status().message().find("3 live"), std::string::npos) << late.status();
 }
 
 TEST_F(CatalogManagerTest, NotReadyRefusesWithDetail) {

@@ -19,6 +19,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/clock.h"
 #include "rpc/net_util.h"
 
@@ -57,6 +58,8 @@ class TsManager {
   std::vector<TsDescriptor> GetAll() const ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<TsDescriptor> GetLive() const ABSL_LOCKS_EXCLUDED(mu_);
   int NumLive() const ABSL_LOCKS_EXCLUDED(mu_);
+  // How long a server may go without a heartbeat and still be live.
+  absl::Duration unresponsive_timeout() const { return absl::Microseconds(timeout_micros()); }
 
  private:
   struct Entry {
