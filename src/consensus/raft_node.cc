@@ -53,6 +53,12 @@ absl::StatusOr<uint64_t> WaitFor(const std::shared_ptr<WaitState>& state, absl::
   return state->result;
 }
 
+// A proposal whose entry a new leader replaced.
+absl::Status OverwrittenError(uint64_t index, uint64_t term) {
+  return absl::AbortedError(
+      StrCat("entry ", index, " of term ", term, " was overwritten by a new leader"));
+}
+
 RaftNode::ProposeCallback Notifier(const std::shared_ptr<WaitState>& state) {
   return [state](absl::StatusOr<uint64_t> result) {
     state->result = std::move(result);
@@ -212,10 +218,7 @@ void RaftNode::ProposeWith(std::function<absl::StatusOr<uint64_t>()> propose,
       }
       pending_.emplace(*index, Pending{core_->term(), std::move(callback)});
     }
-    for (auto& [i, p] : overwritten) {
-      p.callback(absl::AbortedError(
-          StrCat("entry ", i, " of term ", p.term, " was overwritten by a new leader")));
-    }
+    for (auto& [i, p] : overwritten) p.callback(OverwrittenError(i, p.term));
   });
 }
 
@@ -542,6 +545,7 @@ absl::Status RaftNode::HandOverCommitted(std::vector<LogEntry> entries) {
 void RaftNode::ApplyCommitted(const std::vector<LogEntry>& entries) {
   if (!health().ok()) return;  // A failed node applies nothing more.
   uint64_t applied = 0;
+  std::vector<std::pair<uint64_t, Pending>> done;  // Reused: one allocation per batch at most.
   for (const LogEntry& e : entries) {
     absl::Status s = state_machine_->Apply(e);
     if (!s.ok()) {
@@ -553,7 +557,7 @@ void RaftNode::ApplyCommitted(const std::vector<LogEntry>& entries) {
     applied = e.index;
     // Every index is applied exactly once, in order: pending proposals up to e.index resolve now
     // (outside the lock: a callback may propose again).
-    std::vector<std::pair<uint64_t, Pending>> done;
+    done.clear();
     {
       absl::MutexLock l(&pending_mu_);
       while (!pending_.empty() && pending_.begin()->first <= e.index) {
@@ -565,8 +569,7 @@ void RaftNode::ApplyCommitted(const std::vector<LogEntry>& entries) {
       if (index == e.index && p.term == e.term) {
         p.callback(e.index);
       } else {
-        p.callback(absl::AbortedError(
-            StrCat("entry ", index, " of term ", p.term, " was overwritten by a new leader")));
+        p.callback(OverwrittenError(index, p.term));
       }
     }
   }

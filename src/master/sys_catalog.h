@@ -6,7 +6,7 @@
 // deployment (docs/master.md "Several masters").
 //
 // Write path: Write(batch) proposes the serialized SysCatalogWriteBatchPB to the RaftNode and
-// waits until it is applied here. Apply (the StateMachine side, on the node's worker thread)
+// waits until it is applied here. Apply (the StateMachine side, on the node's applier)
 // writes the batch's puts and deletes plus the entry's index as ONE synced RocksDB WriteBatch,
 // then hands the batch to the listener, which updates the in-memory catalog. DurableIndex is that
 // stored index, so a restart re-applies only what RocksDB has not got.
@@ -84,7 +84,8 @@ class SysCatalogListener {
   // and when a catalog image is installed). DATA_LOSS if an entry is not a valid catalog entry
   // (the listener validates semantics: schemas, partitions, references).
   virtual absl::Status LoadEntries(const pb::SysCatalogWriteBatchPB& entries) = 0;
-  // A batch just made durable, on the RaftNode's worker thread. Must not block for long.
+  // A batch just made durable, on the RaftNode's applier (off the Raft thread, one at a time in
+  // log order). Must not block for long.
   virtual void ApplyBatch(const pb::SysCatalogWriteBatchPB& batch) = 0;
 };
 
@@ -243,7 +244,7 @@ class SysCatalog : public StateMachine {
   std::vector<CopyThread> copy_threads_ ABSL_GUARDED_BY(copy_mu_);
   std::multiset<uint64_t> copy_anchors_ ABSL_GUARDED_BY(copy_mu_);
   bool copies_stopped_ ABSL_GUARDED_BY(copy_mu_) = false;
-  // The stored applied index: written by Apply (the worker), read by DurableIndex (any thread).
+  // The stored applied index: written by Apply (the applier), read by DurableIndex (any thread).
   std::atomic<uint64_t> durable_index_{0};
   // The term of the last entry applied since Open (0 before the first).
   std::atomic<uint64_t> applied_term_{0};

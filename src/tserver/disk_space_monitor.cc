@@ -10,6 +10,13 @@
 #include "tserver/tserver_errors.h"
 
 namespace basalt {
+namespace {
+
+const char* RoleName(const DiskSpaceMonitor::Dir& d) {
+  return d.holds_data ? (d.holds_wal ? "data and WAL" : "data") : "WAL";
+}
+
+}  // namespace
 
 DiskSpaceMonitor::DiskSpaceMonitor(Env* env, std::string server_uuid, std::vector<Dir> dirs,
                                    absl::Duration refresh)
@@ -35,7 +42,7 @@ void DiskSpaceMonitor::RefreshLocked() {
                                                   : info->capacity_bytes / 100;
     const bool full = info->free_bytes < st.reserve_bytes || info->free_bytes == 0;
     if (full != st.full) {
-      LOG(WARNING) << "the " << st.dir.role << " directory " << st.dir.path
+      LOG(WARNING) << "the " << RoleName(st.dir) << " directory " << st.dir.path
                    << (full ? " is full" : " has room again") << ": " << info->free_bytes
                    << " bytes free, " << st.reserve_bytes << " reserved";
     }
@@ -47,8 +54,8 @@ absl::Status DiskSpaceMonitor::Check(bool wal_too) {
   absl::MutexLock l(&mu_);
   RefreshLocked();
   for (const State& st : dirs_) {
-    if (!st.full || (!wal_too && st.dir.role.find("data") == std::string::npos)) continue;
-    return DiskFullError(StrCat("tablet server ", server_uuid_, ": the ", st.dir.role,
+    if (!st.full || (!wal_too && !st.dir.holds_data)) continue;
+    return DiskFullError(StrCat("tablet server ", server_uuid_, ": the ", RoleName(st.dir),
                                 " directory ", st.dir.path, " is full (", st.free_bytes,
                                 " bytes free, ", st.reserve_bytes,
                                 " reserved); retry once space is freed"));

@@ -31,8 +31,9 @@ class DiskSpaceMonitor {
  public:
   struct Dir {
     std::string path;
-    std::string role;        // "data", "WAL" or "data and WAL", for messages.
-    int64_t reserved_bytes;  // -1: 1% of the capacity.
+    bool holds_data = true;       // Blocks and tablet metadata: flushes need its room.
+    bool holds_wal = false;       // WAL segments: writes need its room.
+    int64_t reserved_bytes = -1;  // -1: 1% of the capacity.
   };
 
   // `env` is borrowed. An Env without space information (UNIMPLEMENTED) never reports full.

@@ -13,7 +13,7 @@ namespace {
 
 TEST(DiskSpaceMonitorTest, AFullDirectoryRefusesWritesUntilSpaceIsFreed) {
   InjectingEnv env(Env::Default());
-  DiskSpaceMonitor m(&env, "ts-1", {{"/tmp", "data", 0}, {"/var/tmp", "WAL", 0}},
+  DiskSpaceMonitor m(&env, "ts-1", {{"/tmp", true, false, 0}, {"/var/tmp", false, true, 0}},
                      absl::ZeroDuration());
   BASALT_EXPECT_OK(m.CheckRoomForWrites());
   BASALT_EXPECT_OK(m.CheckRoomForData());
@@ -43,24 +43,25 @@ TEST(DiskSpaceMonitorTest, TheReserveCountsAsFull) {
   absl::StatusOr<SpaceInfo> info = Env::Default()->GetSpaceInfo("/tmp");
   BASALT_ASSERT_OK(info);
   // A reserve above the free space: full although ENOSPC is far.
-  DiskSpaceMonitor above(Env::Default(), "ts-1",
-                         {{"/tmp", "data", static_cast<int64_t>(info->free_bytes) + (1LL << 40)}},
-                         absl::ZeroDuration());
+  DiskSpaceMonitor above(
+      Env::Default(), "ts-1",
+      {{"/tmp", true, false, static_cast<int64_t>(info->free_bytes) + (1LL << 40)}},
+      absl::ZeroDuration());
   EXPECT_TRUE(absl::IsResourceExhausted(above.CheckRoomForWrites()));
-  DiskSpaceMonitor none(Env::Default(), "ts-1", {{"/tmp", "data", 0}}, absl::ZeroDuration());
+  DiskSpaceMonitor none(Env::Default(), "ts-1", {{"/tmp", true, false, 0}}, absl::ZeroDuration());
   BASALT_EXPECT_OK(none.CheckRoomForWrites());
 }
 
 TEST(DiskSpaceMonitorTest, AnEnvWithoutSpaceInformationIsNeverFull) {
   MemoryEnv env;
-  DiskSpaceMonitor m(&env, "ts-1", {{"/data", "data and WAL", 1LL << 40}}, absl::ZeroDuration());
+  DiskSpaceMonitor m(&env, "ts-1", {{"/data", true, true, 1LL << 40}}, absl::ZeroDuration());
   BASALT_EXPECT_OK(m.CheckRoomForWrites());
 }
 
 // Free space is read again at most once per refresh interval.
 TEST(DiskSpaceMonitorTest, FreeSpaceIsCachedForTheRefreshInterval) {
   InjectingEnv env(Env::Default());
-  DiskSpaceMonitor m(&env, "ts-1", {{"/tmp", "data", 0}}, absl::Hours(1));
+  DiskSpaceMonitor m(&env, "ts-1", {{"/tmp", true, false, 0}}, absl::Hours(1));
   BASALT_EXPECT_OK(m.CheckRoomForWrites());
   env.SetEnospc("/tmp", 1.0);
   BASALT_EXPECT_OK(m.CheckRoomForWrites());  // Not read again yet.

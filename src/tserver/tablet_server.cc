@@ -102,11 +102,13 @@ absl::Status TabletServer::Start() {
   apply_pool_ = std::make_unique<SerialTaskPool>(apply_threads);
   std::vector<DiskSpaceMonitor::Dir> dirs;
   if (options_.fs_wal_dir == options_.fs_data_dir) {
-    dirs.push_back({options_.fs_data_dir, "data and WAL",
+    dirs.push_back({options_.fs_data_dir, /*holds_data=*/true, /*holds_wal=*/true,
                     std::max(FLAGS_fs_data_dirs_reserved_bytes, FLAGS_fs_wal_dir_reserved_bytes)});
   } else {
-    dirs.push_back({options_.fs_data_dir, "data", FLAGS_fs_data_dirs_reserved_bytes});
-    dirs.push_back({options_.fs_wal_dir, "WAL", FLAGS_fs_wal_dir_reserved_bytes});
+    dirs.push_back({options_.fs_data_dir, /*holds_data=*/true, /*holds_wal=*/false,
+                    FLAGS_fs_data_dirs_reserved_bytes});
+    dirs.push_back({options_.fs_wal_dir, /*holds_data=*/false, /*holds_wal=*/true,
+                    FLAGS_fs_wal_dir_reserved_bytes});
   }
   disk_space_ = std::make_unique<DiskSpaceMonitor>(env_, instance_->uuid(), std::move(dirs));
 
