@@ -203,6 +203,112 @@ TEST_F(ReReplicationTest, ReplicasOnAFailedDiskAreReplacedWhileAWriterRuns) {
   ASSERT_NO_FATAL_FAILURE(writer.Verify());
 }
 
+// One failing disk among two data directories (docs/tserver.md "Data directories"): a server
+// keeps each tablet's blocks in one of its two directories; the second starts giving EIO under a
+// writer. The tablets with blocks there fail and are replaced elsewhere, those in the first never
+// stop, the server names the failed directory (ListTablets, ksck), and no acknowledged row is
+// lost. Restarted with the directory still failing, the server starts the rest.
+TEST_F(ReReplicationTest, OneFailedDataDirFailsOnlyItsTabletsWhileAWriterRuns) {
+  const int victim = 0;
+  const std::string dir2 = scratch_ + "/victim-dir2";
+  const std::string trigger = scratch_ + "/dir2-fails";
+  const std::vector<std::string> flags = {
+      StrCat("--fs_data_dirs=", cluster_->tablet_server(victim)->data_dir(), ",", dir2),
+      "--fs_target_data_dirs_per_tablet=1",
+      "--flush_threshold_secs=1",  // Blocks are written into both directories all the time.
+      "--env_inject_eio=1",
+      StrCat("--env_inject_eio_path_prefix=", dir2, "/"),
+      StrCat("--env_inject_eio_trigger_file=", trigger)};
+  ASSERT_OK(cluster_->tablet_server(victim)->Restart(flags));
+  std::shared_ptr<client::Table> table;
+  ASSERT_NO_FATAL_FAILURE(CreateTable("dirs", 8, {}, &table));
+  ASSERT_NO_FATAL_FAILURE(WaitForHealthy("dirs", {}, absl::Seconds(30)));
+  pb::ListTabletsResponsePB before;
+  ASSERT_OK(cluster_->ListTablets(victim, &before));
+  ASSERT_EQ(before.data_dirs_size(), 2);
+  EXPECT_EQ(before.data_dirs(1).path(), dir2);
+  EXPECT_EQ(before.data_dirs(1).error(), "");
+  // Which replicas keep their blocks in the second directory (the replica files say).
+  std::set<std::string> in_dir2;
+  std::set<std::string> in_dir1;
+  for (const auto& t : before.tablets()) {
+    if (t.table_name() != "dirs") continue;
+    CliResult dump =
+        RunBasalt({"fs", "dump", "replica",
+                   StrCat(cluster_->tablet_server(victim)->data_dir(), "/tablets/", t.tablet_id())},
+                  scratch_);
+    ASSERT_EQ(dump.rc, 0) << dump.out << dump.err;
+    const bool second = dump.out.find("(positions in --fs_data_dirs): 1\n") != std::string::npos;
+    ASSERT_TRUE(second || dump.out.find("(positions in --fs_data_dirs): 0\n") != std::string::npos)
+        << dump.out;
+    (second ? in_dir2 : in_dir1).insert(t.tablet_id());
+  }
+  // Balanced groups: both directories hold replicas.
+  ASSERT_FALSE(in_dir1.empty());
+  ASSERT_FALSE(in_dir2.empty());
+
+  BackgroundWriter writer(client_, table);
+  writer.Start();
+  ASSERT_OK(writer.WaitForAcked(1000));
+  LOG(INFO) << "data directory " << dir2 << " of tablet server " << victim << " fails now";
+  ASSERT_OK(WriteStringToFile(Env::Default(), trigger, "", /*sync=*/false));
+  // Seen FAILED at some poll (the master may delete a replaced one before the next), or deleted
+  // (a tombstone) after; and RUNNING at the last poll.
+  std::set<std::string> failed;
+  std::set<std::string> running;
+  ASSERT_OK(WaitFor(absl::Seconds(30), "the directory's tablets FAILED", [&]() -> absl::Status {
+    pb::ListTabletsResponsePB l;
+    BASALT_RETURN_IF_ERROR(cluster_->ListTablets(victim, &l));
+    if (l.data_dirs_size() != 2 || l.data_dirs(1).error().empty()) {
+      return absl::UnavailableError("the directory has not failed yet");
+    }
+    running.clear();
+    for (const auto& t : l.tablets()) {
+      if (t.table_name() != "dirs") continue;
+      if (t.state() == pb::TABLET_FAILED) {
+        EXPECT_NE(t.error().message().find(dir2), std::string::npos) << t.error().message();
+        failed.insert(t.tablet_id());
+      } else if (t.state() == pb::TABLET_DELETED && in_dir2.contains(t.tablet_id())) {
+        failed.insert(t.tablet_id());
+      } else if (t.state() == pb::TABLET_RUNNING) {
+        running.insert(t.tablet_id());
+      }
+    }
+    return failed == in_dir2 ? absl::OkStatus()
+                             : absl::UnavailableError(StrCat(failed.size(), " FAILED so far"));
+  }));
+  LOG(INFO) << failed.size() << " replicas failed with the directory, " << running.size()
+            << " run on";
+  EXPECT_EQ(running, in_dir1);
+  ASSERT_NO_FATAL_FAILURE(WaitForHealthy("dirs", {}, absl::Seconds(90)));
+  const size_t acked = writer.acked_count();
+  ASSERT_OK(writer.WaitForAcked(acked + 500));  // Writes go on.
+  // The replicas of the working directory never stopped: still here and RUNNING.
+  pb::ListTabletsResponsePB after;
+  ASSERT_OK(cluster_->ListTablets(victim, &after));
+  for (const auto& t : after.tablets()) {
+    if (running.contains(t.tablet_id())) {
+      EXPECT_EQ(t.state(), pb::TABLET_RUNNING) << t.tablet_id();
+      running.erase(t.tablet_id());
+    }
+  }
+  EXPECT_TRUE(running.empty()) << running.size() << " replicas of the working directory gone";
+  ASSERT_OK(writer.Stop());
+  ASSERT_NO_FATAL_FAILURE(writer.Verify());
+  CliResult ksck = RunBasalt({"cluster", "ksck", cluster_->master_addresses()}, scratch_);
+  EXPECT_EQ(ksck.rc, 0) << ksck.out << ksck.err;
+  EXPECT_NE(ksck.out.find(StrCat("data directory ", dir2, " failed")), std::string::npos)
+      << ksck.out;
+
+  // A restart with the directory still failing starts the rest.
+  ASSERT_OK(cluster_->tablet_server(victim)->Restart(flags));
+  ASSERT_OK(cluster_->ListTablets(victim, &after));
+  ASSERT_EQ(after.data_dirs_size(), 2);
+  EXPECT_NE(after.data_dirs(1).error(), "");
+  ASSERT_NO_FATAL_FAILURE(WaitForHealthy("dirs", {}, absl::Seconds(60)));
+  ExpectKsckClean();
+}
+
 TEST_F(ReReplicationTest, NothingIsEvictedFromAServerInMaintenance) {
   std::shared_ptr<client::Table> table;
   ASSERT_NO_FATAL_FAILURE(CreateTable("maint", 4, {}, &table));

@@ -294,7 +294,7 @@ TEST(BlockManagerTest, CorruptEpochFileIsDataLoss) {
   OpenOrDie(&env).reset();
   std::string epoch;
   BASALT_ASSERT_OK(ReadFileToString(&env, "/data/blocks/EPOCH", &epoch));
-  ASSERT_EQ(epoch.size(), 12u);
+  ASSERT_EQ(epoch.size(), 16u);
   for (size_t i = 0; i <= epoch.size(); ++i) {
     std::string bad = epoch;
     if (i < epoch.size()) {

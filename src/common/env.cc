@@ -143,6 +143,11 @@ absl::Status PosixError(std::string_view context, int errno_value) {
       return absl::AlreadyExistsError(message);
     case ENOSPC:
     case EDQUOT:
+    // Out of descriptors or memory: the process's limits, not a failing disk (an INTERNAL error
+    // of a block operation fails its data directory for good: cfile/block_manager.h).
+    case EMFILE:
+    case ENFILE:
+    case ENOMEM:
       return absl::ResourceExhaustedError(message);
     case EACCES:
     case EPERM:

@@ -48,6 +48,9 @@ TEST(EnvPathTest, PosixErrorMapping) {
   EXPECT_EQ(PosixError("c", EEXIST).code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(PosixError("c", ENOSPC).code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(PosixError("c", EDQUOT).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(PosixError("c", EMFILE).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(PosixError("c", ENFILE).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(PosixError("c", ENOMEM).code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(PosixError("c", EACCES).code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(PosixError("c", ENOTEMPTY).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(PosixError("c", ENOTDIR).code(), absl::StatusCode::kFailedPrecondition);

@@ -343,10 +343,11 @@ absl::Status FaultInjectionEnv::UnlockFile(std::unique_ptr<FileLock> lock) {
 
 // ---- Failure injection ----
 
-void FaultInjectionEnv::FailAfter(int n, OpKind kind, bool one_shot) {
+void FaultInjectionEnv::FailAfter(int n, OpKind kind, bool one_shot, absl::StatusCode code) {
   CHECK_GE(n, 0);
   absl::MutexLock l(&mu_);
   fail_kind_ = kind;
+  fail_code_ = code;
   fail_countdown_ = n;
   fail_one_shot_ = one_shot;
   fail_probability_ = 0;
@@ -355,6 +356,7 @@ void FaultInjectionEnv::FailAfter(int n, OpKind kind, bool one_shot) {
 void FaultInjectionEnv::FailRandomly(double probability, uint64_t seed, OpKind kind) {
   absl::MutexLock l(&mu_);
   fail_kind_ = kind;
+  fail_code_ = absl::StatusCode::kInternal;
   fail_probability_ = probability;
   fail_rng_.Reseed(seed);
   fail_countdown_ = 0;
@@ -396,7 +398,7 @@ absl::Status FaultInjectionEnv::MaybeFailLocked(OpKind kind, std::string_view pa
     fail_kind_.reset();
   }
   ++num_injected_failures_;
-  return absl::InternalError(StrCat("injected I/O error: ", OpKindName(kind), " ", path));
+  return absl::Status(fail_code_, StrCat("injected I/O error: ", OpKindName(kind), " ", path));
 }
 
 // ---- Crash simulation ----

@@ -102,8 +102,11 @@ class FaultInjectionEnv final : public Env {
   // ---- Failure injection ----
   // After `n` more successful operations of `kind`, operations of `kind` fail: only the next one
   // if `one_shot`, otherwise all until ClearFailures(). Replaces earlier FailAfter/FailRandomly.
+  // The failures have `code`: INTERNAL is what EIO maps to (a disk failure for the block manager,
+  // which then fails the directory for good); RESOURCE_EXHAUSTED is ENOSPC (it does not).
   // REQUIRES: n >= 0.
-  void FailAfter(int n, OpKind kind, bool one_shot = false) ABSL_LOCKS_EXCLUDED(mu_);
+  void FailAfter(int n, OpKind kind, bool one_shot = false,
+                 absl::StatusCode code = absl::StatusCode::kInternal) ABSL_LOCKS_EXCLUDED(mu_);
   // Fails each operation of `kind` with `probability`, drawing from Random(seed). Replaces earlier
   // FailAfter/FailRandomly.
   void FailRandomly(double probability, uint64_t seed, OpKind kind = OpKind::kAny)
@@ -174,6 +177,7 @@ class FaultInjectionEnv final : public Env {
   std::optional<OpKind> fail_kind_ ABSL_GUARDED_BY(mu_);
   int fail_countdown_ ABSL_GUARDED_BY(mu_) = 0;
   bool fail_one_shot_ ABSL_GUARDED_BY(mu_) = false;
+  absl::StatusCode fail_code_ ABSL_GUARDED_BY(mu_) = absl::StatusCode::kInternal;
   double fail_probability_ ABSL_GUARDED_BY(mu_) = 0;  // > 0 selects random failures.
   Random fail_rng_ ABSL_GUARDED_BY(mu_){0};
   int64_t num_injected_failures_ ABSL_GUARDED_BY(mu_) = 0;

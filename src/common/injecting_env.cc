@@ -5,6 +5,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
 
@@ -14,6 +15,8 @@ DEFINE_double(env_inject_eio, 0.0,
 DEFINE_string(env_inject_eio_path_prefix, "",
               "Test only: the directory whose file operations --env_inject_eio fails (empty: "
               "none).");
+DEFINE_string(env_inject_eio_trigger_file, "",
+              "Test only: when set, --env_inject_eio applies only while this file exists.");
 DEFINE_double(env_inject_enospc, 0.0,
               "Test only: probability that a file operation taking space under "
               "--env_inject_enospc_path_prefix fails as with ENOSPC (a full disk); free space "
@@ -101,6 +104,13 @@ bool InjectingEnv::Rule::Covers(const std::string& path) const {
 InjectingEnv::InjectingEnv(Env* base) : base_(base) {
   SetEio(FLAGS_env_inject_eio_path_prefix, FLAGS_env_inject_eio);
   SetEnospc(FLAGS_env_inject_enospc_path_prefix, FLAGS_env_inject_enospc);
+  SetEioTrigger(FLAGS_env_inject_eio_trigger_file);
+}
+
+void InjectingEnv::SetEioTrigger(std::string path) {
+  absl::MutexLock l(&mu_);
+  eio_trigger_ = std::move(path);
+  eio_trigger_checked_ = absl::InfinitePast();
 }
 
 void InjectingEnv::SetEio(std::string prefix, double probability) {
@@ -121,6 +131,14 @@ absl::Status InjectingEnv::Inject(const char* what, const std::string& path,
     absl::MutexLock l(&mu_);
     if (eio_.Covers(path)) eio = eio_.probability;
     if (takes_space && enospc_.Covers(path)) enospc = enospc_.probability;
+    if (eio > 0 && !eio_trigger_.empty()) {
+      const absl::Time now = absl::Now();
+      if (now - eio_trigger_checked_ > absl::Milliseconds(100)) {
+        eio_triggered_ = base_->FileExists(eio_trigger_);  // A stat; test only.
+        eio_trigger_checked_ = now;
+      }
+      if (!eio_triggered_) eio = 0;
+    }
   }
   if (Chance(eio)) {
     return absl::InternalError(StrCat(what, " ", path, ": Input/output error (injected)"));
@@ -214,6 +232,9 @@ Env* MaybeWrapForInjection(Env* base) {
   }
   LOG(WARNING) << "file operations go through the fault injection Env (test only): EIO under '"
                << FLAGS_env_inject_eio_path_prefix << "' at " << FLAGS_env_inject_eio
+               << (FLAGS_env_inject_eio_trigger_file.empty()
+                       ? ""
+                       : StrCat(" while ", FLAGS_env_inject_eio_trigger_file, " exists"))
                << ", ENOSPC under '" << FLAGS_env_inject_enospc_path_prefix << "' at "
                << FLAGS_env_inject_enospc;
   static Env* const wrapped = new InjectingEnv(base);  // Lives as long as the process.

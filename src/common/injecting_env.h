@@ -6,6 +6,9 @@
 //   --env_inject_eio=P with --env_inject_eio_path_prefix=DIR: every operation on a path under DIR
 //     (open, read, append, sync, rename, delete, directory operations) fails with probability P
 //     as EIO would (INTERNAL "... Input/output error (injected)").
+//   --env_inject_eio_trigger_file=F: the EIO rule applies only while file F exists (looked up at
+//     most every 100 ms), so that a test can make a running server's disk fail at a time it
+//     chooses.
 //   --env_inject_enospc=P with --env_inject_enospc_path_prefix=DIR: every operation that takes
 //     space under DIR (create, append, sync, rename, create directory) fails with probability P
 //     as ENOSPC would (RESOURCE_EXHAUSTED "... No space left on device (injected)"), and
@@ -22,6 +25,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 #include <gflags/gflags_declare.h>
 
@@ -29,6 +33,7 @@
 
 DECLARE_double(env_inject_eio);
 DECLARE_string(env_inject_eio_path_prefix);
+DECLARE_string(env_inject_eio_trigger_file);
 DECLARE_double(env_inject_enospc);
 DECLARE_string(env_inject_enospc_path_prefix);
 
@@ -42,6 +47,8 @@ class InjectingEnv final : public Env {
   // Operations on paths under `prefix` fail as with EIO (ENOSPC) with `probability`.
   void SetEio(std::string prefix, double probability) ABSL_LOCKS_EXCLUDED(mu_);
   void SetEnospc(std::string prefix, double probability) ABSL_LOCKS_EXCLUDED(mu_);
+  // The EIO rule applies only while file `path` exists (empty: always).
+  void SetEioTrigger(std::string path) ABSL_LOCKS_EXCLUDED(mu_);
 
   // The fault an operation on `path` gets now: EIO first, then (if `takes_space`) ENOSPC; OK if
   // none. `what` names the operation in the message.
@@ -82,6 +89,10 @@ class InjectingEnv final : public Env {
   mutable absl::Mutex mu_;
   Rule eio_ ABSL_GUARDED_BY(mu_);
   Rule enospc_ ABSL_GUARDED_BY(mu_);
+  std::string eio_trigger_ ABSL_GUARDED_BY(mu_);
+  // Whether eio_trigger_ existed at the last look, and when that was.
+  mutable bool eio_triggered_ ABSL_GUARDED_BY(mu_) = false;
+  mutable absl::Time eio_trigger_checked_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
 // `base` itself, or (when a --env_inject_*_path_prefix flag is set) a process-lifetime

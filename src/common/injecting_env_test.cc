@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/time/clock.h"
 #include "common/env_memory.h"
 #include "common/status_test_util.h"
 
@@ -49,6 +50,20 @@ TEST_F(InjectingEnvTest, EioFailsEveryOperationUnderThePrefix) {
   env_.SetEio("/disk1", 0.0);
   BASALT_EXPECT_OK((*open)->ReadAt(0, 5, scratch, &got));
   EXPECT_EQ(got, "hello");
+}
+
+// With a trigger file, EIO starts when the file appears and stops when it goes (within 100 ms).
+TEST_F(InjectingEnvTest, EioWaitsForItsTriggerFile) {
+  env_.SetEio("/disk1", 1.0);
+  env_.SetEioTrigger("/trigger");
+  std::string data;
+  BASALT_EXPECT_OK(ReadFileToString(&env_, "/disk1/f", &data));
+  BASALT_ASSERT_OK(WriteStringToFile(&base_, "/trigger", "", true));
+  absl::SleepFor(absl::Milliseconds(150));
+  EXPECT_TRUE(absl::IsInternal(ReadFileToString(&env_, "/disk1/f", &data)));
+  BASALT_ASSERT_OK(base_.DeleteFile("/trigger"));
+  absl::SleepFor(absl::Milliseconds(150));
+  BASALT_EXPECT_OK(ReadFileToString(&env_, "/disk1/f", &data));
 }
 
 // ENOSPC hits what takes space; reads go on, and the free space reads as 0.

@@ -278,7 +278,9 @@ TEST_F(DeltaTrackerTest, OpenChecksTheFiles) {
 TEST_F(DeltaTrackerTest, FailedFlushKeepsTheDMSAndRetries) {
   auto t = OpenTracker();
   BASALT_ASSERT_OK(t->Update(Ts(1), 1, DeleteList(), 5));
-  env_.FailAfter(0, FaultInjectionEnv::OpKind::kSync);
+  // A full disk (an EIO would fail the data directory for good: block_manager.h).
+  env_.FailAfter(0, FaultInjectionEnv::OpKind::kSync, /*one_shot=*/false,
+                 absl::StatusCode::kResourceExhausted);
   EXPECT_FALSE(t->FlushDMS().ok());
   env_.ClearFailures();
   EXPECT_EQ(t->num_redo_files(), 0u);

@@ -590,6 +590,8 @@ absl::Status Tablet::RunCompactionWritesBlocked(CompactionJob* job) {
 }
 
 absl::Status Tablet::WriteOutputs(CompactionJob* job) {
+  // A failed tablet writes no blocks: they could never be named (PersistSuperBlock refuses).
+  BASALT_RETURN_IF_ERROR(RefuseIfFailed());
   job->schema = GetComponents()->schema;
   CompactionOptions opts;
   opts.block_manager = options_.block_manager;
@@ -862,15 +864,19 @@ absl::Status Tablet::health() const {
   return failure_;
 }
 
+absl::Status Tablet::RefuseIfFailed() const {
+  absl::Status failed = health();
+  if (failed.ok()) return failed;
+  return absl::Status(failed.code(),
+                      StrCat("tablet ", tablet_id_, " failed; not persisting: ", failed.message()));
+}
+
 absl::Status Tablet::PersistSuperBlock(std::vector<BlockId> orphans) {
   absl::MutexLock l(&metadata_mu_);
   // Nothing of a failed tablet becomes durable: its memory may hold part of an op (or worse), and
   // the replica's log still holds every op a restart needs. Blocks written meanwhile are left to
   // the block GC.
-  if (absl::Status failed = health(); !failed.ok()) {
-    return absl::Status(failed.code(), StrCat("tablet ", tablet_id_,
-                                              " failed; not persisting: ", failed.message()));
-  }
+  BASALT_RETURN_IF_ERROR(RefuseIfFailed());
   std::shared_ptr<const Components> c = GetComponents();
   TabletSuperBlock sb;
   sb.tablet_id = tablet_id_;

@@ -297,6 +297,8 @@ class Tablet {
   absl::Status CheckSnapshotIsExact(const MvccSnapshot& snap) const;
   MvccSnapshot CleanSnapshot() const;
 
+  // OK while the tablet has not failed; else its failure, saying nothing more is persisted.
+  absl::Status RefuseIfFailed() const ABSL_LOCKS_EXCLUDED(failure_mu_);
   // Writes the superblock for the current components; `orphans` are blocks just unreferenced,
   // deleted once the superblock is durable.
   absl::Status PersistSuperBlock(std::vector<BlockId> orphans) ABSL_LOCKS_EXCLUDED(metadata_mu_);

@@ -32,6 +32,7 @@ struct ServerReport {
   std::string address;
   absl::Status status;
   std::map<std::string, pb::TabletStatusPB> tablets;
+  std::vector<pb::DataDirStatusPB> data_dirs;
 };
 
 std::string Address(const pb::HostPortPB& hp) { return StrCat(hp.host(), ":", hp.port()); }
@@ -55,6 +56,7 @@ ServerReport AskServer(const std::string& address) {
   r.status = CallTserver(address, &pb::TabletServerService::Stub::ListTablets,
                          pb::ListTabletsRequestPB(), &resp);
   for (const auto& t : resp.tablets()) r.tablets[t.tablet_id()] = t;
+  r.data_dirs.assign(resp.data_dirs().begin(), resp.data_dirs().end());
   return r;
 }
 
@@ -242,6 +244,7 @@ absl::Status Ksck(const ActionContext& ctx) {
   // Servers the master knows that hold no replica of any tablet: a dead one is only a warning
   // (its replicas were replaced; remove it from service when convenient).
   pb::ListTabletServersResponsePB all_servers;
+  std::map<std::string, ServerReport> others;  // Live servers without replicas.
   if (CallMaster(ctx.args[0], &pb::MasterService::Stub::ListTabletServers,
                  pb::ListTabletServersRequestPB(), &all_servers)
           .ok()) {
@@ -249,6 +252,19 @@ absl::Status Ksck(const ActionContext& ctx) {
       if (!s.live() && !servers.count(s.uuid())) {
         *ctx.out << "Warning: tablet server " << s.uuid() << " (" << Address(s.rpc_address())
                  << ") is not live; it holds no replica the master lists\n";
+      } else if (s.live() && !servers.count(s.uuid())) {
+        others[s.uuid()] = AskServer(Address(s.rpc_address()));
+      }
+    }
+  }
+  // A failed data directory is a warning: its tablets failed and were replaced elsewhere (the
+  // tablet checks below say whether that is done); the disk wants replacing.
+  for (const auto* reports : {&servers, &others}) {
+    for (const auto& [uuid, sr] : *reports) {
+      for (const pb::DataDirStatusPB& d : sr.data_dirs) {
+        if (d.error().empty()) continue;
+        *ctx.out << "Warning: tablet server " << uuid << " (" << sr.address << "): data directory "
+                 << d.path() << " failed: " << d.error() << "\n";
       }
     }
   }
@@ -281,22 +297,24 @@ absl::Status Ksck(const ActionContext& ctx) {
 }  // namespace
 
 Command ClusterCommand() {
-  return {"cluster",
-          "Operate on a whole cluster",
-          {{"ksck",
-            "Check that every tablet's replicas are reachable, running and agree",
-            "Every master of the catalog group answers and exactly one leads. For every tablet "
-            "the master lists: each replica's tablet server answers, the replica "
-            "is there and RUNNING, exactly one replica leads, the running voters reach the "
-            "replication factor, every replica's Raft config names the master's replicas; with "
-            "--checksum, every replica's checksum at one snapshot matches the leader's. An "
-            "unhealthy tablet is UNAVAILABLE, UNDER_REPLICATED or RECOVERING. A dead tablet "
-            "server that holds no replica is only a warning. Exit code 1 when a tablet or a "
-            "master is unhealthy.",
-            {MasterAddressesArg()},
-            {"checksum", "ksck_checksum_timeout_ms"},
-            Ksck},
-           ClusterRebalanceAction()}};
+  return {
+      "cluster",
+      "Operate on a whole cluster",
+      {{"ksck",
+        "Check that every tablet's replicas are reachable, running and agree",
+        "Every master of the catalog group answers and exactly one leads. For every tablet "
+        "the master lists: each replica's tablet server answers, the replica "
+        "is there and RUNNING, exactly one replica leads, the running voters reach the "
+        "replication factor, every replica's Raft config names the master's replicas; with "
+        "--checksum, every replica's checksum at one snapshot matches the leader's. An "
+        "unhealthy tablet is UNAVAILABLE, UNDER_REPLICATED or RECOVERING. A dead tablet "
+        "server that holds no replica, and a failed data directory, are only warnings. Exit code 1 "
+        "when a tablet or a "
+        "master is unhealthy.",
+        {MasterAddressesArg()},
+        {"checksum", "ksck_checksum_timeout_ms"},
+        Ksck},
+       ClusterRebalanceAction()}};
 }
 
 }  // namespace basalt::tools

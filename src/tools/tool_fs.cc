@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cfile/block_manager.h"
 #include "cfile/cfile_format.h"
@@ -407,6 +408,8 @@ absl::Status DumpReplica(const std::string& path, std::ostream* out) {
        << "\n";
   *out << "partition schema: " << meta.partition_schema.ToString(sb->schema) << "\n";
   *out << "schema (version " << sb->schema.version() << "): " << sb->schema.ToString() << "\n";
+  *out << "data directories (positions in --fs_data_dirs): " << absl::StrJoin(meta.data_dirs, ",")
+       << "\n";
   if (meta.tablet_id != BaseName(tablet_dir)) {
     *out << "WARNING: the tablet id differs from the directory name '" << BaseName(tablet_dir)
          << "' (the tablet server treats this replica as FAILED)\n";

@@ -500,6 +500,8 @@ TEST_F(ToolFsReplicaTest, DumpsReplicaFile) {
     EXPECT_NE(out.find("partition schema: HASH (key) PARTITIONS 4 SEED 17, RANGE (key)"),
               std::string::npos)
         << out;
+    EXPECT_NE(out.find("data directories (positions in --fs_data_dirs): 0\n"), std::string::npos)
+        << out;
     EXPECT_EQ(out.find("WARNING"), std::string::npos) << out;
   }
   EXPECT_EQ(SnapshotTree(env_, dir_), before);

@@ -74,7 +74,7 @@ absl::StatusOr<BlockGcResult> BlockGc::RunOnce() {
   std::vector<BlockId> candidates;
   for (BlockId id : listed) {
     // Blocks of this process's epoch may be in flight: never candidates.
-    if ((id.value() >> BlockManager::kCounterBits) < bm->epoch()) candidates.push_back(id);
+    if (bm->CreatedBeforeOpen(id)) candidates.push_back(id);
   }
   BlockGcResult result;
   result.candidates = static_cast<int64_t>(candidates.size());

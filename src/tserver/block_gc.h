@@ -6,8 +6,9 @@
 // undid (DeleteBlock does not sync), and the blocks of a replica deleted without its superblock
 // (docs/tserver.md "Block GC").
 //
-// A run: (1) list the block manager's blocks; (2) keep only those of an epoch before the block
-// manager's (created by an earlier process); (3) read what every tablet directory names
+// A run: (1) list the block manager's blocks (of every data directory that has not failed);
+// (2) keep only those of an epoch before their directory's current one (created by an earlier
+// process: BlockManager::CreatedBeforeOpen); (3) read what every tablet directory names
 // (tserver/block_references.h): superblock rowsets, orphaned_blocks, copy_blocks; (4) delete
 // the blocks of (2) that (3) does not name. If any directory's metadata cannot be read, the run
 // deletes nothing (a block it names would be unknown).
@@ -15,9 +16,9 @@
 // Why it never deletes a block anyone needs:
 //   - Blocks of the current epoch are never candidates. Every block a flush, compaction or
 //     tablet copy of this process is writing, or has finalized but not yet named in a
-//     superblock, is of the current epoch (ids are epoch << 40 | counter, and the epoch is new
-//     at every BlockManager::Open). So no registry of blocks in flight is needed, and a copy
-//     that takes hours is as safe as a flush.
+//     superblock, is of its directory's current epoch (ids are dir << 56 | epoch << 32 |
+//     counter, and each directory's epoch is new at every BlockManager::Open). So no registry of
+//     blocks in flight is needed, and a copy that takes hours is as safe as a flush.
 //   - A block of an earlier epoch that no superblock and no copy_blocks names at step (3) can
 //     never be named again: this process writes superblocks that name the rowsets the tablet
 //     already had (read from its superblock) plus blocks it created itself (current epoch), and

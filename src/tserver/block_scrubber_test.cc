@@ -160,10 +160,14 @@ TEST_F(BlockScrubberTest, ReadErrorsAreNotReported) {
   BASALT_ASSERT_OK(scrubber.RunPass());
   EXPECT_EQ(scrubber.stats().blocks, 0);
   env_.ClearFailures();
-  // Let the superblock be read, fail the blocks' reads (from the first read that waits on).
+  // Let the superblock be read, fail the blocks' reads (from the first read that waits on) with
+  // an error that passes (EIO would fail the data directory for good: the last pass below).
   BlockScrubberOptions o = Options();
   o.bytes_per_sec = 1;
-  o.pace_for_testing = [&](absl::Duration) { env_.FailAfter(0, FaultInjectionEnv::OpKind::kRead); };
+  o.pace_for_testing = [&](absl::Duration) {
+    env_.FailAfter(0, FaultInjectionEnv::OpKind::kRead, /*one_shot=*/false,
+                   absl::StatusCode::kUnavailable);
+  };
   BlockScrubber failing(o);
   BASALT_ASSERT_OK(failing.RunPass());
   env_.ClearFailures();
@@ -175,6 +179,14 @@ TEST_F(BlockScrubberTest, ReadErrorsAreNotReported) {
   BASALT_ASSERT_OK(scrubber.RunPass());
   EXPECT_EQ(scrubber.stats().blocks, n);
   EXPECT_EQ(scrubber.stats().read_errors, 0);
+  // EIO fails the data directory (the server then fails its tablets); still no corruption.
+  o.pace_for_testing = [&](absl::Duration) { env_.FailAfter(0, FaultInjectionEnv::OpKind::kRead); };
+  BlockScrubber eio(o);
+  BASALT_ASSERT_OK(eio.RunPass());
+  env_.ClearFailures();
+  EXPECT_GT(eio.stats().read_errors, 0);
+  EXPECT_TRUE(bm()->DirFailed(0));
+  EXPECT_TRUE(reports_.empty());
 }
 
 // Every read is charged to the rate: a pass of B bytes at rate R waits about (B - burst) / R in

@@ -1,5 +1,6 @@
 #include "tserver/disk_space_monitor.h"
 
+#include <algorithm>
 #include <utility>
 
 #include <glog/logging.h>
@@ -50,11 +51,14 @@ void DiskSpaceMonitor::RefreshLocked() {
   }
 }
 
-absl::Status DiskSpaceMonitor::Check(bool wal_too) {
+absl::Status DiskSpaceMonitor::Check(bool wal_too, std::span<const int> group) {
   absl::MutexLock l(&mu_);
   RefreshLocked();
   for (const State& st : dirs_) {
     if (!st.full || (!wal_too && !st.dir.holds_data)) continue;
+    const bool needed = st.dir.holds_wal || st.dir.position == 0 || group.empty() ||
+                        std::find(group.begin(), group.end(), st.dir.position) != group.end();
+    if (!needed) continue;
     return DiskFullError(StrCat("tablet server ", server_uuid_, ": the ", RoleName(st.dir),
                                 " directory ", st.dir.path, " is full (", st.free_bytes,
                                 " bytes free, ", st.reserve_bytes,
@@ -63,9 +67,13 @@ absl::Status DiskSpaceMonitor::Check(bool wal_too) {
   return absl::OkStatus();
 }
 
-absl::Status DiskSpaceMonitor::CheckRoomForWrites() { return Check(/*wal_too=*/true); }
+absl::Status DiskSpaceMonitor::CheckRoomForWrites(std::span<const int> group) {
+  return Check(/*wal_too=*/true, group);
+}
 
-absl::Status DiskSpaceMonitor::CheckRoomForData() { return Check(/*wal_too=*/false); }
+absl::Status DiskSpaceMonitor::CheckRoomForData(std::span<const int> group) {
+  return Check(/*wal_too=*/false, group);
+}
 
 std::vector<std::string> DiskSpaceMonitor::FullDirs() {
   absl::MutexLock l(&mu_);

@@ -15,6 +15,7 @@
 // Thread-safe.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,16 +35,20 @@ class DiskSpaceMonitor {
     bool holds_data = true;       // Blocks and tablet metadata: flushes need its room.
     bool holds_wal = false;       // WAL segments: writes need its room.
     int64_t reserved_bytes = -1;  // -1: 1% of the capacity.
+    // For a data directory: its position in --fs_data_dirs (BlockManager). Position 0 also holds
+    // every tablet's metadata, so every tablet needs its room.
+    int position = 0;
   };
 
   // `env` is borrowed. An Env without space information (UNIMPLEMENTED) never reports full.
   DiskSpaceMonitor(Env* env, std::string server_uuid, std::vector<Dir> dirs,
                    absl::Duration refresh = absl::Seconds(1));
 
-  // OK, or DISK_FULL naming the first full directory (data or WAL).
-  absl::Status CheckRoomForWrites() ABSL_LOCKS_EXCLUDED(mu_);
-  // OK, or DISK_FULL naming the first full data directory.
-  absl::Status CheckRoomForData() ABSL_LOCKS_EXCLUDED(mu_);
+  // OK, or DISK_FULL naming the first full directory (data or WAL) a tablet whose blocks are in
+  // the data directories at positions `group` needs (empty: every directory).
+  absl::Status CheckRoomForWrites(std::span<const int> group = {}) ABSL_LOCKS_EXCLUDED(mu_);
+  // OK, or DISK_FULL naming the first full data directory of `group` (as above).
+  absl::Status CheckRoomForData(std::span<const int> group = {}) ABSL_LOCKS_EXCLUDED(mu_);
   // The directories full at the last refresh (for the status page and metrics).
   std::vector<std::string> FullDirs() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -54,7 +59,7 @@ class DiskSpaceMonitor {
     uint64_t free_bytes = 0;
     uint64_t reserve_bytes = 0;
   };
-  absl::Status Check(bool wal_too) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Check(bool wal_too, std::span<const int> group) ABSL_LOCKS_EXCLUDED(mu_);
   void RefreshLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Env* const env_;

@@ -39,6 +39,28 @@ TEST(DiskSpaceMonitorTest, AFullDirectoryRefusesWritesUntilSpaceIsFreed) {
   BASALT_EXPECT_OK(m.CheckRoomForData());
 }
 
+// With several data directories, a tablet waits only for the directories it needs: the first
+// (metadata), the WAL's and its group's.
+TEST(DiskSpaceMonitorTest, AGroupNeedsOnlyItsDirectoriesTheFirstAndTheWal) {
+  InjectingEnv env(Env::Default());
+  DiskSpaceMonitor m(&env, "ts-1",
+                     {{"/tmp", true, true, 0, 0},
+                      {"/var/tmp", true, false, 0, 1},
+                      {"/dev/shm", true, false, 0, 2}},
+                     absl::ZeroDuration());
+  env.SetEnospc("/var/tmp", 1.0);
+  const std::vector<int> in_1 = {1};
+  const std::vector<int> in_2 = {2};
+  EXPECT_TRUE(absl::IsResourceExhausted(m.CheckRoomForWrites(in_1)));
+  EXPECT_TRUE(absl::IsResourceExhausted(m.CheckRoomForData(in_1)));
+  BASALT_EXPECT_OK(m.CheckRoomForWrites(in_2));
+  BASALT_EXPECT_OK(m.CheckRoomForData(in_2));
+  EXPECT_TRUE(absl::IsResourceExhausted(m.CheckRoomForWrites()));  // No group: every directory.
+  env.SetEnospc("/tmp", 1.0);  // The first holds every tablet's metadata and here the WAL.
+  EXPECT_TRUE(absl::IsResourceExhausted(m.CheckRoomForWrites(in_2)));
+  EXPECT_TRUE(absl::IsResourceExhausted(m.CheckRoomForData(in_2)));
+}
+
 TEST(DiskSpaceMonitorTest, TheReserveCountsAsFull) {
   absl::StatusOr<SpaceInfo> info = Env::Default()->GetSpaceInfo("/tmp");
   BASALT_ASSERT_OK(info);

@@ -1,5 +1,6 @@
 #include "tserver/replica_file.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/coding.h"
@@ -44,6 +45,19 @@ absl::StatusOr<pb::TabletReplicaPB> Unframe(std::string_view data, std::string_v
   return pb;
 }
 
+void SetDataDirs(const std::vector<int>& dirs, pb::TabletReplicaPB* pb) {
+  pb->clear_data_dirs();
+  for (int d : dirs) pb->add_data_dirs(static_cast<uint32_t>(d));
+}
+
+std::vector<int> DataDirsOf(const pb::TabletReplicaPB& pb) {
+  std::vector<int> dirs(pb.data_dirs().begin(), pb.data_dirs().end());
+  if (dirs.empty()) dirs.push_back(0);
+  std::sort(dirs.begin(), dirs.end());
+  dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+  return dirs;
+}
+
 }  // namespace
 
 std::string EncodeReplicaFile(const TabletReplicaMeta& meta, ReplicaDataState state) {
@@ -54,6 +68,7 @@ std::string EncodeReplicaFile(const TabletReplicaMeta& meta, ReplicaDataState st
   meta.partition.ToPB(pb.mutable_partition());
   meta.partition_schema.ToPB(pb.mutable_partition_schema());
   pb.set_data_state(static_cast<pb::TabletReplicaPB::DataState>(state));
+  SetDataDirs(meta.data_dirs, &pb);
   return Frame(pb);
 }
 
@@ -68,7 +83,15 @@ absl::StatusOr<ReplicaFileHeader> PeekReplicaFile(std::string_view data, std::st
     h.tombstone_last_logged =
         OpId{pb.tombstone_last_logged().term(), pb.tombstone_last_logged().index()};
   }
+  h.data_dirs = DataDirsOf(pb);
   return h;
+}
+
+absl::StatusOr<std::string> ChangeReplicaFileDataDirs(std::string_view data, std::string_view path,
+                                                      const std::vector<int>& data_dirs) {
+  BASALT_ASSIGN_OR_RETURN(pb::TabletReplicaPB pb, Unframe(data, path));
+  SetDataDirs(data_dirs, &pb);
+  return Frame(pb);
 }
 
 absl::StatusOr<std::string> ChangeReplicaFileState(std::string_view data, std::string_view path,
@@ -103,6 +126,7 @@ absl::StatusOr<TabletReplicaMeta> DecodeReplicaFile(std::string_view data, std::
   meta.table_name = pb.table_name();
   meta.partition = std::move(*partition);
   meta.partition_schema = std::move(*ps);
+  meta.data_dirs = DataDirsOf(pb);
   return meta;
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/partition.h"
@@ -29,6 +30,9 @@ struct TabletReplicaMeta {
   std::string table_name;
   Partition partition;
   PartitionSchema partition_schema;
+  // The positions of the data directories its blocks are created in (BlockManager::ForGroup);
+  // sorted, never empty once decoded (a file without them means {0}).
+  std::vector<int> data_dirs = {0};
 };
 
 // What the directory holds (TabletReplicaPB.DataState; the numbers are equal).
@@ -46,6 +50,8 @@ struct ReplicaFileHeader {
   ReplicaDataState state = ReplicaDataState::kReady;
   // TabletReplicaPB.tombstone_last_logged when set.
   std::optional<OpId> tombstone_last_logged;
+  // As TabletReplicaMeta::data_dirs.
+  std::vector<int> data_dirs = {0};
 };
 
 // The file's bytes for `meta`.
@@ -59,6 +65,10 @@ absl::StatusOr<ReplicaFileHeader> PeekReplicaFile(std::string_view data, std::st
 absl::StatusOr<std::string> ChangeReplicaFileState(std::string_view data, std::string_view path,
                                                    ReplicaDataState state,
                                                    std::optional<OpId> last_logged = std::nullopt);
+// The same file with `data_dirs` as its data directory group (empty: none recorded, which reads
+// as {0}). Errors as PeekReplicaFile.
+absl::StatusOr<std::string> ChangeReplicaFileDataDirs(std::string_view data, std::string_view path,
+                                                      const std::vector<int>& data_dirs);
 // Parses EncodeReplicaFile's output of a ready replica; `schema` (the tablet's) resolves the
 // partition schema's columns. DATA_LOSS naming `path` for a short file, a wrong magic, a checksum
 // mismatch, an unparsable payload, an unknown data state or an invalid partition;

@@ -4,6 +4,7 @@
 
 #include <glog/logging.h>
 
+#include "cfile/block_manager.h"
 #include "common/env.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
@@ -13,10 +14,11 @@
 namespace basalt {
 namespace {
 
-TabletOptions MakeTabletOptions(const TabletReplicaContext& ctx, const std::string& dir) {
+TabletOptions MakeTabletOptions(const TabletReplicaContext& ctx, const std::string& dir,
+                                BlockManager* blocks) {
   TabletOptions o;
   o.env = ctx.env;
-  o.block_manager = ctx.block_manager;
+  o.block_manager = blocks;
   o.block_cache = ctx.block_cache;
   o.superblock_path = JoinPath(dir, kSuperBlockFileName);
   o.clock = ctx.clock;
@@ -25,6 +27,23 @@ TabletOptions MakeTabletOptions(const TabletReplicaContext& ctx, const std::stri
 }
 
 }  // namespace
+
+absl::StatusOr<BlockManager*> ReplicaFiles::BlocksOf(const TabletReplicaContext& ctx,
+                                                     const std::vector<int>& data_dirs) {
+  BlockManager* root = ctx.block_manager;
+  for (int d : data_dirs) {
+    if (d < 0 || d >= root->num_dirs()) {
+      return absl::FailedPreconditionError(ToAbsl(
+          StrCat("its blocks are in data directory position ", d, ", but --fs_data_dirs lists ",
+                 root->num_dirs(), " directories (positions must not change)")));
+    }
+    if (root->DirFailed(d)) {
+      const BlockManager::DirInfo info = root->Dirs()[d];
+      return PrependToStatus(info.error, StrCat("data directory ", info.path, " failed"));
+    }
+  }
+  return root->ForGroup(data_dirs.empty() ? std::vector<int>{0} : data_dirs);
+}
 
 std::string ReplicaFiles::TabletDir(const TabletReplicaContext& ctx, const std::string& id) {
   return JoinPath(JoinPath(ctx.data_dir, "tablets"), id);
@@ -53,10 +72,12 @@ absl::StatusOr<std::unique_ptr<Tablet>> ReplicaFiles::Create(
   if (ctx.env->FileExists(dir)) {
     return absl::AlreadyExistsError(ToAbsl(StrCat("tablet directory ", dir, " exists")));
   }
+  BASALT_ASSIGN_OR_RETURN(BlockManager * blocks, BlocksOf(ctx, meta.data_dirs));
   auto create = [&]() -> absl::StatusOr<std::unique_ptr<Tablet>> {
     BASALT_RETURN_IF_ERROR(ctx.env->CreateDirs(dir));
-    BASALT_ASSIGN_OR_RETURN(std::unique_ptr<Tablet> tablet,
-                            Tablet::Create(MakeTabletOptions(ctx, dir), meta.tablet_id, schema));
+    BASALT_ASSIGN_OR_RETURN(
+        std::unique_ptr<Tablet> tablet,
+        Tablet::Create(MakeTabletOptions(ctx, dir, blocks), meta.tablet_id, schema));
     ConsensusMetadataContents c;
     c.committed_config = NormalizeConfig(config);
     c.peer_addresses = addresses;
@@ -82,8 +103,11 @@ absl::StatusOr<ReplicaFiles::Opened> ReplicaFiles::Open(const TabletReplicaConte
   }
   std::string data;
   BASALT_RETURN_IF_ERROR(ReadFileToString(ctx.env, path, &data));
+  // The group first: a tablet with blocks in a failed directory is not opened at all.
+  BASALT_ASSIGN_OR_RETURN(ReplicaFileHeader header, PeekReplicaFile(data, path));
+  BASALT_ASSIGN_OR_RETURN(BlockManager * blocks, BlocksOf(ctx, header.data_dirs));
   Opened opened;
-  BASALT_ASSIGN_OR_RETURN(opened.tablet, Tablet::Open(MakeTabletOptions(ctx, dir)));
+  BASALT_ASSIGN_OR_RETURN(opened.tablet, Tablet::Open(MakeTabletOptions(ctx, dir, blocks)));
   BASALT_ASSIGN_OR_RETURN(opened.meta, DecodeReplicaFile(data, path, opened.tablet->schema()));
   if (opened.meta.tablet_id != tablet_id) {
     return absl::DataLossError(

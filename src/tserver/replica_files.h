@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -20,6 +21,7 @@
 
 namespace basalt {
 
+class BlockManager;
 class Tablet;
 
 class ReplicaFiles {
@@ -45,6 +47,13 @@ class ReplicaFiles {
   // Opens an existing replica's replica file and superblock. NOT_FOUND without a replica file;
   // DATA_LOSS for corrupt files or a replica file of another tablet; I/O errors.
   static absl::StatusOr<Opened> Open(const TabletReplicaContext& ctx, const std::string& tablet_id);
+
+  // The block manager a replica whose blocks are in the data directories at positions
+  // `data_dirs` uses (BlockManager::ForGroup of ctx.block_manager; {} means {0}).
+  // FAILED_PRECONDITION if a position is not configured; the directory's error (naming it) if
+  // one of them failed.
+  static absl::StatusOr<BlockManager*> BlocksOf(const TabletReplicaContext& ctx,
+                                                const std::vector<int>& data_dirs);
 
   // Rewrites the replica file (atomically).
   static absl::Status PersistMeta(const TabletReplicaContext& ctx, const TabletReplicaMeta& meta);

@@ -22,8 +22,13 @@ namespace {
 
 absl::Status DeleteBlocks(BlockManager* block_manager, const std::vector<BlockId>& blocks) {
   for (BlockId id : blocks) {
+    // A block in a failed data directory cannot be deleted; it is garbage for the block GC if the
+    // directory ever comes back, and must not keep a failed tablet from being deleted.
+    const int dir = BlockManager::DirOf(id);
+    auto failed = [&] { return dir < block_manager->num_dirs() && block_manager->DirFailed(dir); };
+    if (failed()) continue;
     absl::Status s = block_manager->DeleteBlock(id);
-    if (!s.ok() && !absl::IsNotFound(s)) return s;
+    if (!s.ok() && !absl::IsNotFound(s) && !failed()) return s;  // Failed just now: skipped too.
   }
   return absl::OkStatus();
 }

@@ -78,16 +78,20 @@ class Download {
   absl::StatusOr<uint64_t> Run() {
     BASALT_RETURN_IF_ERROR(BeginSession());
     BASALT_RETURN_IF_ERROR(o_.env->CreateDirs(o_.tablet_dir));
+    // The source's replica file with this server's data directory group.
+    BASALT_ASSIGN_OR_RETURN(
+        const std::string replica,
+        ChangeReplicaFileDataDirs(begin_.replica(), "the source's replica file", o_.data_dirs));
     BASALT_ASSIGN_OR_RETURN(
         std::string copying,
-        ChangeReplicaFileState(begin_.replica(), "the source's replica file",
-                               ReplicaDataState::kCopying, o_.tombstone_last_logged));
+        ChangeReplicaFileState(replica, "the source's replica file", ReplicaDataState::kCopying,
+                               o_.tombstone_last_logged));
     BASALT_RETURN_IF_ERROR(WriteFileAtomically(o_.env, Path(kReplicaFileName), copying));
     BASALT_RETURN_IF_ERROR(CopyBlocks());
     BASALT_RETURN_IF_ERROR(CopyLog());
     BASALT_RETURN_IF_ERROR(InstallSuperBlock());
     BASALT_RETURN_IF_ERROR(InstallCmeta());
-    BASALT_RETURN_IF_ERROR(WriteFileAtomically(o_.env, Path(kReplicaFileName), begin_.replica()));
+    BASALT_RETURN_IF_ERROR(WriteFileAtomically(o_.env, Path(kReplicaFileName), replica));
     absl::Status s = o_.env->DeleteFile(Path(kCopyBlocksFileName));
     LOG_IF(WARNING, !s.ok() && !absl::IsNotFound(s)) << s;
     succeeded_ = true;

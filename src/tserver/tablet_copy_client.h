@@ -21,6 +21,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -32,8 +33,11 @@ class BlockManager;
 class Env;
 
 struct TabletCopyClientOptions {
-  Env* env = nullptr;                     // Borrowed.
-  BlockManager* block_manager = nullptr;  // Borrowed.
+  Env* env = nullptr;  // Borrowed.
+  // Borrowed: where the blocks go (BlockManager::ForGroup of `data_dirs`).
+  BlockManager* block_manager = nullptr;
+  // The local data directory group, written into the replica file instead of the source's.
+  std::vector<int> data_dirs = {0};
   std::string local_uuid;
   std::string tablet_id;
   std::string source_address;  // "host:port" of the source's TabletCopyService.

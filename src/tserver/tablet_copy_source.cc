@@ -11,6 +11,8 @@
 #include "consensus/log.h"
 #include "proto/tablet_copy.pb.h"
 #include "tablet/tablet_metadata.h"
+#include "tserver/replica_file.h"
+#include "tserver/replica_files.h"
 #include "tserver/tablet_replica.h"
 
 namespace basalt {
@@ -79,6 +81,10 @@ absl::StatusOr<std::unique_ptr<TabletCopySource>> TabletCopySource::Begin(
   BASALT_RETURN_IF_ERROR(ReadFileToString(ctx.env, ReplicaFiles::CmetaPath(ctx, id), &cmeta));
   BASALT_RETURN_IF_ERROR(
       ReadFileToString(ctx.env, ReplicaFiles::ReplicaFilePath(ctx, id), &replica_file));
+  // This server's data directory positions mean nothing on the receiver (which writes its own).
+  BASALT_ASSIGN_OR_RETURN(
+      replica_file,
+      ChangeReplicaFileDataDirs(replica_file, ReplicaFiles::ReplicaFilePath(ctx, id), {}));
   const Log& log = node->log();
   source->log_prev_index_ =
       std::max(static_cast<uint64_t>(sb->durable_op_index), log.FirstIndex() - 1);

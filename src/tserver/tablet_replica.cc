@@ -63,6 +63,7 @@ TabletReplica::TabletReplica(const TabletReplicaContext& ctx, TabletReplicaMeta 
       tablet_id_(meta.tablet_id),
       partition_(meta.partition),
       partition_schema_(meta.partition_schema),
+      data_dirs_(meta.data_dirs),
       tablet_(std::move(tablet)),
       copy_trigger_(
           std::make_unique<TabletCopyTrigger>(ctx.server_uuid, tablet_id_, ctx.address_book)),
@@ -143,7 +144,7 @@ absl::Status TabletReplica::Start() {
   if (ctx_.maintenance_manager != nullptr) {
     TabletMaintenanceHooks hooks;
     hooks.has_room = [this] {
-      return ctx_.disk_space == nullptr || ctx_.disk_space->CheckRoomForData().ok();
+      return ctx_.disk_space == nullptr || ctx_.disk_space->CheckRoomForData(data_dirs_).ok();
     };
     hooks.on_storage_error = [this](const absl::Status& error) { Fail(error); };
     maintenance_ =
@@ -306,7 +307,8 @@ absl::Status TabletReplica::CheckLeaderReady(absl::Time deadline) {
 }
 
 absl::Status TabletReplica::CheckRoomForWrites() const {
-  return ctx_.disk_space == nullptr ? absl::OkStatus() : ctx_.disk_space->CheckRoomForWrites();
+  return ctx_.disk_space == nullptr ? absl::OkStatus()
+                                    : ctx_.disk_space->CheckRoomForWrites(data_dirs_);
 }
 
 absl::Status TabletReplica::StepDown(const std::string& new_leader) {

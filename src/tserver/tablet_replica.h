@@ -182,6 +182,8 @@ class TabletReplica : public StateMachine {
   // ---- Observers ----
   const std::string& tablet_id() const { return tablet_id_; }
   TabletReplicaMeta meta() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The positions of the data directories its blocks are in (TabletReplicaMeta::data_dirs).
+  const std::vector<int>& data_dirs() const { return data_dirs_; }
   ReplicaState state() const ABSL_LOCKS_EXCLUDED(mu_);
   ReplicaStatus GetStatus() const ABSL_LOCKS_EXCLUDED(mu_);
   // The current schema (replaced, never mutated, by AlterSchema).
@@ -263,6 +265,7 @@ class TabletReplica : public StateMachine {
   const std::string tablet_id_;
   const Partition partition_;
   const PartitionSchema partition_schema_;
+  const std::vector<int> data_dirs_;
   const std::unique_ptr<Tablet> tablet_;
   // Serializes Start and Shutdown (a replica being deleted while the server shuts down). Held
   // across Start's disk I/O; only Shutdown ever waits for it.

@@ -15,6 +15,7 @@
 #include <grpcpp/impl/service_type.h>
 #include <grpcpp/support/server_interceptor.h>
 
+#include "absl/strings/str_join.h"
 #include "cfile/block_cache.h"
 #include "cfile/block_manager.h"
 #include "common/clock.h"
@@ -62,6 +63,12 @@ namespace basalt {
 
 TabletServer::TabletServer(TabletServerOptions options)
     : options_(std::move(options)), env_(options_.env != nullptr ? options_.env : Env::Default()) {
+  if (options_.fs_data_dir.empty() && !options_.fs_data_dirs.empty()) {
+    options_.fs_data_dir = options_.fs_data_dirs[0];
+  }
+  if (options_.fs_data_dirs.empty() && !options_.fs_data_dir.empty()) {
+    options_.fs_data_dirs = {options_.fs_data_dir};
+  }
   if (options_.fs_wal_dir.empty()) options_.fs_wal_dir = options_.fs_data_dir;
 }
 
@@ -73,8 +80,18 @@ absl::Status TabletServer::Start() {
   if (started_) return absl::FailedPreconditionError("the tablet server was started before");
   started_ = true;
   if (options_.fs_data_dir.empty()) return absl::InvalidArgumentError("fs_data_dir: empty");
+  if (options_.fs_data_dirs[0] != options_.fs_data_dir) {
+    return absl::InvalidArgumentError(
+        ToAbsl(StrCat("--fs_data_dir (", options_.fs_data_dir, ") must be the first of ",
+                      "--fs_data_dirs (", absl::StrJoin(options_.fs_data_dirs, ","), ")")));
+  }
   BASALT_ASSIGN_OR_RETURN(instance_, ServerInstance::Open(env_, options_.fs_data_dir, "tserver"));
-  BASALT_ASSIGN_OR_RETURN(block_manager_, BlockManager::Open(env_, options_.fs_data_dir));
+  BASALT_ASSIGN_OR_RETURN(block_manager_, BlockManager::Open(env_, options_.fs_data_dirs));
+  for (const BlockManager::DirInfo& d : block_manager_->Dirs()) {
+    LOG_IF(ERROR, !d.error.ok()) << "data directory " << d.path << " failed at startup: " << d.error
+                                 << "; the tablets with blocks in it are FAILED, the "
+                                 << "others start";
+  }
   const int64_t cache_bytes = options_.block_cache_capacity_bytes >= 0
                                   ? options_.block_cache_capacity_bytes
                                   : FLAGS_block_cache_capacity_mb << 20;
@@ -101,12 +118,18 @@ absl::Status TabletServer::Start() {
           : std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
   apply_pool_ = std::make_unique<SerialTaskPool>(apply_threads);
   std::vector<DiskSpaceMonitor::Dir> dirs;
-  if (options_.fs_wal_dir == options_.fs_data_dir) {
-    dirs.push_back({options_.fs_data_dir, /*holds_data=*/true, /*holds_wal=*/true,
-                    std::max(FLAGS_fs_data_dirs_reserved_bytes, FLAGS_fs_wal_dir_reserved_bytes)});
-  } else {
-    dirs.push_back({options_.fs_data_dir, /*holds_data=*/true, /*holds_wal=*/false,
-                    FLAGS_fs_data_dirs_reserved_bytes});
+  bool wal_is_a_data_dir = false;
+  for (size_t i = 0; i < options_.fs_data_dirs.size(); ++i) {
+    const std::string& path = options_.fs_data_dirs[i];
+    const bool holds_wal = path == options_.fs_wal_dir;
+    wal_is_a_data_dir |= holds_wal;
+    dirs.push_back(
+        {path, /*holds_data=*/true, holds_wal,
+         holds_wal ? std::max(FLAGS_fs_data_dirs_reserved_bytes, FLAGS_fs_wal_dir_reserved_bytes)
+                   : FLAGS_fs_data_dirs_reserved_bytes,
+         static_cast<int>(i)});
+  }
+  if (!wal_is_a_data_dir) {
     dirs.push_back({options_.fs_wal_dir, /*holds_data=*/false, /*holds_wal=*/true,
                     FLAGS_fs_wal_dir_reserved_bytes});
   }
@@ -132,6 +155,13 @@ absl::Status TabletServer::Start() {
   ctx.follower_failed_after =
       absl::Seconds(std::max(FLAGS_follower_unavailable_considered_failed_sec, 1));
   tablet_manager_ = std::make_unique<TsTabletManager>(ctx);
+  // Handled by the watcher thread (see SpaceWatcherLoop); a directory that fails while the
+  // replicas open keeps the later ones from opening and fails the earlier ones once it runs.
+  block_manager_->SetDirFailureCallback(
+      [this](int dir, const std::string& path, const absl::Status& error) {
+        absl::MutexLock l(&space_watcher_mu_);
+        failed_dirs_.push_back({dir, path, error});
+      });
   BASALT_RETURN_IF_ERROR(tablet_manager_->OpenAll());
   StartBlockMaintenance();
   space_watcher_ = std::thread([this] { SpaceWatcherLoop(); });
@@ -168,6 +198,7 @@ absl::Status TabletServer::StartRpcServer() {
   sctx.scanner_manager = scanner_manager_.get();
   sctx.clock = clock_.get();
   sctx.address_book = address_book_.get();
+  sctx.block_manager = block_manager_.get();
   sctx.scanner_default_batch_size_bytes = options_.scanner_default_batch_size_bytes;
   tablet_service_ = NewTabletServerService(sctx);
   admin_service_ = NewTabletServerAdminService(sctx);
@@ -210,17 +241,33 @@ absl::Status TabletServer::StartRpcServer() {
 }
 
 void TabletServer::SpaceWatcherLoop() {
+  auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(space_watcher_mu_) {
+    return space_watcher_stop_ || !failed_dirs_.empty();
+  };
+  absl::Time next_space_check = absl::Now() + absl::Seconds(1);
   while (true) {
+    std::vector<FailedDataDir> failed;
     {
       absl::MutexLock l(&space_watcher_mu_);
-      // The timed wait is the period itself; Shutdown ends it at once.
-      if (space_watcher_mu_.AwaitWithTimeout(absl::Condition(&space_watcher_stop_),
-                                             absl::Seconds(1))) {
-        return;
-      }
+      // The timed wait is the period itself; Shutdown and a failed directory end it at once.
+      space_watcher_mu_.AwaitWithDeadline(absl::Condition(&wake), next_space_check);
+      if (space_watcher_stop_) return;
+      failed.swap(failed_dirs_);
     }
-    tablet_manager_->ReopenPausedReplicas(
-        [this] { return disk_space_->CheckRoomForWrites().ok(); });
+    if (!failed.empty()) {
+      const int n = tablet_manager_->FailReplicasOfFailedDataDirs();
+      for (const FailedDataDir& d : failed) {
+        LOG(ERROR) << "data directory " << d.path << " (position " << d.position
+                   << ") failed: " << d.error;
+      }
+      LOG(ERROR) << "failed " << n << " tablet replicas that depend on a failed data directory; "
+                 << "the others go on";
+    }
+    if (absl::Now() < next_space_check) continue;
+    next_space_check = absl::Now() + absl::Seconds(1);
+    tablet_manager_->ReopenPausedReplicas([this](const std::vector<int>& data_dirs) {
+      return disk_space_->CheckRoomForWrites(data_dirs).ok();
+    });
   }
 }
 
@@ -300,16 +347,36 @@ void TabletServer::RegisterMetrics() {
       return static_cast<double>(r.tablet()->GetStats().*field);
     };
   };
+  // A gauge family with one sample per directory (label "dir").
+  auto per_dir = [&](const char* name, const char* help,
+                     std::function<std::vector<std::pair<std::string, double>>()> values) {
+    metric_handles_.push_back(
+        reg->RegisterCallbackFamily(name, help, MetricType::kGauge, [values = std::move(values)] {
+          std::vector<MetricSample> out;
+          for (const auto& [dir, v] : values()) out.push_back({{{"dir", dir}}, v});
+          return out;
+        }));
+  };
   DiskSpaceMonitor* disk = disk_space_.get();
-  metric_handles_.push_back(reg->RegisterCallbackFamily(
-      "basalt_tserver_dir_full",
-      "1 for a data or WAL directory whose free space is below its reserve (writes are refused "
-      "and flushes wait until space is freed).",
-      MetricType::kGauge, [disk] {
-        std::vector<MetricSample> out;
-        for (const std::string& dir : disk->FullDirs()) out.push_back({{{"dir", dir}}, 1.0});
-        return out;
-      }));
+  per_dir("basalt_tserver_dir_full",
+          "1 for a data or WAL directory whose free space is below its reserve (writes are "
+          "refused and flushes wait until space is freed).",
+          [disk] {
+            std::vector<std::pair<std::string, double>> out;
+            for (const std::string& dir : disk->FullDirs()) out.emplace_back(dir, 1.0);
+            return out;
+          });
+  BlockManager* blocks = block_manager_.get();
+  per_dir("basalt_tserver_data_dir_failed",
+          "1 for a data directory that failed (an I/O error; its tablets failed and were "
+          "replaced), 0 for one that works.",
+          [blocks] {
+            std::vector<std::pair<std::string, double>> out;
+            for (const BlockManager::DirInfo& d : blocks->Dirs()) {
+              out.emplace_back(d.path, d.error.ok() ? 0.0 : 1.0);
+            }
+            return out;
+          });
   per_tablet("basalt_tablet_mrs_memory_bytes", "Bytes held by the tablet's MemRowSet.",
              MetricType::kGauge, stat(&TabletStats::mrs_bytes));
   per_tablet("basalt_tablet_dms_memory_bytes", "Bytes held by the tablet's DeltaMemStores.",
@@ -363,6 +430,33 @@ std::string TabletServer::TabletsPage() const {
                    rows);
 }
 
+std::string TabletServer::StoragePage() const {
+  std::map<int, int> tablets;  // By data directory position.
+  for (const auto& r : tablet_manager_->List()) {
+    for (int d : r->data_dirs()) ++tablets[d];
+  }
+  const std::vector<std::string> full = disk_space_->FullDirs();
+  auto is_full = [&](const std::string& path) {
+    return std::find(full.begin(), full.end(), path) != full.end();
+  };
+  std::vector<std::vector<std::string>> rows;
+  const std::vector<BlockManager::DirInfo> dirs = block_manager_->Dirs();
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    const bool wal = dirs[i].path == options_.fs_wal_dir;
+    std::string state = dirs[i].error.ok() ? "OK" : StrCat("FAILED: ", dirs[i].error.ToString());
+    if (is_full(dirs[i].path)) state += " (full)";
+    rows.push_back({dirs[i].path, StrCat(i), i == 0 ? "data, metadata" : "data", wal ? "yes" : "no",
+                    state, StrCat(tablets[static_cast<int>(i)])});
+  }
+  if (std::find_if(dirs.begin(), dirs.end(), [&](const BlockManager::DirInfo& d) {
+        return d.path == options_.fs_wal_dir;
+      }) == dirs.end()) {
+    rows.push_back({options_.fs_wal_dir, "", "", "yes",
+                    is_full(options_.fs_wal_dir) ? "OK (full)" : "OK", ""});
+  }
+  return HtmlTable({"directory", "position", "holds", "WAL", "state", "tablets"}, rows);
+}
+
 absl::Status TabletServer::StartWebserver() {
   if (options_.webserver_port < 0) return absl::OkStatus();
   BASALT_ASSIGN_OR_RETURN(
@@ -372,6 +466,7 @@ absl::Status TabletServer::StartWebserver() {
                              StrCat("basalt-tserver ", instance_->uuid())));
   webserver_ = std::make_unique<Webserver>(w);
   webserver_->RegisterPage("/tablets", "Tablets", [this] { return TabletsPage(); });
+  webserver_->RegisterPage("/storage", "Storage", [this] { return StoragePage(); });
   // "starting" until the replicas found at startup have bootstrapped (replicas created later
   // bootstrap in a moment and do not make the server unhealthy).
   std::vector<std::weak_ptr<TabletReplica>> at_start;

@@ -53,7 +53,12 @@ class Webserver;
 
 struct TabletServerOptions {
   Env* env = nullptr;  // nullptr: Env::Default().
+  // The first data directory: the server's instance file and every tablet's metadata live here,
+  // and blocks too. Empty: the first of fs_data_dirs.
   std::string fs_data_dir;
+  // Every data directory, by position (BlockManager): blocks are spread over them in per-tablet
+  // groups. Empty: {fs_data_dir}. Otherwise its first must be fs_data_dir (if that is set).
+  std::vector<std::string> fs_data_dirs;
   std::string fs_wal_dir;  // Empty: fs_data_dir.
   std::string rpc_bind_address = "127.0.0.1:0";
   // Bind with SO_REUSEPORT (gRPC's default on Linux), which test harnesses rely on to keep a
@@ -118,6 +123,8 @@ class TabletServer {
   void RegisterMetrics();
   absl::Status StartWebserver();
   std::string TabletsPage() const;
+  // The data and WAL directories: role, state (failed, full), tablets.
+  std::string StoragePage() const;
   // Wakes the heartbeater (if any) for an early report.
   void OnReplicaStatusChange();
   // Starts the block GC (one run now, then periodic) and the block scrubber (docs/tserver.md
@@ -125,8 +132,10 @@ class TabletServer {
   void StartBlockMaintenance();
   // The scrubber found `block` (invalid: the superblock) of `tablet_id` corrupt: fails the replica.
   void OnCorruptBlock(const std::string& tablet_id, BlockId block, const absl::Status& error);
-  // Every second until Shutdown: reopens the replicas a full disk paused once it has room
-  // (docs/tserver.md "Disk faults").
+  // Every second until Shutdown: reopens the replicas a full disk paused once it has room; and at
+  // once, fails the replicas of a data directory that failed (docs/tserver.md "Disk faults").
+  // On its own thread, because a directory fails on whichever thread hit the error, which may
+  // hold the locks of a replica it would fail.
   void SpaceWatcherLoop() ABSL_LOCKS_EXCLUDED(space_watcher_mu_);
 
   TabletServerOptions options_;
@@ -146,6 +155,13 @@ class TabletServer {
   std::unique_ptr<DiskSpaceMonitor> disk_space_;
   absl::Mutex space_watcher_mu_;
   bool space_watcher_stop_ ABSL_GUARDED_BY(space_watcher_mu_) = false;
+  struct FailedDataDir {
+    int position;
+    std::string path;
+    absl::Status error;
+  };
+  // Data directories that failed, for the watcher to fail their replicas.
+  std::vector<FailedDataDir> failed_dirs_ ABSL_GUARDED_BY(space_watcher_mu_);
   std::thread space_watcher_;
   std::unique_ptr<TsTabletManager> tablet_manager_;
   // Both read tablet directories and the block manager; the scrubber's callback uses

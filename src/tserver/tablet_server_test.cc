@@ -30,6 +30,7 @@
 #include "tserver/tserver_test_util.h"
 
 DECLARE_int64(fs_data_dirs_reserved_bytes);
+DECLARE_int32(fs_target_data_dirs_per_tablet);
 
 namespace basalt {
 namespace {
@@ -46,6 +47,10 @@ class TabletServerTest : public ::testing::Test {
     TabletServerOptions o =
         TestServerOptions(data_dir_override_.empty() ? dir_.path() : data_dir_override_);
     o.env = &env_;
+    if (!extra_data_dirs_.empty()) {
+      o.fs_data_dirs = {o.fs_data_dir};
+      o.fs_data_dirs.insert(o.fs_data_dirs.end(), extra_data_dirs_.begin(), extra_data_dirs_.end());
+    }
     o.scanner_ttl_ms = scanner_ttl_ms;
     if (memory_limit_bytes > 0) {
       o.memory_limit_bytes = memory_limit_bytes;
@@ -150,8 +155,9 @@ class TabletServerTest : public ::testing::Test {
   }
 
   TestDir dir_;
-  std::string data_dir_override_;     // Where the server keeps its data instead of dir_, if set.
-  InjectingEnv env_{Env::Default()};  // Outlives the server.
+  std::string data_dir_override_;  // Where the server keeps its data instead of dir_, if set.
+  std::vector<std::string> extra_data_dirs_;  // More data directories (--fs_data_dirs), if any.
+  InjectingEnv env_{Env::Default()};          // Outlives the server.
   Schema schema_;
   std::unique_ptr<TabletServer> server_;
   std::unique_ptr<TsClient> client_;
@@ -833,6 +839,120 @@ TEST_F(TabletServerTest, CorruptReplicaFileFailsOnlyThatTablet) {
   del.set_tablet_id(kTablet);
   BASALT_ASSERT_OK(client_->DeleteTablet(del));
   CreateTablet(kTablet);
+}
+
+// Two data directories, a tablet's blocks in one of them: EIO in the second fails exactly the
+// tablets whose blocks are there; the others serve on, also after a restart that finds the
+// directory still failing (docs/tserver.md "Data directories").
+TEST_F(TabletServerTest, AFailedDataDirFailsOnlyItsTablets) {
+  gflags::FlagSaver saver;
+  FLAGS_fs_target_data_dirs_per_tablet = 1;
+  client_.reset();
+  server_.reset();
+  TestDir second("tablet_server_test_dir2");
+  const std::string dir2 = second.path();
+  extra_data_dirs_ = {dir2};
+  StartServer();
+  const std::vector<std::string> ids = {"t0", "t1", "t2", "t3"};
+  std::map<std::string, int> dir_of;
+  for (const std::string& id : ids) {
+    CreateTablet(id);
+    auto r = server_->tablet_manager()->Lookup(id);
+    BASALT_ASSERT_OK(r);
+    ASSERT_EQ((*r)->data_dirs().size(), 1u);
+    dir_of[id] = (*r)->data_dirs()[0];
+    for (int32_t k = 0; k < 20; ++k)
+      ASSERT_TRUE(Write(WriteBuilder(&schema_).Insert(k), id).empty());
+    BASALT_ASSERT_OK((*r)->tablet()->FlushMemRowSet());
+    for (int32_t k = 20; k < 30; ++k)
+      ASSERT_TRUE(Write(WriteBuilder(&schema_).Insert(k), id).empty());
+  }
+  // Balanced: two tablets in each directory.
+  EXPECT_EQ(std::count_if(dir_of.begin(), dir_of.end(), [](auto& e) { return e.second == 1; }), 2);
+  env_.SetEio(dir2 + "/", 1.0);
+  // The first block operation there (a flush) fails the directory, and with it its tablets.
+  for (const std::string& id : ids) {
+    if (dir_of[id] != 1) continue;
+    auto r = server_->tablet_manager()->Lookup(id);
+    BASALT_ASSERT_OK(r);
+    EXPECT_FALSE((*r)->tablet()->FlushMemRowSet().ok());
+    break;
+  }
+  ASSERT_TRUE(WaitFor([&] {
+    pb::ListTabletsResponsePB list;
+    if (!client_->ListTablets(&list).ok()) return false;
+    int failed = 0;
+    for (const auto& t : list.tablets()) failed += t.state() == pb::TABLET_FAILED;
+    return failed == 2;
+  }));
+  pb::ListTabletsResponsePB list;
+  BASALT_ASSERT_OK(client_->ListTablets(&list));
+  ASSERT_EQ(list.data_dirs_size(), 2);
+  EXPECT_EQ(list.data_dirs(0).error(), "");
+  EXPECT_NE(list.data_dirs(1).error().find("Input/output error"), std::string::npos)
+      << list.data_dirs(1).error();
+  for (const auto& t : list.tablets()) {
+    if (dir_of[t.tablet_id()] == 1) {
+      EXPECT_EQ(t.state(), pb::TABLET_FAILED) << t.tablet_id();
+      EXPECT_NE(t.error().message().find(dir2), std::string::npos) << t.error().message();
+    } else {
+      EXPECT_EQ(t.state(), pb::TABLET_RUNNING) << t.tablet_id();
+    }
+  }
+  // The others write, flush and scan on.
+  for (const std::string& id : ids) {
+    if (dir_of[id] != 0) continue;
+    EXPECT_TRUE(Write(WriteBuilder(&schema_).Insert(100), id).empty());
+    auto r = server_->tablet_manager()->Lookup(id);
+    BASALT_ASSERT_OK(r);
+    BASALT_EXPECT_OK((*r)->tablet()->FlushMemRowSet());
+    absl::StatusOr<std::vector<TestRow>> rows = ScanAll(NewScan(id));
+    BASALT_ASSERT_OK(rows);
+    EXPECT_EQ(rows->size(), 31u);
+  }
+  // New tablets go to the working directory.
+  CreateTablet("t4");
+  auto t4 = server_->tablet_manager()->Lookup("t4");
+  BASALT_ASSERT_OK(t4);
+  EXPECT_EQ((*t4)->data_dirs(), std::vector<int>{0});
+  t4 = absl::StatusOr<std::shared_ptr<TabletReplica>>(nullptr);
+  // Restarted with the directory still failing: the server starts, the others serve.
+  RestartServer();
+  BASALT_ASSERT_OK(client_->ListTablets(&list));
+  EXPECT_NE(list.data_dirs(1).error(), "");
+  for (const auto& t : list.tablets()) {
+    if (t.tablet_id() != "t4" && dir_of[t.tablet_id()] == 1) {
+      EXPECT_EQ(t.state(), pb::TABLET_FAILED) << t.tablet_id();
+      EXPECT_NE(t.error().message().find(dir2), std::string::npos) << t.error().message();
+    }
+  }
+  for (const std::string& id : ids) {
+    if (dir_of[id] != 0) continue;
+    WaitForLeader(id);
+    absl::StatusOr<std::vector<TestRow>> rows = ScanAll(NewScan(id));
+    BASALT_ASSERT_OK(rows);
+    EXPECT_EQ(rows->size(), 31u);
+  }
+  // A replica of the failed directory can be deleted.
+  for (const std::string& id : ids) {
+    if (dir_of[id] != 1) continue;
+    pb::DeleteTabletRequestPB del;
+    del.set_tablet_id(id);
+    BASALT_EXPECT_OK(client_->DeleteTablet(del));
+  }
+  // The first directory holds every replica's metadata (and here the WAL): its failure fails all.
+  server_->block_manager()->MarkDirFailed(0, absl::InternalError("injected: Input/output error"));
+  ASSERT_TRUE(WaitFor([&] {
+    pb::ListTabletsResponsePB l;
+    if (!client_->ListTablets(&l).ok()) return false;
+    for (const auto& t : l.tablets()) {
+      if (t.state() == pb::TABLET_RUNNING) return false;
+    }
+    return true;
+  }));
+  env_.SetEio("", 0);
+  client_.reset();
+  server_.reset();
 }
 
 TEST_F(TabletServerTest, PropagatedTimestampOrdersWrites) {

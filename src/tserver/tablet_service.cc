@@ -9,6 +9,7 @@
 #include <glog/logging.h>
 #include <grpcpp/grpcpp.h>
 
+#include "cfile/block_manager.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
@@ -105,6 +106,13 @@ class TabletServerServiceImpl final : public pb::TabletServerService::Service {
     }
     for (const auto& [id, header] : ctx_.tablet_manager->Tombstones()) {
       TombstoneToPB(header, response->add_tablets());
+    }
+    if (ctx_.block_manager != nullptr) {
+      for (const BlockManager::DirInfo& d : ctx_.block_manager->Dirs()) {
+        pb::DataDirStatusPB* out = response->add_data_dirs();
+        out->set_path(d.path);
+        if (!d.error.ok()) out->set_error(d.error.ToString());
+      }
     }
     return grpc::Status::OK;
   }

@@ -22,6 +22,7 @@ class Service;
 namespace basalt {
 
 class AddressBook;
+class BlockManager;
 class HybridClock;
 class ScannerManager;
 class TsTabletManager;
@@ -32,6 +33,7 @@ struct TabletServiceContext {
   ScannerManager* scanner_manager = nullptr;
   HybridClock* clock = nullptr;
   AddressBook* address_book = nullptr;
+  BlockManager* block_manager = nullptr;  // May be null (no data directories reported).
   // Batch size of a scan call that asks for 0 bytes, and the largest batch a call may ask for.
   uint32_t scanner_default_batch_size_bytes = 1 << 20;
   uint32_t scanner_max_batch_size_bytes = 32 << 20;

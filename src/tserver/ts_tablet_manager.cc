@@ -7,9 +7,11 @@
 #include <glog/logging.h>
 
 #include "absl/time/clock.h"
+#include "cfile/block_manager.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "consensus/consensus_metadata.h"
+#include "tserver/data_dir_group.h"
 #include "tserver/replica_tombstone.h"
 #include "tserver/tablet_copy_client.h"
 #include "tserver/tserver_errors.h"
@@ -17,6 +19,11 @@
 DEFINE_int32(num_tablets_to_copy_simultaneously, 10,
              "Most tablet copies this server receives at once; one asked beyond it is refused "
              "with UNAVAILABLE and retried by its leader with backoff.");
+
+DEFINE_int32(fs_target_data_dirs_per_tablet, 3,
+             "How many data directories (of --fs_data_dirs) a new tablet replica's blocks are "
+             "spread over; 0 means all. A smaller group means a failed directory fails fewer "
+             "tablets; a larger one spreads a tablet's I/O over more disks.");
 
 namespace basalt {
 
@@ -33,6 +40,62 @@ absl::StatusOr<ReplicaFileHeader> TsTabletManager::ReadHeader(const std::string&
     return absl::DataLossError(ToAbsl(StrCat(path, ": holds tablet ", h.tablet_id)));
   }
   return h;
+}
+
+absl::StatusOr<std::vector<int>> TsTabletManager::ChooseDataDirsLocked(const std::string& id) {
+  BlockManager* bm = ctx_.block_manager;
+  const int n = bm->num_dirs();
+  std::vector<bool> failed(n);
+  for (int i = 0; i < n; ++i) failed[i] = bm->DirFailed(i);
+  std::vector<int> tablets(n, 0);
+  auto count = [&](const std::vector<int>& dirs) {
+    for (int d : dirs) {
+      if (d >= 0 && d < n) ++tablets[d];
+    }
+  };
+  for (const auto& [other, replica] : replicas_) count(replica->data_dirs());
+  for (const auto& [other, dirs] : creating_dirs_) count(dirs);
+  std::vector<int> group =
+      ChooseDataDirGroup(failed, tablets, FLAGS_fs_target_data_dirs_per_tablet);
+  if (group.empty()) {
+    return absl::UnavailableError(
+        ToAbsl(StrCat("tablet server ", ctx_.server_uuid, ": every data directory failed")));
+  }
+  creating_dirs_[id] = group;
+  return group;
+}
+
+absl::Status TsTabletManager::DataDirFailure(const std::vector<int>& data_dirs) const {
+  BlockManager* bm = ctx_.block_manager;
+  for (int i = 0; i < bm->num_dirs(); ++i) {
+    if (!bm->DirFailed(i)) continue;
+    const BlockManager::DirInfo d = bm->Dirs()[i];
+    // The first holds every replica's metadata; the WAL directory every replica's log.
+    if (i == 0 || d.path == ctx_.wal_dir ||
+        std::find(data_dirs.begin(), data_dirs.end(), i) != data_dirs.end()) {
+      return PrependToStatus(d.error, StrCat("data directory ", d.path, " failed"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool TsTabletManager::FailIfDataDirFailed(const std::shared_ptr<TabletReplica>& replica) const {
+  if (replica->state() == ReplicaState::kFailed) return false;
+  const absl::Status failure = DataDirFailure(replica->data_dirs());
+  if (failure.ok()) return false;
+  replica->Fail(failure);
+  return true;
+}
+
+int TsTabletManager::FailReplicasOfFailedDataDirs() {
+  std::vector<std::shared_ptr<TabletReplica>> all;
+  {
+    absl::MutexLock l(&mu_);
+    for (const auto& [id, replica] : replicas_) all.push_back(replica);
+  }
+  int failed = 0;
+  for (const std::shared_ptr<TabletReplica>& r : all) failed += FailIfDataDirFailed(r);
+  return failed;
 }
 
 absl::Status TsTabletManager::OpenAll() {
@@ -80,13 +143,18 @@ void TsTabletManager::OpenOne(const std::string& id) {
     s = r.ok() ? (*r)->Start() : r.status();
     if (r.ok()) replica = std::move(*r);
   }
-  absl::MutexLock l(&mu_);
-  if (s.ok()) {
-    replicas_[id] = std::move(replica);
-  } else {
-    LOG(ERROR) << "tablet " << id << " failed to open: " << s;
-    failed_[id] = s;
+  {
+    absl::MutexLock l(&mu_);
+    if (!s.ok()) {
+      LOG(ERROR) << "tablet " << id << " failed to open: " << s;
+      failed_[id] = s;
+      return;
+    }
+    replicas_[id] = replica;
   }
+  // A directory that failed after the open checked it (the server's watcher may have failed the
+  // listed replicas before this one was listed).
+  FailIfDataDirFailed(replica);
 }
 
 absl::Status TsTabletManager::CreateTablet(TabletReplicaMeta meta, const Schema& schema,
@@ -117,18 +185,23 @@ absl::Status TsTabletManager::CreateTablet(TabletReplicaMeta meta, const Schema&
     if (tombstones_.contains(id)) {
       return absl::AlreadyExistsError(ToAbsl(StrCat("tablet ", id, " is tombstoned here")));
     }
+    BASALT_ASSIGN_OR_RETURN(meta.data_dirs, ChooseDataDirsLocked(id));
     busy_.insert(id);
   }
   absl::StatusOr<std::shared_ptr<TabletReplica>> r =
       TabletReplica::Create(ctx_, std::move(meta), schema, config, addresses);
   absl::Status s = r.ok() ? (*r)->Start() : r.status();
-  absl::MutexLock l(&mu_);
-  busy_.erase(id);
-  if (!s.ok()) {
-    if (r.ok()) failed_[id] = s;  // Its files exist: report it, let DeleteTablet remove it.
-    return s;
+  {
+    absl::MutexLock l(&mu_);
+    busy_.erase(id);
+    creating_dirs_.erase(id);
+    if (!s.ok()) {
+      if (r.ok()) failed_[id] = s;  // Its files exist: report it, let DeleteTablet remove it.
+      return s;
+    }
+    replicas_[id] = *r;
   }
-  replicas_[id] = std::move(*r);
+  FailIfDataDirFailed(*r);  // As in OpenOne.
   return absl::OkStatus();
 }
 
@@ -256,6 +329,7 @@ absl::StatusOr<uint64_t> TsTabletManager::StartTabletCopy(
                                                  source_address, caller_term, caller_config_index);
   absl::MutexLock l(&mu_);
   busy_.erase(tablet_id);
+  creating_dirs_.erase(tablet_id);
   --copies_running_;
   // A failure that left files no map accounts for (a replaced replica that could not be
   // tombstoned): report it FAILED, so that it is seen and DeleteTablet can remove it.
@@ -287,7 +361,11 @@ absl::StatusOr<uint64_t> TsTabletManager::CopyAndStart(const std::string& tablet
   }
   TabletCopyClientOptions o;
   o.env = ctx_.env;
-  o.block_manager = ctx_.block_manager;
+  {
+    absl::MutexLock l(&mu_);
+    BASALT_ASSIGN_OR_RETURN(o.data_dirs, ChooseDataDirsLocked(tablet_id));
+  }
+  o.block_manager = ctx_.block_manager->ForGroup(o.data_dirs);
   o.local_uuid = ctx_.server_uuid;
   o.tablet_id = tablet_id;
   o.source_address = source_address;
@@ -356,14 +434,17 @@ absl::StatusOr<uint64_t> TsTabletManager::CopyAndStart(const std::string& tablet
   absl::StatusOr<std::shared_ptr<TabletReplica>> r = TabletReplica::Open(ctx_, tablet_id);
   if (r.ok()) (*r)->set_member_since_config_index(caller_config_index);
   absl::Status s = r.ok() ? (*r)->Start() : r.status();
-  absl::MutexLock l(&mu_);
-  tombstones_.erase(tablet_id);
-  copy_logs_.erase(tablet_id);  // The copy is over; a later one is logged at once.
-  if (!s.ok()) {
-    failed_[tablet_id] = s;
-    return s;
+  {
+    absl::MutexLock l(&mu_);
+    tombstones_.erase(tablet_id);
+    copy_logs_.erase(tablet_id);  // The copy is over; a later one is logged at once.
+    if (!s.ok()) {
+      failed_[tablet_id] = s;
+      return s;
+    }
+    replicas_[tablet_id] = *r;
   }
-  replicas_[tablet_id] = std::move(*r);
+  FailIfDataDirFailed(*r);  // As in OpenOne.
   LOG(INFO) << "tablet " << tablet_id << ": copied from " << source_uuid << " in "
             << absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(1)))
             << " up to log index " << *last << "; replica started";
@@ -404,22 +485,30 @@ bool TsTabletManager::ShutDown() const {
   return shut_down_;
 }
 
-int TsTabletManager::ReopenPausedReplicas(const std::function<bool()>& has_room) {
+int TsTabletManager::ReopenPausedReplicas(
+    const std::function<bool(const std::vector<int>& data_dirs)>& has_room) {
+  std::vector<std::shared_ptr<TabletReplica>> candidates;
   {
     absl::MutexLock l(&mu_);
-    bool any = false;
-    for (auto& [id, r] : replicas_) any |= r->paused_for_space();
-    if (shut_down_ || !any) return 0;
+    if (shut_down_) return 0;
+    for (auto& [id, r] : replicas_) {
+      if (r->paused_for_space()) candidates.push_back(r);
+    }
   }
-  if (!has_room()) return 0;  // Disk I/O (statvfs): outside mu_.
+  // Disk I/O (statvfs): outside mu_. Each replica needs room only where its files are.
+  std::erase_if(candidates, [&](const auto& r) { return !has_room(r->data_dirs()); });
+  if (candidates.empty()) return 0;
   std::vector<std::shared_ptr<TabletReplica>> paused;
   const absl::Time now = absl::Now();
   {
     absl::MutexLock l(&mu_);
     if (shut_down_) return 0;
-    for (auto& [id, r] : replicas_) {
+    for (const auto& r : candidates) {
+      const std::string& id = r->tablet_id();
+      auto it = replicas_.find(id);
       auto retry = reopen_not_before_.find(id);
-      if (r->paused_for_space() && r->state() != ReplicaState::kFailed && !busy_.contains(id) &&
+      if (it != replicas_.end() && it->second == r && r->state() != ReplicaState::kFailed &&
+          !busy_.contains(id) &&
           (retry == reopen_not_before_.end() || retry->second.first <= now)) {
         paused.push_back(r);
       }
@@ -430,6 +519,7 @@ int TsTabletManager::ReopenPausedReplicas(const std::function<bool()>& has_room)
     for (const auto& r : paused) busy_.insert(r->tablet_id());
   }
   int reopened = 0;
+  std::vector<std::shared_ptr<TabletReplica>> reopened_replicas;
   for (const auto& old : paused) {
     const std::string id = old->tablet_id();
     old->Shutdown();  // Joins its node; its files are what a restart would find.
@@ -443,7 +533,8 @@ int TsTabletManager::ReopenPausedReplicas(const std::function<bool()>& has_room)
     busy_.erase(id);
     if (s.ok()) {
       LOG(INFO) << "tablet " << id << ": the disk has room again; reopened";
-      replicas_[id] = std::move(*r);
+      replicas_[id] = *r;
+      reopened_replicas.push_back(*r);
       // A replica that pauses again soon (a disk still full for it, e.g. a quota) is retried with
       // a growing delay, not every second.
       auto& [not_before, delay] = reopen_not_before_[id];
@@ -460,6 +551,7 @@ int TsTabletManager::ReopenPausedReplicas(const std::function<bool()>& has_room)
       failed_[id] = s;
     }
   }
+  for (const auto& r : reopened_replicas) FailIfDataDirFailed(r);  // As in OpenOne.
   return reopened;
 }
 

@@ -86,11 +86,17 @@ class TsTabletManager {
   // Tombstoned replicas, by tablet id.
   std::map<std::string, ReplicaFileHeader> Tombstones() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Fails every live replica that depends on a failed data directory (DataDirFailure): after a
+  // BlockManager::DirFailureCallback. Returns how many it failed.
+  int FailReplicasOfFailedDataDirs() ABSL_LOCKS_EXCLUDED(mu_);
+
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
   // Opens again, from disk, every replica paused by a full disk (TabletReplica::paused_for_space)
-  // if `has_room` says the disk has room now: the same path as a restart (WAL replay above the
-  // superblock). Returns how many it reopened. A replica that fails to open is FAILED.
-  int ReopenPausedReplicas(const std::function<bool()>& has_room) ABSL_LOCKS_EXCLUDED(mu_);
+  // for which `has_room` (given the replica's data directory group) says its disks have room now:
+  // the same path as a restart (WAL replay above the superblock). Returns how many it reopened. A
+  // replica that fails to open is FAILED.
+  int ReopenPausedReplicas(const std::function<bool(const std::vector<int>& data_dirs)>& has_room)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   // Opens one directory found at start (OpenAll).
@@ -106,6 +112,19 @@ class TsTabletManager {
   // op, and stops the others (docs/tablet_copy.md "Tombstones vote"). Called after every change
   // of tombstones_, busy_ or shut_down_.
   void SyncVotersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The data directory group of a new replica `id` (ChooseDataDirGroup over the healthy
+  // directories, --fs_target_data_dirs_per_tablet, counting the replicas being created too),
+  // recorded in creating_dirs_ until EndCreation. UNAVAILABLE if every data directory failed.
+  absl::StatusOr<std::vector<int>> ChooseDataDirsLocked(const std::string& id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The error of a failed data directory that a replica whose blocks are in `data_dirs` depends
+  // on: the first (every replica's metadata), the WAL's, or one of `data_dirs`; OK if none.
+  absl::Status DataDirFailure(const std::vector<int>& data_dirs) const;
+  // Fails `replica` (unless FAILED already) if DataDirFailure says so; returns whether it did.
+  // Called without mu_ (Fail takes the replica's locks) after every insertion into replicas_,
+  // since a directory may fail between a replica's open and its insertion.
+  bool FailIfDataDirFailed(const std::shared_ptr<TabletReplica>& replica) const
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Reads the replica file header of `id` (DATA_LOSS if corrupt).
   absl::StatusOr<ReplicaFileHeader> ReadHeader(const std::string& id) const;
 
@@ -119,6 +138,9 @@ class TsTabletManager {
   std::map<std::string, std::unique_ptr<TombstoneVoter>> voters_ ABSL_GUARDED_BY(mu_);
   // Ids being created or deleted (their files are changing).
   absl::flat_hash_set<std::string> busy_ ABSL_GUARDED_BY(mu_);
+  // The data directory groups of replicas being created or copied here, by id (so that
+  // concurrent creations spread over the directories).
+  std::map<std::string, std::vector<int>> creating_dirs_ ABSL_GUARDED_BY(mu_);
   // Replicas reopened after a full disk: not reopened again before the time; the delay doubles
   // (1 s to 60 s) with each reopen.
   std::map<std::string, std::pair<absl::Time, absl::Duration>> reopen_not_before_

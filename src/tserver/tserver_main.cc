@@ -9,13 +9,24 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_split.h"
 #include "common/env.h"
 #include "common/injecting_env.h"
 #include "rpc/net_util.h"
 #include "server/server_instance.h"
 #include "tserver/tablet_server.h"
 
-DEFINE_string(fs_data_dir, "", "Directory where the tablet server keeps its data (required).");
+DEFINE_string(fs_data_dir, "",
+              "Directory where the tablet server keeps its data: its identity, every tablet's "
+              "metadata and (with --fs_data_dirs empty) all blocks. Required unless "
+              "--fs_data_dirs is set.");
+DEFINE_string(fs_data_dirs, "",
+              "Comma-separated data directories, one per disk, for tablet blocks; each tablet "
+              "keeps its blocks in --fs_target_data_dirs_per_tablet of them, so that a failed disk "
+              "fails only its tablets. The first also holds what --fs_data_dir does (it defaults "
+              "to the first; if both are set, --fs_data_dir must be the first). Positions must "
+              "not change: new directories may only be appended.");
 DEFINE_string(fs_wal_dir, "", "Directory for WAL segments; defaults to --fs_data_dir.");
 DEFINE_string(rpc_bind_addresses, "0.0.0.0:7050",
               "Address the tablet server serves gRPC on; port 0 picks a free port.");
@@ -68,12 +79,15 @@ void TuneMalloc() {
 }
 
 int Run() {
-  if (FLAGS_fs_data_dir.empty()) {
-    LOG(ERROR) << "--fs_data_dir is required";
+  if (FLAGS_fs_data_dir.empty() && FLAGS_fs_data_dirs.empty()) {
+    LOG(ERROR) << "--fs_data_dir or --fs_data_dirs is required";
     return 1;
   }
   basalt::TabletServerOptions o;
   o.fs_data_dir = FLAGS_fs_data_dir;
+  for (absl::string_view d : absl::StrSplit(FLAGS_fs_data_dirs, ',', absl::SkipWhitespace())) {
+    o.fs_data_dirs.emplace_back(absl::StripAsciiWhitespace(d));
+  }
   o.fs_wal_dir = FLAGS_fs_wal_dir;
   o.env = basalt::MaybeWrapForInjection(basalt::Env::Default());  // Test-only fault flags.
   o.rpc_bind_address = FLAGS_rpc_bind_addresses;

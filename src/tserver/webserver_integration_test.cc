@@ -114,6 +114,35 @@ TEST_F(TserverWebTest, HealthzMetricsAndTabletsPage) {
   EXPECT_NE(Get("/").body.find("href=\"/tablets\""), std::string::npos);
 }
 
+// A failed data directory shows on /metrics and on the storage page (docs/tserver.md "Data
+// directories").
+TEST(TserverWebDataDirsTest, AFailedDataDirShowsOnMetricsAndTheStoragePage) {
+  TestDir dir("tserver_web_dirs_test");
+  const std::string dir2 = dir.path() + "/second";
+  TabletServerOptions o = TestServerOptions(dir.path() + "/first");
+  o.fs_data_dirs = {o.fs_data_dir, dir2};
+  o.webserver_port = 0;
+  TabletServer server(o);
+  BASALT_ASSERT_OK(server.Start());
+  auto get = [&](const std::string& path) {
+    absl::StatusOr<HttpResponse> r = HttpGet("127.0.0.1", server.webserver_port(), path);
+    BASALT_EXPECT_OK(r);
+    return r.ok() ? r->body : std::string();
+  };
+  const std::string series = StrCat("basalt_tserver_data_dir_failed{dir=\"", dir2, "\"}");
+  EXPECT_EQ(SampleValue(get("/metrics"), series), 0);
+  EXPECT_NE(get("/storage").find(dir2), std::string::npos);
+  server.block_manager()->MarkDirFailed(1, absl::InternalError("write: Input/output error"));
+  EXPECT_EQ(SampleValue(get("/metrics"), series), 1);
+  const std::string first = StrCat("basalt_tserver_data_dir_failed{dir=\"", o.fs_data_dir, "\"}");
+  EXPECT_EQ(SampleValue(get("/metrics"), first), 0);
+  const std::string storage = get("/storage");
+  EXPECT_NE(storage.find("FAILED: INTERNAL: write: Input/output error"), std::string::npos)
+      << storage;
+  EXPECT_NE(get("/").find("href=\"/storage\""), std::string::npos);
+  server.Shutdown();
+}
+
 TEST_F(TserverWebTest, ShutdownStopsTheWebServer) {
   const int port = server_->webserver_port();
   server_->Shutdown();
