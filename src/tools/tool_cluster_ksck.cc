@@ -33,6 +33,7 @@ struct ServerReport {
   absl::Status status;
   std::map<std::string, pb::TabletStatusPB> tablets;
   std::vector<pb::DataDirStatusPB> data_dirs;
+  pb::DataDirStatusPB wal_dir;
 };
 
 std::string Address(const pb::HostPortPB& hp) { return StrCat(hp.host(), ":", hp.port()); }
@@ -57,6 +58,7 @@ ServerReport AskServer(const std::string& address) {
                          pb::ListTabletsRequestPB(), &resp);
   for (const auto& t : resp.tablets()) r.tablets[t.tablet_id()] = t;
   r.data_dirs.assign(resp.data_dirs().begin(), resp.data_dirs().end());
+  r.wal_dir = resp.wal_dir();
   return r;
 }
 
@@ -265,6 +267,10 @@ absl::Status Ksck(const ActionContext& ctx) {
         if (d.error().empty()) continue;
         *ctx.out << "Warning: tablet server " << uuid << " (" << sr.address << "): data directory "
                  << d.path() << " failed: " << d.error() << "\n";
+      }
+      if (!sr.wal_dir.error().empty()) {
+        *ctx.out << "Warning: tablet server " << uuid << " (" << sr.address << "): WAL directory "
+                 << sr.wal_dir.path() << " failed: " << sr.wal_dir.error() << "\n";
       }
     }
   }

@@ -208,6 +208,9 @@ void TabletReplica::SetState(ReplicaState state, absl::Status error) {
     LOG(ERROR) << "tablet " << tablet_id_ << " failed; it serves nothing more: " << error;
   }
   if (ctx_.on_status_change) ctx_.on_status_change();
+  if (state == ReplicaState::kFailed && BlockManager::IsDiskFailure(error) && ctx_.on_disk_error) {
+    ctx_.on_disk_error(error);
+  }
 }
 
 ReplicaState TabletReplica::state() const { return state_.state(); }

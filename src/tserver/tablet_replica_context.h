@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 
 namespace basalt {
@@ -53,6 +54,10 @@ struct TabletReplicaContext {
   // reported status may have changed: it became RUNNING or FAILED, applied the first entry of a new
   // term (a new leader) or a schema change. The server wakes the heartbeater with it. May be empty.
   std::function<void()> on_status_change;
+  // Called (same rules) when the replica failed with an error that may be its disk's
+  // (BlockManager::IsDiskFailure): the server then probes the WAL and metadata directories, whose
+  // failure fails every replica (docs/tserver.md "Data directories"). May be empty.
+  std::function<void(const absl::Status&)> on_disk_error;
 };
 
 }  // namespace basalt

@@ -152,6 +152,10 @@ absl::Status TabletServer::Start() {
   ctx.raft_tick_interval_ms = options_.raft_tick_interval_ms;
   ctx.raft_election_ticks = options_.raft_election_ticks;
   ctx.on_status_change = [this] { OnReplicaStatusChange(); };
+  ctx.on_disk_error = [this](const absl::Status&) {
+    absl::MutexLock l(&space_watcher_mu_);
+    probe_disks_ = true;
+  };
   ctx.follower_failed_after =
       absl::Seconds(std::max(FLAGS_follower_unavailable_considered_failed_sec, 1));
   tablet_manager_ = std::make_unique<TsTabletManager>(ctx);
@@ -199,6 +203,7 @@ absl::Status TabletServer::StartRpcServer() {
   sctx.clock = clock_.get();
   sctx.address_book = address_book_.get();
   sctx.block_manager = block_manager_.get();
+  sctx.wal_dir_state = [this] { return std::make_pair(options_.fs_wal_dir, WalDirState()); };
   sctx.scanner_default_batch_size_bytes = options_.scanner_default_batch_size_bytes;
   tablet_service_ = NewTabletServerService(sctx);
   admin_service_ = NewTabletServerAdminService(sctx);
@@ -242,18 +247,21 @@ absl::Status TabletServer::StartRpcServer() {
 
 void TabletServer::SpaceWatcherLoop() {
   auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(space_watcher_mu_) {
-    return space_watcher_stop_ || !failed_dirs_.empty();
+    return space_watcher_stop_ || !failed_dirs_.empty() || probe_disks_;
   };
   absl::Time next_space_check = absl::Now() + absl::Seconds(1);
   while (true) {
     std::vector<FailedDataDir> failed;
+    bool probe = false;
     {
       absl::MutexLock l(&space_watcher_mu_);
       // The timed wait is the period itself; Shutdown and a failed directory end it at once.
       space_watcher_mu_.AwaitWithDeadline(absl::Condition(&wake), next_space_check);
       if (space_watcher_stop_) return;
       failed.swap(failed_dirs_);
+      std::swap(probe, probe_disks_);
     }
+    if (probe) ProbeDisks();
     if (!failed.empty()) {
       const int n = tablet_manager_->FailReplicasOfFailedDataDirs();
       for (const FailedDataDir& d : failed) {
@@ -269,6 +277,45 @@ void TabletServer::SpaceWatcherLoop() {
       return disk_space_->CheckRoomForWrites(data_dirs).ok();
     });
   }
+}
+
+void TabletServer::ProbeDisks() {
+  auto probe = [this](const std::string& dir) {
+    const std::string path = JoinPath(dir, ".disk_probe");
+    absl::Status s = WriteFileAtomically(env_, path, "probe");
+    if (s.ok()) s = env_->DeleteFile(path);
+    return PrependToStatus(s, "probing the disk");
+  };
+  const std::vector<std::string>& data = options_.fs_data_dirs;
+  const auto wal_it = std::find(data.begin(), data.end(), options_.fs_wal_dir);
+  std::vector<int> positions = {0};
+  if (wal_it != data.end()) positions.push_back(static_cast<int>(wal_it - data.begin()));
+  bool failed = false;
+  for (int p : positions) {
+    if (block_manager_->DirFailed(p)) continue;
+    absl::Status s = probe(data[p]);
+    if (!BlockManager::IsDiskFailure(s)) continue;
+    block_manager_->MarkDirFailed(p, s);
+    failed = true;
+  }
+  if (wal_it == data.end() && tablet_manager_->WalDirFailure().ok()) {
+    absl::Status s = probe(options_.fs_wal_dir);
+    if (BlockManager::IsDiskFailure(s)) {
+      LOG(ERROR) << "the WAL directory " << options_.fs_wal_dir << " failed: " << s
+                 << "; every tablet replica fails";
+      tablet_manager_->MarkWalDirFailed(s);
+      failed = true;
+    }
+  }
+  if (failed) tablet_manager_->FailReplicasOfFailedDataDirs();
+}
+
+absl::Status TabletServer::WalDirState() const {
+  BASALT_RETURN_IF_ERROR(tablet_manager_->WalDirFailure());
+  for (const BlockManager::DirInfo& d : block_manager_->Dirs()) {
+    if (d.path == options_.fs_wal_dir) return d.error;
+  }
+  return absl::OkStatus();
 }
 
 void TabletServer::StartBlockMaintenance() {
@@ -377,6 +424,12 @@ void TabletServer::RegisterMetrics() {
             }
             return out;
           });
+  per_dir("basalt_tserver_wal_dir_failed",
+          "1 if the WAL directory failed (an I/O error; every tablet replica failed), else 0.",
+          [this] {
+            return std::vector<std::pair<std::string, double>>{
+                {options_.fs_wal_dir, WalDirState().ok() ? 0.0 : 1.0}};
+          });
   per_tablet("basalt_tablet_mrs_memory_bytes", "Bytes held by the tablet's MemRowSet.",
              MetricType::kGauge, stat(&TabletStats::mrs_bytes));
   per_tablet("basalt_tablet_dms_memory_bytes", "Bytes held by the tablet's DeltaMemStores.",
@@ -451,8 +504,10 @@ std::string TabletServer::StoragePage() const {
   if (std::find_if(dirs.begin(), dirs.end(), [&](const BlockManager::DirInfo& d) {
         return d.path == options_.fs_wal_dir;
       }) == dirs.end()) {
-    rows.push_back({options_.fs_wal_dir, "", "", "yes",
-                    is_full(options_.fs_wal_dir) ? "OK (full)" : "OK", ""});
+    const absl::Status wal = WalDirState();
+    std::string state = wal.ok() ? "OK" : StrCat("FAILED: ", wal.ToString());
+    if (is_full(options_.fs_wal_dir)) state += " (full)";
+    rows.push_back({options_.fs_wal_dir, "", "WAL", "yes", state, ""});
   }
   return HtmlTable({"directory", "position", "holds", "WAL", "state", "tablets"}, rows);
 }

@@ -137,6 +137,12 @@ class TabletServer {
   // On its own thread, because a directory fails on whichever thread hit the error, which may
   // hold the locks of a replica it would fail.
   void SpaceWatcherLoop() ABSL_LOCKS_EXCLUDED(space_watcher_mu_);
+  // Writes, syncs and deletes a small file in the first data directory and the WAL directory;
+  // one that fails with a disk error is marked failed (BlockManager::MarkDirFailed, or
+  // TsTabletManager::MarkWalDirFailed), which fails every replica. On the watcher thread.
+  void ProbeDisks();
+  // The WAL directory's state: OK, or why it failed (its own, or its data directory's).
+  absl::Status WalDirState() const;
 
   TabletServerOptions options_;
   Env* env_ = nullptr;
@@ -155,6 +161,9 @@ class TabletServer {
   std::unique_ptr<DiskSpaceMonitor> disk_space_;
   absl::Mutex space_watcher_mu_;
   bool space_watcher_stop_ ABSL_GUARDED_BY(space_watcher_mu_) = false;
+  // A replica failed with a disk error (TabletReplicaContext::on_disk_error): probe the
+  // directories every replica depends on.
+  bool probe_disks_ ABSL_GUARDED_BY(space_watcher_mu_) = false;
   struct FailedDataDir {
     int position;
     std::string path;

@@ -47,6 +47,7 @@ class TabletServerTest : public ::testing::Test {
     TabletServerOptions o =
         TestServerOptions(data_dir_override_.empty() ? dir_.path() : data_dir_override_);
     o.env = &env_;
+    if (!wal_dir_override_.empty()) o.fs_wal_dir = wal_dir_override_;
     if (!extra_data_dirs_.empty()) {
       o.fs_data_dirs = {o.fs_data_dir};
       o.fs_data_dirs.insert(o.fs_data_dirs.end(), extra_data_dirs_.begin(), extra_data_dirs_.end());
@@ -157,6 +158,7 @@ class TabletServerTest : public ::testing::Test {
   TestDir dir_;
   std::string data_dir_override_;  // Where the server keeps its data instead of dir_, if set.
   std::vector<std::string> extra_data_dirs_;  // More data directories (--fs_data_dirs), if any.
+  std::string wal_dir_override_;              // A WAL directory of its own, if set.
   InjectingEnv env_{Env::Default()};          // Outlives the server.
   Schema schema_;
   std::unique_ptr<TabletServer> server_;
@@ -950,6 +952,49 @@ TEST_F(TabletServerTest, AFailedDataDirFailsOnlyItsTablets) {
     }
     return true;
   }));
+  env_.SetEio("", 0);
+  client_.reset();
+  server_.reset();
+}
+
+// The WAL directory (here apart from the data) fails: every replica depends on it, so all fail,
+// including one that wrote nothing; the server says so and takes no new replica.
+TEST_F(TabletServerTest, AFailedWalDirFailsEveryTablet) {
+  client_.reset();
+  server_.reset();
+  TestDir wal("tablet_server_test_wal");
+  wal_dir_override_ = wal.path();
+  StartServer();
+  CreateTablet("t0");
+  CreateTablet("t1");
+  EXPECT_TRUE(Write(WriteBuilder(&schema_).Insert(1), "t0").empty());
+  pb::ListTabletsResponsePB list;
+  BASALT_ASSERT_OK(client_->ListTablets(&list));
+  EXPECT_EQ(list.wal_dir().path(), wal.path());
+  EXPECT_EQ(list.wal_dir().error(), "");
+  env_.SetEio(wal.path() + "/", 1.0);
+  pb::WriteResponsePB resp;
+  EXPECT_FALSE(client_->Write(WriteBuilder(&schema_).Insert(2).Build("t0"), &resp).ok());
+  ASSERT_TRUE(WaitFor([&] {
+    pb::ListTabletsResponsePB l;
+    if (!client_->ListTablets(&l).ok()) return false;
+    int failed = 0;
+    for (const auto& t : l.tablets()) failed += t.state() == pb::TABLET_FAILED;
+    return failed == 2;
+  }));
+  BASALT_ASSERT_OK(client_->ListTablets(&list));
+  EXPECT_NE(list.wal_dir().error().find("Input/output error"), std::string::npos)
+      << list.wal_dir().error();
+  for (const auto& t : list.tablets()) {
+    if (t.tablet_id() == "t1") {
+      EXPECT_NE(t.error().message().find("WAL directory"), std::string::npos)
+          << t.error().message();
+    }
+  }
+  absl::Status create = client_->CreateTablet(
+      CreateTabletRequest("t2", {{server_->uuid(), server_->advertised_address()}}));
+  EXPECT_TRUE(absl::IsUnavailable(create)) << create;
+  EXPECT_NE(create.message().find("WAL directory"), std::string::npos) << create;
   env_.SetEio("", 0);
   client_.reset();
   server_.reset();

@@ -114,6 +114,11 @@ class TabletServerServiceImpl final : public pb::TabletServerService::Service {
         if (!d.error.ok()) out->set_error(d.error.ToString());
       }
     }
+    if (ctx_.wal_dir_state) {
+      const auto [path, state] = ctx_.wal_dir_state();
+      response->mutable_wal_dir()->set_path(path);
+      if (!state.ok()) response->mutable_wal_dir()->set_error(state.ToString());
+    }
     return grpc::Status::OK;
   }
   grpc::Status Checksum(grpc::ServerContext* context, const pb::ChecksumRequestPB* request,

@@ -10,9 +10,12 @@
 // everything in TabletServiceContext. Thread-safe (gRPC calls them from many threads).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 
 namespace grpc {
@@ -34,6 +37,8 @@ struct TabletServiceContext {
   HybridClock* clock = nullptr;
   AddressBook* address_book = nullptr;
   BlockManager* block_manager = nullptr;  // May be null (no data directories reported).
+  // The WAL directory and its state (OK or why it failed); may be empty (not reported).
+  std::function<std::pair<std::string, absl::Status>()> wal_dir_state;
   // Batch size of a scan call that asks for 0 bytes, and the largest batch a call may ask for.
   uint32_t scanner_default_batch_size_bytes = 1 << 20;
   uint32_t scanner_max_batch_size_bytes = 32 << 20;

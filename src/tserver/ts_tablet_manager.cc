@@ -43,6 +43,10 @@ absl::StatusOr<ReplicaFileHeader> TsTabletManager::ReadHeader(const std::string&
 }
 
 absl::StatusOr<std::vector<int>> TsTabletManager::ChooseDataDirsLocked(const std::string& id) {
+  if (!wal_dir_failure_.ok()) {
+    return absl::UnavailableError(
+        ToAbsl(StrCat("tablet server ", ctx_.server_uuid, ": ", wal_dir_failure_.message())));
+  }
   BlockManager* bm = ctx_.block_manager;
   const int n = bm->num_dirs();
   std::vector<bool> failed(n);
@@ -65,7 +69,21 @@ absl::StatusOr<std::vector<int>> TsTabletManager::ChooseDataDirsLocked(const std
   return group;
 }
 
+void TsTabletManager::MarkWalDirFailed(const absl::Status& error) {
+  absl::MutexLock l(&mu_);
+  if (wal_dir_failure_.ok()) {
+    wal_dir_failure_ =
+        PrependToStatus(error, StrCat("the WAL directory ", ctx_.wal_dir, " failed"));
+  }
+}
+
+absl::Status TsTabletManager::WalDirFailure() const {
+  absl::MutexLock l(&mu_);
+  return wal_dir_failure_;
+}
+
 absl::Status TsTabletManager::DataDirFailure(const std::vector<int>& data_dirs) const {
+  BASALT_RETURN_IF_ERROR(WalDirFailure());
   BlockManager* bm = ctx_.block_manager;
   for (int i = 0; i < bm->num_dirs(); ++i) {
     if (!bm->DirFailed(i)) continue;

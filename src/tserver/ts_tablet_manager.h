@@ -87,8 +87,14 @@ class TsTabletManager {
   std::map<std::string, ReplicaFileHeader> Tombstones() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Fails every live replica that depends on a failed data directory (DataDirFailure): after a
-  // BlockManager::DirFailureCallback. Returns how many it failed.
+  // BlockManager::DirFailureCallback or MarkWalDirFailed. Returns how many it failed.
   int FailReplicasOfFailedDataDirs() ABSL_LOCKS_EXCLUDED(mu_);
+  // The WAL directory (when it is not a data directory: that one's failure is the block
+  // manager's) failed with `error`, for the life of the process: every replica depends on it, and
+  // no replica is created or copied in any more. Call FailReplicasOfFailedDataDirs after.
+  void MarkWalDirFailed(const absl::Status& error) ABSL_LOCKS_EXCLUDED(mu_);
+  // OK, or the WAL directory's failure.
+  absl::Status WalDirFailure() const ABSL_LOCKS_EXCLUDED(mu_);
 
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
   // Opens again, from disk, every replica paused by a full disk (TabletReplica::paused_for_space)
@@ -119,7 +125,7 @@ class TsTabletManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The error of a failed data directory that a replica whose blocks are in `data_dirs` depends
   // on: the first (every replica's metadata), the WAL's, or one of `data_dirs`; OK if none.
-  absl::Status DataDirFailure(const std::vector<int>& data_dirs) const;
+  absl::Status DataDirFailure(const std::vector<int>& data_dirs) const ABSL_LOCKS_EXCLUDED(mu_);
   // Fails `replica` (unless FAILED already) if DataDirFailure says so; returns whether it did.
   // Called without mu_ (Fail takes the replica's locks) after every insertion into replicas_,
   // since a directory may fail between a replica's open and its insertion.
@@ -148,7 +154,9 @@ class TsTabletManager {
   // The lines of incoming copies by tablet id, from a copy's first attempt until one succeeds.
   // Lock order: mu_ before a LogThrottle's own lock.
   std::map<std::string, LogThrottle> copy_logs_ ABSL_GUARDED_BY(mu_);
-  int copies_running_ ABSL_GUARDED_BY(mu_) = 0;  // StartTabletCopy calls past their checks.
+  int copies_running_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status wal_dir_failure_
+      ABSL_GUARDED_BY(mu_);  // MarkWalDirFailed.  // StartTabletCopy calls past their checks.
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };
 
