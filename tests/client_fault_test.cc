@@ -72,6 +72,77 @@ TEST_F(ClientFaultTest, KillLeaderDuringWritesLosesNoAcknowledgedRow) {
   ASSERT_NO_FATAL_FAILURE(writer.Verify());
 }
 
+// A leader that stops answering (SIGSTOP for longer than the session timeout) under a writer
+// with a 10 s session timeout: each attempt has its own timeout, so writes go to the new leader
+// within seconds, no write takes longer than the session timeout, and no insert comes back
+// ALREADY_EXISTS (a retry of an attempt the paused leader applied is answered, not applied again).
+TEST_F(ClientFaultTest, APausedLeaderIsLeftForTheNewOneWithinSeconds) {
+  std::shared_ptr<Table> table;
+  ASSERT_NO_FATAL_FAILURE(CreateTable("pause", 0, {}, &table));
+  const std::string tablet_id = TabletIds("pause").at(0);
+  struct Op {
+    absl::Time start, end;
+    absl::Status status;
+  };
+  absl::Mutex mu;
+  std::vector<Op> ops;
+  std::vector<int32_t> acked;
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    auto session = client_->NewSession();
+    CHECK(session->SetFlushMode(Session::AUTO_FLUSH_SYNC).ok());
+    session->SetTimeoutMillis(10000);
+    for (int32_t k = 0; !stop.load(); ++k) {
+      Op op;
+      op.start = absl::Now();
+      op.status = ApplyOp(session.get(), table.get(), WriteOperation::INSERT, Expected(k));
+      op.end = absl::Now();
+      absl::MutexLock l(&mu);
+      ops.push_back(op);
+      if (op.status.ok()) acked.push_back(k);
+    }
+  });
+  auto acked_count = [&] {
+    absl::MutexLock l(&mu);
+    return acked.size();
+  };
+  ASSERT_OK(WaitFor(absl::Seconds(30), "100 writes", [&] {
+    return acked_count() >= 100 ? absl::OkStatus() : absl::UnavailableError("not yet");
+  }));
+  auto leader = cluster_->WaitForTabletLeader(tablet_id, absl::Seconds(30));
+  ASSERT_OK(leader);
+  ExternalDaemon* const paused = cluster_->tablet_server(leader->ts_index);
+  const absl::Time pause_start = absl::Now();
+  ASSERT_OK(paused->Pause());
+  LOG(INFO) << "paused ts-" << leader->ts_index << ", the leader";
+  absl::SleepFor(absl::Seconds(12));
+  ASSERT_OK(paused->Resume());
+  absl::SleepFor(absl::Seconds(1));
+  stop = true;
+  writer.join();
+  absl::Time first_after = absl::InfiniteFuture();
+  absl::Duration longest;
+  int already_exists = 0;
+  for (const Op& op : ops) {
+    longest = std::max(longest, op.end - op.start);
+    if (op.status.ok() && op.end > pause_start) first_after = std::min(first_after, op.end);
+    already_exists += absl::IsAlreadyExists(op.status);
+  }
+  LOG(INFO) << ops.size() << " writes; the first acknowledged after the pause "
+            << absl::FormatDuration(first_after - pause_start) << " after it; the longest took "
+            << absl::FormatDuration(longest);
+  EXPECT_LT(first_after - pause_start, absl::Seconds(5));
+  EXPECT_LE(longest, absl::Seconds(10) + absl::Milliseconds(500));
+  EXPECT_EQ(already_exists, 0);
+  // Every acknowledged row is there.
+  std::vector<Row> rows;
+  ASSERT_OK(ScanRows(
+      table.get(), [](client::Scanner*) { return absl::OkStatus(); }, &rows));
+  std::set<int32_t> present;
+  for (const Row& r : rows) present.insert(r.key);
+  for (int32_t k : acked) EXPECT_TRUE(present.contains(k)) << k;
+}
+
 // Rounds of a random fault on a random tablet server (kill -9 then restart, or SIGSTOP for
 // 2.5 s then SIGCONT) while a writer runs: writes keep being acknowledged after each fault, no
 // acknowledged row is lost, and afterwards every replica of every tablet has the same checksum

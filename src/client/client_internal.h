@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/client.h"
+#include "client/request_tracker.h"
 #include "common/column_predicate.h"
 #include "common/datum.h"
 #include "common/partition.h"
@@ -62,6 +63,8 @@ struct ClientData {
 
   // Atomic: a max updated with compare-exchange; readers need no consistency with anything else.
   std::atomic<uint64_t> latest_observed_timestamp{0};
+  // This client's id and write request sequence numbers (exactly-once writes).
+  RequestTracker requests;
 
   absl::Mutex mu;
   absl::flat_hash_map<std::string, std::shared_ptr<grpc::Channel>> channels ABSL_GUARDED_BY(mu);

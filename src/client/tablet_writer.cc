@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "client/client_internal.h"
 #include "client/meta_cache.h"
 #include "common/arena.h"
@@ -99,6 +100,12 @@ void CollectRowErrors(const pb::WriteResponsePB& resp, int num_ops, WriteResult*
 
 }  // namespace
 
+absl::Duration AttemptTimeout(absl::Duration total) {
+  // A third of the time, so that two more replicas can still be tried; at least a few election
+  // timeouts (1.5 s each by default), so that a slow but healthy leader is not given up on.
+  return std::min(total, std::max(total / 3, absl::Seconds(3)));
+}
+
 WriteResult SendWriteBatch(ClientData* client, WriteBatch* batch, absl::Time deadline) {
   WriteResult result;
   auto* td = Access::Data(batch->table.get());
@@ -106,7 +113,14 @@ WriteResult SendWriteBatch(ClientData* client, WriteBatch* batch, absl::Time dea
   *req.mutable_schema() = *td->schema_pb;
   req.mutable_row_operations()->set_rows(std::move(batch->rows));
   req.mutable_row_operations()->set_indirect_data(std::move(batch->indirect));
+  // Every attempt carries the same request id: a server that applied an earlier attempt answers
+  // with its first answer instead of applying the rows again.
+  const uint64_t seq = client->requests.Start();
+  absl::Cleanup complete = [client, seq] { client->requests.Complete(seq); };
+  req.mutable_request_id()->set_client_id(client->requests.client_id());
+  req.mutable_request_id()->set_seq_no(seq);
   Backoff backoff(deadline);
+  const absl::Duration attempt_timeout = AttemptTimeout(deadline - absl::Now());
   std::vector<std::string> tried;
   absl::Status last;
   int quick_retries = 0;
@@ -125,8 +139,11 @@ WriteResult SendWriteBatch(ClientData* client, WriteBatch* batch, absl::Time dea
       const ReplicaLocation target = *it;
       auto stub = pb::TabletServerService::NewStub(client->Channel(target.address));
       grpc::ClientContext ctx;
-      ctx.set_deadline(absl::ToChronoTime(deadline));
+      // A leader that stopped answering (paused, cut off) is left for the next replica well
+      // before the deadline; retrying elsewhere is safe: the request id makes it exactly-once.
+      ctx.set_deadline(absl::ToChronoTime(std::min(deadline, absl::Now() + attempt_timeout)));
       req.set_propagated_timestamp(client->latest_observed_timestamp.load());
+      req.mutable_request_id()->set_first_incomplete_seq_no(client->requests.FirstIncomplete());
       pb::WriteResponsePB resp;
       absl::Status s = FromGrpcStatus(stub->Write(&ctx, req, &resp));
       if (s.ok()) {

@@ -33,6 +33,9 @@
 #include "tablet/row_outcome.h"
 
 namespace basalt {
+namespace pb {
+class RequestIdPB;
+}  // namespace pb
 
 // Reusable memory of one write's decoding (rows and per-row results): recycled between requests
 // so that large batches do not fault in fresh pages each time.
@@ -46,6 +49,10 @@ struct WriteScratch {
 struct PendingOp {
   uint64_t seq = 0;
   HybridTime ts;
+  // The client request of a write, if it has an id (exactly-once writes; ResultTracker), and
+  // whether the entry was handed to Raft (after which only the proposal's outcome ends it).
+  std::shared_ptr<const pb::RequestIdPB> request_id;
+  bool proposed = false;
   // A write: the rows decoded by the RPC thread (they point into the request, which outlives the
   // op while it is tracked, and into the scratch's arena), applied by this server's Apply.
   std::shared_ptr<const Schema> schema;

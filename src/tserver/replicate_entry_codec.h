@@ -8,19 +8,31 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/hybrid_clock.h"
 
 namespace basalt {
 
 namespace pb {
+class RequestIdPB;
 class RowOperationsPB;
 }  // namespace pb
 
-// A ReplicateMsgPB carrying a write of `rows` encoded for `schema_version`, from `origin` with
-// request sequence `seq`, without its timestamp.
-std::string EncodeWriteEntryBody(const std::string& origin, uint64_t seq, uint32_t schema_version,
-                                 const pb::RowOperationsPB& rows);
+// What a write entry says besides its rows.
+struct WriteEntryHeader {
+  std::string origin;  // The proposing server's uuid.
+  uint64_t seq = 0;    // Its per-replica request sequence.
+  uint32_t schema_version = 0;
+  const pb::RequestIdPB* request_id = nullptr;  // The client's request id, if any (borrowed).
+  // When rows outside the partition were removed: the request's row count and the request row
+  // of each row in the entry (WriteOpPB.request_num_rows / request_rows); empty: none removed.
+  uint32_t request_num_rows = 0;
+  std::vector<int> request_rows;
+};
+
+// A ReplicateMsgPB carrying a write of `rows` described by `header`, without its timestamp.
+std::string EncodeWriteEntryBody(const WriteEntryHeader& header, const pb::RowOperationsPB& rows);
 // Appends ReplicateMsgPB.timestamp = ts to an entry body.
 void AppendEntryTimestamp(HybridTime ts, std::string* body);
 

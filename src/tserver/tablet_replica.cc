@@ -7,6 +7,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/time/clock.h"
 
 #include "cfile/block_manager.h"
@@ -28,6 +29,7 @@
 #include "tserver/disk_space_monitor.h"
 #include "tserver/replica_tombstone.h"
 #include "tserver/replicate_entry_codec.h"
+#include "tserver/result_tracker.h"
 #include "tserver/tablet_copy_trigger.h"
 #include "tserver/tserver_errors.h"
 
@@ -68,6 +70,7 @@ TabletReplica::TabletReplica(const TabletReplicaContext& ctx, TabletReplicaMeta 
       copy_trigger_(
           std::make_unique<TabletCopyTrigger>(ctx.server_uuid, tablet_id_, ctx.address_book)),
       state_(tablet_id_),
+      results_(std::make_unique<ResultTracker>(ResultTracker::Options::FromFlags())),
       meta_(std::move(meta)),
       schema_(std::make_shared<const Schema>(tablet_->schema())) {}
 
@@ -373,6 +376,7 @@ absl::Status TabletReplica::ProposeAndWait(std::string body, HybridTime propagat
     last_proposed_ts_ = op->ts.value();
     AppendEntryTimestamp(op->ts, &body);
     proposals_.Add(op);
+    op->proposed = true;
     node->Propose(
         std::move(body),
         [this, op](absl::StatusOr<uint64_t> index) { OnProposalDone(op, std::move(index)); }, term);
@@ -404,6 +408,10 @@ absl::Status TabletReplica::ProposeAndWait(std::string body, HybridTime propagat
 void TabletReplica::OnProposalDone(const std::shared_ptr<PendingOp>& op,
                                    absl::StatusOr<uint64_t> index) {
   proposals_.Done(*op);
+  // Not applied here, and never will be (a failed proposal's entry was not committed, or this
+  // node stopped); should it commit elsewhere, a leader answers retries once it applied it, as
+  // this replica would before leading again (CheckLeaderReady).
+  if (!index.ok() && op->request_id != nullptr) results_->Abandon(*op->request_id);
   absl::MutexLock l(&op->mu);
   op->propose_status = index.status();
   op->done = true;
@@ -419,13 +427,13 @@ void AddRowError(int index, const absl::Status& s, pb::WriteResponsePB* response
   StatusToPB(s, e->mutable_error());
 }
 
-// Removes the ops whose partition key is outside `partition` (each gets a per-row error in
-// `response`), re-encoding the others into *filtered and recording in *row_index the request
-// row of each remaining op. Returns false (nothing changed) when every row is inside, always
-// for an unbounded partition.
+// Removes the ops whose partition key is outside `partition` (FillWriteResponse reports them),
+// re-encoding the others into *filtered and recording in *row_index the request row of each
+// remaining op. Returns false (nothing changed) when every row is inside, always for an
+// unbounded partition.
 bool DropRowsOutsidePartition(const Partition& partition, const PartitionSchema& partition_schema,
                               std::vector<DecodedRowOperation>* ops, std::vector<int>* row_index,
-                              pb::RowOperationsPB* filtered, pb::WriteResponsePB* response) {
+                              pb::RowOperationsPB* filtered) {
   if (partition.partition_key_start().empty() && partition.partition_key_end().empty()) {
     return false;
   }
@@ -440,17 +448,37 @@ bool DropRowsOutsidePartition(const Partition& partition, const PartitionSchema&
   std::vector<DecodedRowOperation> kept;
   RowOperationsEncoder encoder(filtered);
   for (size_t i = 0; i < ops->size(); ++i) {
-    if (!inside[i]) {
-      AddRowError(static_cast<int>(i),
-                  absl::InvalidArgumentError("row is not in the tablet's partition"), response);
-      continue;
-    }
+    if (!inside[i]) continue;
     row_index->push_back(static_cast<int>(i));
     kept.push_back((*ops)[i]);
     encoder.Add((*ops)[i].type, (*ops)[i]);
   }
   *ops = std::move(kept);
   return true;
+}
+
+// The response to a write of `num_rows` request rows whose applied rows got `results`: applied
+// row i is request row request_rows[i] (row i when `request_rows` is empty and every row was
+// applied); the request rows not among them were outside the partition. The same inputs give
+// the same response on every replica (a retry's answer: ResultTracker).
+void FillWriteResponse(const std::vector<RowOutcome>& results, size_t num_rows,
+                       const std::vector<int>& request_rows, HybridTime ts,
+                       pb::WriteResponsePB* response) {
+  const bool identity = request_rows.empty() && results.size() == num_rows;
+  std::vector<int> applied_at(num_rows, -1);  // Request row -> applied row.
+  for (size_t i = 0; i < results.size(); ++i) {
+    const size_t row = identity ? i : static_cast<size_t>(request_rows[i]);
+    if (row < num_rows) applied_at[row] = static_cast<int>(i);
+  }
+  for (size_t row = 0; row < num_rows; ++row) {
+    if (applied_at[row] < 0) {
+      AddRowError(static_cast<int>(row),
+                  absl::InvalidArgumentError("row is not in the tablet's partition"), response);
+    } else if (results[applied_at[row]] != RowOutcome::kApplied) {
+      AddRowError(static_cast<int>(row), RowOutcomeToStatus(results[applied_at[row]]), response);
+    }
+  }
+  response->set_timestamp(ts.value());
 }
 
 }  // namespace
@@ -499,29 +527,63 @@ absl::Status TabletReplica::WriteWithScratch(const pb::WriteRequestPB& request,
                                              pb::WriteResponsePB* response, absl::Time deadline,
                                              const std::shared_ptr<PendingOp>& op) {
   BASALT_RETURN_IF_ERROR(DecodeWrite(request, op.get()));
+  if (request.has_request_id() && !request.request_id().client_id().empty()) {
+    // A retry of a request applied here, or applied by the leader before and replicated here,
+    // gets the first answer (this leader applied every entry of earlier terms: CheckLeaderReady).
+    ResultTracker::Answer answer;
+    switch (results_->Admit(request.request_id(), absl::Now(), &answer)) {
+      case ResultTracker::Admission::kAnswered:
+        BASALT_RETURN_IF_ERROR(answer.status);
+        *response = std::move(answer.response);
+        return absl::OkStatus();
+      case ResultTracker::Admission::kInProgress:
+        return TabletNotRunningError(
+            StrCat("tablet ", tablet_id_, ": an earlier attempt of request ",
+                   request.request_id().seq_no(), " is still being applied; retry"));
+      case ResultTracker::Admission::kStale:
+        return absl::FailedPreconditionError(
+            StrCat("request ", request.request_id().seq_no(), " of client ",
+                   request.request_id().client_id(),
+                   " is below the client's watermark: it completed before"));
+      case ResultTracker::Admission::kNew:
+        op->request_id = std::make_shared<const pb::RequestIdPB>(request.request_id());
+        break;
+    }
+  }
+  // Until the entry is handed to Raft, a failure here means it never applies: a retry may.
+  absl::Cleanup abandon = [&] {
+    if (op->request_id != nullptr && !op->proposed) results_->Abandon(*op->request_id);
+  };
   std::vector<DecodedRowOperation>& ops = op->scratch->ops;
+  const size_t num_rows = ops.size();
   // Rows outside the partition fail alone; the others are re-encoded without them.
   std::vector<int> row_index;  // Applied op i is request row row_index[i] (identity if empty).
   pb::RowOperationsPB filtered;
-  const bool any_outside = DropRowsOutsidePartition(partition_, partition_schema_, &ops, &row_index,
-                                                    &filtered, response);
-  if (ops.empty()) return absl::OkStatus();
+  const bool any_outside =
+      DropRowsOutsidePartition(partition_, partition_schema_, &ops, &row_index, &filtered);
+  if (ops.empty()) {
+    FillWriteResponse({}, num_rows, row_index, HybridTime(ctx_.clock->Now()), response);
+    return absl::OkStatus();
+  }
   if (ctx_.memory_budget != nullptr) {
     absl::Status admitted = ctx_.memory_budget->AdmitWrite();
     if (!admitted.ok()) return ServerOverloadedError(std::string(admitted.message()));
   }
   op->seq = proposals_.NextSeq();
-  std::string body = EncodeWriteEntryBody(ctx_.server_uuid, op->seq, op->schema->version(),
-                                          any_outside ? filtered : request.row_operations());
+  WriteEntryHeader header;
+  header.origin = ctx_.server_uuid;
+  header.seq = op->seq;
+  header.schema_version = op->schema->version();
+  header.request_id = op->request_id.get();
+  if (any_outside) {
+    header.request_num_rows = static_cast<uint32_t>(num_rows);
+    header.request_rows = row_index;
+  }
+  std::string body =
+      EncodeWriteEntryBody(header, any_outside ? filtered : request.row_operations());
   BASALT_RETURN_IF_ERROR(
       ProposeAndWait(std::move(body), HybridTime(request.propagated_timestamp()), op, deadline));
-  const std::vector<RowOutcome>& results = op->scratch->results;
-  for (size_t i = 0; i < results.size(); ++i) {
-    if (results[i] == RowOutcome::kApplied) continue;
-    AddRowError(row_index.empty() ? static_cast<int>(i) : row_index[i],
-                RowOutcomeToStatus(results[i]), response);
-  }
-  response->set_timestamp(op->ts.value());
+  FillWriteResponse(op->scratch->results, num_rows, row_index, op->ts, response);
   return absl::OkStatus();
 }
 
@@ -612,6 +674,7 @@ absl::Status TabletReplica::ApplyWrite(const LogEntry& entry, const pb::Replicat
   const std::shared_ptr<const Schema> schema = this->schema();
   const bool replay = entry.index <= replay_until_index_.load();
   absl::Status s;
+  const std::vector<RowOutcome>* results = nullptr;
   if (msg.write().schema_version() != schema->version()) {
     s = SchemaMismatchError(StrCat("the rows were encoded for schema version ",
                                    msg.write().schema_version(), " but the tablet is at version ",
@@ -619,6 +682,7 @@ absl::Status TabletReplica::ApplyWrite(const LogEntry& entry, const pb::Replicat
   } else if (op != nullptr) {
     s = tablet_->ApplyRowOperations(ts, static_cast<int64_t>(entry.index), op->scratch->ops,
                                     &op->scratch->results, replay);
+    results = &op->scratch->results;
   } else {
     WriteScratch& w = apply_scratch_;
     w.arena.Reset();
@@ -631,16 +695,30 @@ absl::Status TabletReplica::ApplyWrite(const LogEntry& entry, const pb::Replicat
       s = tablet_->ApplyRowOperations(ts, static_cast<int64_t>(entry.index), w.ops, &w.results,
                                       replay);
     }
+    results = &w.results;
   }
   if (s.ok()) last_write_index_ = entry.index;
   LOG_IF(WARNING, !s.ok()) << "tablet " << tablet_id_ << ": entry " << entry.index
                            << " applied nothing: " << s;
+  const bool deterministic = s.ok() || IsDeterministicApplyError(s);
+  if (msg.has_request_id() && deterministic) {
+    // What the proposer answers (WriteWithScratch), built the same way on every replica.
+    ResultTracker::Answer answer;
+    answer.status = s;
+    if (s.ok()) {
+      const pb::WriteOpPB& w = msg.write();
+      const std::vector<int> request_rows(w.request_rows().begin(), w.request_rows().end());
+      const size_t num_rows = request_rows.empty() ? results->size() : w.request_num_rows();
+      FillWriteResponse(*results, num_rows, request_rows, ts, &answer.response);
+    }
+    results_->Record(msg.request_id(), absl::Now(), std::move(answer));
+  }
   if (op != nullptr) {
     op->apply_status = s;
     op->applied = true;
   }
   // Serving on after anything else would mean serving a state the other replicas do not have.
-  return IsDeterministicApplyError(s) ? absl::OkStatus() : s;
+  return deterministic ? absl::OkStatus() : s;
 }
 
 absl::Status TabletReplica::FlushBeforeAlter(uint64_t alter_index) {

@@ -104,6 +104,8 @@ struct ReplicaStatus {
   absl::Status error;  // Why the replica failed.
 };
 
+class ResultTracker;
+
 class TabletReplica : public StateMachine {
  public:
   // Creates a new replica's files (ReplicaFiles::Create, whose errors it returns).
@@ -287,6 +289,8 @@ class TabletReplica : public StateMachine {
   // timestamp, safe time) moved.
   ReplicaStateTracker state_;
   ProposalTracker proposals_;
+  // The answers of client requests with ids (exactly-once writes), recorded where entries apply.
+  const std::unique_ptr<ResultTracker> results_;
 
   mutable absl::Mutex mu_;
   TabletReplicaMeta meta_ ABSL_GUARDED_BY(mu_);

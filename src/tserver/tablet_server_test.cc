@@ -1000,6 +1000,71 @@ TEST_F(TabletServerTest, AFailedWalDirFailsEveryTablet) {
   server_.reset();
 }
 
+// Exactly-once writes (docs/tserver.md): a retried request is answered with its first answer, not
+// applied again: no ALREADY_EXISTS for the client's own inserts, an update retried after a later
+// one does not undo it, also after a restart (from the WAL); below the client's watermark a
+// request is refused.
+TEST_F(TabletServerTest, ARetriedWriteIsAnsweredNotAppliedAgain) {
+  CreateTablet(kTablet);
+  auto send = [&](const pb::WriteRequestPB& req, pb::WriteResponsePB* resp) {
+    resp->Clear();
+    return client_->Write(req, resp);
+  };
+  const pb::WriteRequestPB insert =
+      WithRequestId(WriteBuilder(&schema_).Insert(1).Insert(2).Insert(1).Build(kTablet), "c", 1, 1);
+  pb::WriteResponsePB first;
+  BASALT_ASSERT_OK(send(insert, &first));
+  ASSERT_EQ(first.per_row_errors_size(), 1);  // Its own duplicate: a real error, kept.
+  EXPECT_EQ(first.per_row_errors(0).row_index(), 2);
+  pb::WriteResponsePB again;
+  BASALT_ASSERT_OK(send(insert, &again));
+  EXPECT_EQ(again.SerializeAsString(), first.SerializeAsString());
+  // Without an id, the same rows are applied again: ALREADY_EXISTS for all.
+  pb::WriteRequestPB anonymous = insert;
+  anonymous.clear_request_id();
+  pb::WriteResponsePB plain;
+  BASALT_ASSERT_OK(send(anonymous, &plain));
+  EXPECT_EQ(plain.per_row_errors_size(), 3);
+
+  const pb::WriteRequestPB update10 = WithRequestId(
+      WriteBuilder(&schema_).Add(RowOperationType::kUpdate, 1, 10, std::nullopt).Build(kTablet),
+      "c", 2, 2);
+  const pb::WriteRequestPB update20 = WithRequestId(
+      WriteBuilder(&schema_).Add(RowOperationType::kUpdate, 1, 20, std::nullopt).Build(kTablet),
+      "c", 3, 2);  // 2 is still incomplete for the client: it may retry it.
+  pb::WriteResponsePB r10, r20, retried;
+  BASALT_ASSERT_OK(send(update10, &r10));
+  BASALT_ASSERT_OK(send(update20, &r20));
+  BASALT_ASSERT_OK(send(update10, &retried));
+  EXPECT_EQ(retried.timestamp(), r10.timestamp());
+  auto value_of_1 = [&]() -> int32_t {
+    absl::StatusOr<std::vector<TestRow>> rows = ScanAll(NewScan());
+    EXPECT_TRUE(rows.ok()) << rows.status();
+    for (const TestRow& r : rows.ok() ? *rows : std::vector<TestRow>{}) {
+      if (r.key == 1) return r.int_val;
+    }
+    return -1;
+  };
+  EXPECT_EQ(value_of_1(), 20);
+
+  // A restart answers from the WAL it replays.
+  RestartServer();
+  WaitForLeader(kTablet);
+  BASALT_ASSERT_OK(send(update10, &retried));
+  EXPECT_EQ(retried.timestamp(), r10.timestamp());
+  EXPECT_EQ(value_of_1(), 20);
+  // The insert is below the watermark the updates carried (the client completed it).
+  EXPECT_TRUE(absl::IsFailedPrecondition(send(insert, &again)));
+
+  // Once the client says 1..3 are complete, they are forgotten and refused.
+  pb::WriteResponsePB r;
+  BASALT_ASSERT_OK(
+      send(WithRequestId(WriteBuilder(&schema_).Insert(7).Build(kTablet), "c", 4, 4), &r));
+  absl::Status stale = send(update10, &r);
+  EXPECT_TRUE(absl::IsFailedPrecondition(stale)) << stale;
+  EXPECT_EQ(value_of_1(), 20);
+}
+
 TEST_F(TabletServerTest, PropagatedTimestampOrdersWrites) {
   CreateTablet(kTablet);
   WriteBuilder w(&schema_);

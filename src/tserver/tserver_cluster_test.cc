@@ -211,6 +211,62 @@ TEST_F(TserverClusterTest, OverwrittenLogTailDoesNotKeepAReplicaBootstrapping) {
   EXPECT_EQ(c->num_rows(), 110u);  // The 10 writes that timed out were never committed.
 }
 
+// A request applied by a leader that died before answering: its retry through the new leader gets
+// the first answer (the new leader applied the entry, and recorded its answer, before serving).
+TEST_F(TserverClusterTest, ARetryThroughANewLeaderGetsTheFirstAnswer) {
+  const pb::WriteRequestPB insert =
+      WithRequestId(WriteBuilder(&schema_).Insert(10).Insert(11).Build(kTablet), "client-a", 1, 1);
+  const pb::WriteRequestPB update = WithRequestId(
+      WriteBuilder(&schema_).Add(RowOperationType::kUpdate, 10, 5, std::nullopt).Build(kTablet),
+      "client-a", 2, 1);
+  const pb::WriteRequestPB later = WithRequestId(
+      WriteBuilder(&schema_).Add(RowOperationType::kUpdate, 10, 6, std::nullopt).Build(kTablet),
+      "client-a", 3, 1);
+  std::map<uint64_t, pb::WriteResponsePB> first;
+  for (const pb::WriteRequestPB* req : {&insert, &update, &later}) {
+    pb::WriteResponsePB& resp = first[req->request_id().seq_no()];
+    BASALT_ASSERT_OK(OnLeader([&](int leader) {
+      resp.Clear();
+      return clients_[leader]->Write(*req, &resp);
+    }));
+    EXPECT_EQ(resp.per_row_errors_size(), 0);
+  }
+  const int old_leader = WaitForLeader();
+  ASSERT_GE(old_leader, 0);
+  StopServer(old_leader);
+  std::set<int> alive = {0, 1, 2};
+  alive.erase(old_leader);
+  for (const pb::WriteRequestPB* req : {&insert, &update}) {
+    pb::WriteResponsePB again;
+    BASALT_ASSERT_OK(OnLeader(
+        [&](int leader) {
+          again.Clear();
+          return clients_[leader]->Write(*req, &again);
+        },
+        alive));
+    EXPECT_EQ(again.SerializeAsString(), first[req->request_id().seq_no()].SerializeAsString())
+        << "request " << req->request_id().seq_no();
+  }
+  // The retried update did not undo the later one.
+  uint64_t ts = 0;
+  BASALT_ASSERT_OK(Insert(100, 101, &ts, alive));
+  const int leader = WaitForLeader(alive);
+  pb::ScanRequestPB scan;
+  scan.mutable_new_scan_request()->set_tablet_id(kTablet);
+  for (const char* c : {"key", "int_val", "s"}) {
+    *scan.mutable_new_scan_request()->add_projected_columns() = ProjectedColumn(schema_, c);
+  }
+  pb::ScanResponsePB resp;
+  BASALT_ASSERT_OK(clients_[leader]->Scan(scan, &resp));
+  bool found = false;
+  for (const TestRow& r : DecodeTestRows(resp.data())) {
+    if (r.key != 10) continue;
+    found = true;
+    EXPECT_EQ(r.int_val, 6);
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST_F(TserverClusterTest, LeaderStepDownTransfersLeadership) {
   int target = -1;
   // Retried only if an election moves leadership meanwhile.

@@ -121,6 +121,15 @@ class WriteBuilder {
   RowOperationsEncoder encoder_;
 };
 
+// `req` with request id (client, seq, first incomplete) (exactly-once writes).
+inline pb::WriteRequestPB WithRequestId(pb::WriteRequestPB req, const std::string& client,
+                                        uint64_t seq, uint64_t first_incomplete) {
+  req.mutable_request_id()->set_client_id(client);
+  req.mutable_request_id()->set_seq_no(seq);
+  req.mutable_request_id()->set_first_incomplete_seq_no(first_incomplete);
+  return req;
+}
+
 // Decodes the test schema's columns from a batch projected as (key, int_val, s).
 inline std::vector<TestRow> DecodeTestRows(const pb::ColumnarRowBlockPB& block) {
   std::vector<TestRow> rows(block.num_rows());

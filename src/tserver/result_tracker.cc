@@ -1,0 +1,126 @@
+#include "tserver/result_tracker.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <gflags/gflags.h>
+
+DEFINE_int64(remember_clients_ttl_ms, 3600 * 1000,
+             "How long a tablet server remembers the answers of a client it has not heard from "
+             "(exactly-once writes): a retry after that is applied again.");
+DEFINE_int64(remember_responses_ttl_ms, 600 * 1000,
+             "How long a tablet server keeps the answer of a completed write request for a retry "
+             "(exactly-once writes), unless the client's watermark releases it earlier.");
+
+namespace basalt {
+
+ResultTracker::Options ResultTracker::Options::FromFlags() {
+  Options o;
+  o.client_ttl = absl::Milliseconds(FLAGS_remember_clients_ttl_ms);
+  o.answer_ttl = absl::Milliseconds(FLAGS_remember_responses_ttl_ms);
+  return o;
+}
+
+ResultTracker::ResultTracker(Options options) : options_(options) {}
+
+void ResultTracker::AdvanceWatermark(Client* client, uint64_t first_incomplete) {
+  if (first_incomplete <= client->watermark) return;
+  client->watermark = first_incomplete;
+  // In progress below the watermark cannot be: the client counts such a request incomplete.
+  client->entries.erase(client->entries.begin(), client->entries.lower_bound(first_incomplete));
+}
+
+ResultTracker::Admission ResultTracker::Admit(const pb::RequestIdPB& id, absl::Time now,
+                                              Answer* answer) {
+  absl::MutexLock l(&mu_);
+  MaybeGarbageCollectLocked(now);
+  Client& client = clients_[id.client_id()];
+  client.last_heard = now;
+  auto it = client.entries.find(id.seq_no());
+  if (it != client.entries.end()) {
+    if (it->second.in_progress) return Admission::kInProgress;
+    *answer = it->second.answer;
+    return Admission::kAnswered;
+  }
+  if (id.seq_no() < client.watermark) return Admission::kStale;
+  const size_t before = client.entries.size();
+  AdvanceWatermark(&client, id.first_incomplete_seq_no());
+  Entry& e = client.entries[id.seq_no()];
+  e.in_progress = true;
+  e.at = now;
+  num_entries_ = num_entries_ - before + client.entries.size();
+  return Admission::kNew;
+}
+
+void ResultTracker::Abandon(const pb::RequestIdPB& id) {
+  absl::MutexLock l(&mu_);
+  auto c = clients_.find(id.client_id());
+  if (c == clients_.end()) return;
+  auto it = c->second.entries.find(id.seq_no());
+  if (it == c->second.entries.end() || !it->second.in_progress) return;
+  c->second.entries.erase(it);
+  --num_entries_;
+}
+
+void ResultTracker::Record(const pb::RequestIdPB& id, absl::Time now, Answer answer) {
+  if (id.client_id().empty()) return;
+  absl::MutexLock l(&mu_);
+  MaybeGarbageCollectLocked(now);
+  Client& client = clients_[id.client_id()];
+  client.last_heard = std::max(client.last_heard, now);
+  const size_t before = client.entries.size();
+  AdvanceWatermark(&client, id.first_incomplete_seq_no());
+  if (id.seq_no() >= client.watermark) {
+    auto [it, inserted] = client.entries.try_emplace(id.seq_no());
+    Entry& e = it->second;
+    if (inserted || e.in_progress) {  // New to this replica, or in progress here.
+      e.in_progress = false;
+      e.at = now;
+      e.answer = std::move(answer);
+    }
+  }
+  num_entries_ = num_entries_ - before + client.entries.size();
+}
+
+void ResultTracker::MaybeGarbageCollectLocked(absl::Time now) {
+  if (now - last_gc_ < absl::Seconds(1)) return;
+  GarbageCollectLocked(now);
+}
+
+void ResultTracker::GarbageCollect(absl::Time now) {
+  absl::MutexLock l(&mu_);
+  GarbageCollectLocked(now);
+}
+
+void ResultTracker::GarbageCollectLocked(absl::Time now) {
+  last_gc_ = now;
+  for (auto c = clients_.begin(); c != clients_.end();) {
+    Client& client = c->second;
+    for (auto e = client.entries.begin(); e != client.entries.end();) {
+      // An attempt in progress is kept: its entry may still be applied (its TTL runs from then).
+      if (!e->second.in_progress && now - e->second.at > options_.answer_ttl) {
+        e = client.entries.erase(e);
+        --num_entries_;
+      } else {
+        ++e;
+      }
+    }
+    if (now - client.last_heard > options_.client_ttl && client.entries.empty()) {
+      clients_.erase(c++);
+    } else {
+      ++c;
+    }
+  }
+}
+
+size_t ResultTracker::num_clients() const {
+  absl::MutexLock l(&mu_);
+  return clients_.size();
+}
+
+size_t ResultTracker::num_answers() const {
+  absl::MutexLock l(&mu_);
+  return num_entries_;
+}
+
+}  // namespace basalt

@@ -1,0 +1,123 @@
+#include "tserver/result_tracker.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/strings.h"
+
+namespace basalt {
+namespace {
+
+pb::RequestIdPB Id(const std::string& client, uint64_t seq, uint64_t first_incomplete) {
+  pb::RequestIdPB id;
+  id.set_client_id(client);
+  id.set_seq_no(seq);
+  id.set_first_incomplete_seq_no(first_incomplete);
+  return id;
+}
+
+ResultTracker::Answer WithErrorAt(int row) {
+  ResultTracker::Answer a;
+  auto* e = a.response.add_per_row_errors();
+  e->set_row_index(row);
+  a.response.set_timestamp(1000 + row);
+  return a;
+}
+
+const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
+
+TEST(ResultTrackerTest, ARetryGetsTheFirstAnswer) {
+  ResultTracker t;
+  ResultTracker::Answer got;
+  EXPECT_EQ(t.Admit(Id("c", 1, 1), kT0, &got), ResultTracker::Admission::kNew);
+  // A second attempt while the first is processed waits for it.
+  EXPECT_EQ(t.Admit(Id("c", 1, 1), kT0, &got), ResultTracker::Admission::kInProgress);
+  t.Record(Id("c", 1, 1), kT0, WithErrorAt(3));
+  ASSERT_EQ(t.Admit(Id("c", 1, 1), kT0, &got), ResultTracker::Admission::kAnswered);
+  ASSERT_EQ(got.response.per_row_errors_size(), 1);
+  EXPECT_EQ(got.response.per_row_errors(0).row_index(), 3);
+  EXPECT_EQ(got.response.timestamp(), 1003u);
+  // A second record (the same entry replayed) keeps the first answer.
+  t.Record(Id("c", 1, 1), kT0, WithErrorAt(5));
+  ASSERT_EQ(t.Admit(Id("c", 1, 1), kT0, &got), ResultTracker::Admission::kAnswered);
+  EXPECT_EQ(got.response.per_row_errors(0).row_index(), 3);
+  // Another client's same sequence number is its own request.
+  EXPECT_EQ(t.Admit(Id("d", 1, 1), kT0, &got), ResultTracker::Admission::kNew);
+}
+
+TEST(ResultTrackerTest, AnAbandonedAttemptMayBeAppliedByARetry) {
+  ResultTracker t;
+  ResultTracker::Answer got;
+  EXPECT_EQ(t.Admit(Id("c", 7, 7), kT0, &got), ResultTracker::Admission::kNew);
+  t.Abandon(Id("c", 7, 7));
+  EXPECT_EQ(t.Admit(Id("c", 7, 7), kT0, &got), ResultTracker::Admission::kNew);
+  // Abandoning an answered request changes nothing.
+  t.Record(Id("c", 7, 7), kT0, WithErrorAt(1));
+  t.Abandon(Id("c", 7, 7));
+  EXPECT_EQ(t.Admit(Id("c", 7, 7), kT0, &got), ResultTracker::Admission::kAnswered);
+}
+
+// A replica that applied another's proposal (a follower, a WAL replay) answers its retries.
+TEST(ResultTrackerTest, ARecordWithoutAdmissionAnswers) {
+  ResultTracker t;
+  t.Record(Id("c", 4, 2), kT0, WithErrorAt(0));
+  ResultTracker::Answer got;
+  EXPECT_EQ(t.Admit(Id("c", 4, 2), kT0, &got), ResultTracker::Admission::kAnswered);
+}
+
+TEST(ResultTrackerTest, TheWatermarkReleasesAnswers) {
+  ResultTracker t;
+  for (uint64_t seq = 1; seq <= 5; ++seq) t.Record(Id("c", seq, 1), kT0, WithErrorAt(0));
+  EXPECT_EQ(t.num_answers(), 5u);
+  ResultTracker::Answer got;
+  // The client completed 1..3: they go.
+  EXPECT_EQ(t.Admit(Id("c", 6, 4), kT0, &got), ResultTracker::Admission::kNew);
+  EXPECT_EQ(t.num_answers(), 3u);  // 4, 5 and 6 (in progress).
+  EXPECT_EQ(t.Admit(Id("c", 2, 2), kT0, &got), ResultTracker::Admission::kStale);
+  EXPECT_EQ(t.Admit(Id("c", 4, 4), kT0, &got), ResultTracker::Admission::kAnswered);
+}
+
+TEST(ResultTrackerTest, TtlsForgetAnswersAndClients) {
+  ResultTracker::Options o;
+  o.answer_ttl = absl::Minutes(10);
+  o.client_ttl = absl::Hours(1);
+  ResultTracker t(o);
+  ResultTracker::Answer got;
+  t.Record(Id("old", 1, 1), kT0, WithErrorAt(0));
+  EXPECT_EQ(t.Admit(Id("busy", 1, 1), kT0, &got), ResultTracker::Admission::kNew);
+  t.GarbageCollect(kT0 + absl::Minutes(11));
+  EXPECT_EQ(t.Admit(Id("old", 1, 1), kT0 + absl::Minutes(11), &got),
+            ResultTracker::Admission::kNew);  // Forgotten: applied again, as if new.
+  t.Abandon(Id("old", 1, 1));
+  // An attempt in progress is kept whatever its age (its entry may still be applied).
+  EXPECT_EQ(t.Admit(Id("busy", 1, 1), kT0 + absl::Minutes(11), &got),
+            ResultTracker::Admission::kInProgress);
+  t.Abandon(Id("busy", 1, 1));
+  t.GarbageCollect(kT0 + absl::Hours(2));
+  EXPECT_EQ(t.num_clients(), 0u);
+  EXPECT_EQ(t.num_answers(), 0u);
+}
+
+// 10,000 clients with a few requests each: what is kept is bounded by the watermarks while they
+// are active, and everything goes once they are gone for the client TTL.
+TEST(ResultTrackerTest, MemoryStaysBoundedUnderManyClients) {
+  ResultTracker t;
+  ResultTracker::Answer got;
+  for (int round = 0; round < 5; ++round) {
+    for (int c = 0; c < 10000; ++c) {
+      const uint64_t seq = round + 1;
+      const pb::RequestIdPB id = Id(StrCat("client-", c), seq, seq);  // One in flight at a time.
+      ASSERT_EQ(t.Admit(id, kT0 + absl::Seconds(round), &got), ResultTracker::Admission::kNew);
+      t.Record(id, kT0 + absl::Seconds(round), WithErrorAt(0));
+    }
+    EXPECT_EQ(t.num_answers(), 10000u) << "round " << round;  // Only the newest per client.
+  }
+  EXPECT_EQ(t.num_clients(), 10000u);
+  t.GarbageCollect(kT0 + absl::Hours(2));
+  EXPECT_EQ(t.num_clients(), 0u);
+  EXPECT_EQ(t.num_answers(), 0u);
+}
+
+}  // namespace
+}  // namespace basalt
