@@ -211,24 +211,23 @@ TEST_F(ClientFaultTest, RandomKillsAndPausesDuringWritesLoseNothing) {
 
 // A fault-tolerant scan whose server is killed between batches resumes on another replica and
 // returns every row once, in key order.
-TEST_F(ClientFaultTest, FaultTolerantScanSurvivesKillOfItsServer) {
-  std::shared_ptr<Table> table;
-  ASSERT_NO_FATAL_FAILURE(CreateTable("ft", 0, {}, &table));  // One tablet.
+// A fault-tolerant scan whose server is killed (or stops answering: SIGSTOP) after the first
+// batch resumes on another replica after the last key returned, at the same snapshot; a paused
+// server is left after one attempt's timeout, well within the scan's 10 s timeout.
+void ScanThroughTheLossOfItsServer(ExternalMiniCluster* cluster, client::Client* client,
+                                   const std::shared_ptr<Table>& table,
+                                   const std::string& tablet_id, bool pause) {
   constexpr int32_t kRows = 20000;
-  auto session = client_->NewSession();
+  auto session = client->NewSession();
   ASSERT_OK(session->SetFlushMode(Session::AUTO_FLUSH_BACKGROUND));
   for (int32_t k = 0; k < kRows; ++k) {
     ASSERT_OK(ApplyOp(session.get(), table.get(), WriteOperation::INSERT, Expected(k)));
   }
   ASSERT_OK(session->Flush());
-  std::vector<std::string> tablet_ids = TabletIds("ft");
-  ASSERT_EQ(tablet_ids.size(), 1u);
-  const std::string tablet_id = tablet_ids[0];
-  ASSERT_FALSE(tablet_id.empty());
-
   Scanner scanner(table.get());
   ASSERT_OK(scanner.SetFaultTolerant());
   ASSERT_OK(scanner.SetBatchSizeBytes(8 << 10));
+  ASSERT_OK(scanner.SetTimeoutMillis(10000));
   ASSERT_OK(scanner.Open());
   std::vector<int32_t> keys;
   ScanBatch batch;
@@ -244,13 +243,39 @@ TEST_F(ClientFaultTest, FaultTolerantScanSurvivesKillOfItsServer) {
   ASSERT_OK(next_batch());
   ASSERT_TRUE(scanner.HasMoreRows()) << "the scan must span several batches";
   ASSERT_LT(keys.size(), static_cast<size_t>(kRows) / 2);
-  // Snapshot scans are served by the leader (docs/cluster.md): kill it.
-  auto leader = cluster_->FindTabletLeader(tablet_id);
+  // Snapshot scans are served by the leader (docs/cluster.md): take it away.
+  auto leader = cluster->FindTabletLeader(tablet_id);
   BASALT_ASSERT_OK(leader);
-  cluster_->tablet_server(leader->ts_index)->Kill();
-  while (scanner.HasMoreRows()) ASSERT_OK(next_batch());
+  ExternalDaemon* const server = cluster->tablet_server(leader->ts_index);
+  if (pause) {
+    ASSERT_OK(server->Pause());
+  } else {
+    server->Kill();
+  }
+  const absl::Time lost = absl::Now();
+  absl::Status s;
+  while (s.ok() && scanner.HasMoreRows()) s = next_batch();
+  const absl::Duration rest = absl::Now() - lost;
+  if (pause) ASSERT_OK(server->Resume());
+  ASSERT_OK(s);
+  LOG(INFO) << "the rest of the scan took " << absl::FormatDuration(rest);
+  EXPECT_LT(rest, absl::Seconds(8));
   ASSERT_EQ(keys.size(), static_cast<size_t>(kRows));
   for (int32_t k = 0; k < kRows; ++k) ASSERT_EQ(keys[k], k) << "at position " << k;
+}
+
+TEST_F(ClientFaultTest, FaultTolerantScanSurvivesKillOfItsServer) {
+  std::shared_ptr<Table> table;
+  ASSERT_NO_FATAL_FAILURE(CreateTable("ft", 0, {}, &table));  // One tablet.
+  ASSERT_NO_FATAL_FAILURE(ScanThroughTheLossOfItsServer(cluster_.get(), client_.get(), table,
+                                                        TabletIds("ft").at(0), /*pause=*/false));
+}
+
+TEST_F(ClientFaultTest, FaultTolerantScanLeavesAPausedServer) {
+  std::shared_ptr<Table> table;
+  ASSERT_NO_FATAL_FAILURE(CreateTable("ftp", 0, {}, &table));  // One tablet.
+  ASSERT_NO_FATAL_FAILURE(ScanThroughTheLossOfItsServer(cluster_.get(), client_.get(), table,
+                                                        TabletIds("ftp").at(0), /*pause=*/true));
 }
 
 }  // namespace

@@ -33,6 +33,10 @@ void ClientData::ObserveTimestamp(uint64_t ts) {
   }
 }
 
+absl::Duration AttemptTimeout(absl::Duration total) {
+  return std::min(total, std::max(total / 3, absl::Seconds(3)));
+}
+
 bool Backoff::Sleep() {
   const absl::Time now = absl::Now();
   if (now >= deadline_) return false;

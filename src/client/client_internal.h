@@ -70,6 +70,12 @@ struct ClientData {
   absl::flat_hash_map<std::string, std::shared_ptr<grpc::Channel>> channels ABSL_GUARDED_BY(mu);
 };
 
+// How long one attempt of a write or scan RPC waits when the whole call has `total`: a third of
+// it (two more replicas can still be tried), at least a few election timeouts (a slow but healthy
+// server is not given up on), at most `total`. A server that stopped answering (paused, cut off)
+// is thus left for another replica within seconds.
+absl::Duration AttemptTimeout(absl::Duration total);
+
 // Exponential backoff with jitter for retries: 5 ms doubling to 1 s, never past the deadline.
 // Not thread-safe.
 class Backoff {

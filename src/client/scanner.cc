@@ -157,6 +157,8 @@ static bool IsRetriable(const absl::Status& s) {
 
 absl::Status Scanner::Data::NewScan(absl::Time deadline) {
   internal::Backoff backoff(deadline);
+  // Each attempt waits a part of the time: a replica that stopped answering is left for the next.
+  const absl::Duration attempt_timeout = internal::AttemptTimeout(deadline - absl::Now());
   absl::Status last;
   for (;;) {
     const std::vector<ReplicaLocation> replicas = tablet->ReplicasInOrder();
@@ -171,7 +173,7 @@ absl::Status Scanner::Data::NewScan(absl::Time deadline) {
       auto resp = std::make_unique<pb::ScanResponsePB>();
       auto stub = pb::TabletServerService::NewStub(client->Channel(r.address));
       grpc::ClientContext ctx;
-      ctx.set_deadline(absl::ToChronoTime(deadline));
+      ctx.set_deadline(absl::ToChronoTime(std::min(deadline, absl::Now() + attempt_timeout)));
       absl::Status s = FromGrpcStatus(stub->Scan(&ctx, req, resp.get()));
       if (s.ok()) {
         call_seq = 0;
@@ -240,6 +242,12 @@ void Scanner::Data::FinishTablet() {
 
 absl::Status Scanner::Data::Continue(absl::Time deadline) {
   internal::Backoff backoff(deadline);
+  // A fault-tolerant scan resumes elsewhere, so its attempts wait only a part of the time; any
+  // other continues on this server only and waits for it to the deadline.
+  const absl::Time attempt_deadline =
+      fault_tolerant
+          ? std::min(deadline, absl::Now() + internal::AttemptTimeout(deadline - absl::Now()))
+          : deadline;
   for (;;) {
     pb::ScanRequestPB req;
     req.set_scanner_id(scanner_id);
@@ -248,7 +256,7 @@ absl::Status Scanner::Data::Continue(absl::Time deadline) {
     auto resp = std::make_unique<pb::ScanResponsePB>();
     auto stub = pb::TabletServerService::NewStub(client->Channel(server));
     grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(deadline));
+    ctx.set_deadline(absl::ToChronoTime(attempt_deadline));
     absl::Status s = FromGrpcStatus(stub->Scan(&ctx, req, resp.get()));
     if (s.ok()) {
       call_seq++;

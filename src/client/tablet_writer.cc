@@ -100,12 +100,6 @@ void CollectRowErrors(const pb::WriteResponsePB& resp, int num_ops, WriteResult*
 
 }  // namespace
 
-absl::Duration AttemptTimeout(absl::Duration total) {
-  // A third of the time, so that two more replicas can still be tried; at least a few election
-  // timeouts (1.5 s each by default), so that a slow but healthy leader is not given up on.
-  return std::min(total, std::max(total / 3, absl::Seconds(3)));
-}
-
 WriteResult SendWriteBatch(ClientData* client, WriteBatch* batch, absl::Time deadline) {
   WriteResult result;
   auto* td = Access::Data(batch->table.get());

@@ -51,10 +51,6 @@ struct WriteResult {
   std::vector<RowError> row_errors;
 };
 
-// How long one attempt of a write (or scan) RPC waits when the whole call has `total`: a
-// fraction of it, at least a few election timeouts, at most `total`.
-absl::Duration AttemptTimeout(absl::Duration total);
-
 // Sends `batch` to its tablet's leader, retrying on leader changes (NOT_THE_LEADER, with the
 // hinted leader or the next replica), TABLET_NOT_RUNNING / SERVER_OVERLOADED / unreachable servers
 // (backoff) and TABLET_NOT_FOUND (fresh locations from the master) until `deadline`. Folds the

@@ -864,6 +864,11 @@ absl::Status Tablet::health() const {
   return failure_;
 }
 
+void Tablet::SetBeforeSuperBlockWrite(std::function<absl::Status(int64_t)> hook) {
+  absl::MutexLock l(&metadata_mu_);
+  before_superblock_write_ = std::move(hook);
+}
+
 absl::Status Tablet::RefuseIfFailed() const {
   absl::Status failed = health();
   if (failed.ok()) return failed;
@@ -889,6 +894,9 @@ absl::Status Tablet::PersistSuperBlock(std::vector<BlockId> orphans) {
   sb.history_gc_mark = history_gc_mark();
   for (BlockId id : orphans) pending_orphans_.push_back(id);
   sb.orphaned_blocks = pending_orphans_;
+  if (before_superblock_write_) {
+    BASALT_RETURN_IF_ERROR(before_superblock_write_(sb.durable_op_index));
+  }
   sb.version = static_cast<uint64_t>(++superblock_version_);
   BASALT_RETURN_IF_ERROR(WriteSuperBlock(options_.env, options_.superblock_path, sb));
   if (sb.durable_op_index > persisted_durable_op_index_.load()) {

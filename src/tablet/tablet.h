@@ -25,6 +25,7 @@
 // ops above it with `replay` set skips mutations the rowsets already reflect.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -147,6 +148,13 @@ class Tablet {
   void Fail(const absl::Status& error) ABSL_LOCKS_EXCLUDED(failure_mu_);
   // OK, or the error the tablet failed with.
   absl::Status health() const ABSL_LOCKS_EXCLUDED(failure_mu_);
+
+  // Called before every superblock write with the durable op index it will record (under the
+  // metadata lock); an error fails that write. The replica saves there what a restart, which
+  // replays only the ops above that index, must not lose (its remembered answers). Set once,
+  // before any flush.
+  void SetBeforeSuperBlockWrite(std::function<absl::Status(int64_t durable_op_index)> hook)
+      ABSL_LOCKS_EXCLUDED(metadata_mu_);
 
   // A scan of `projection` (columns of the current schema, by id) at `snap`, restricted by
   // `spec` (predicates on any column of the current schema, projected or not). With `ordered`
@@ -336,6 +344,7 @@ class Tablet {
   absl::Mutex metadata_mu_;
   int64_t superblock_version_ ABSL_GUARDED_BY(metadata_mu_) = 0;
   std::vector<BlockId> pending_orphans_ ABSL_GUARDED_BY(metadata_mu_);
+  std::function<absl::Status(int64_t)> before_superblock_write_ ABSL_GUARDED_BY(metadata_mu_);
 
   std::atomic<int64_t> next_rowset_id_{0};
   std::atomic<int64_t> next_mrs_id_{0};

@@ -3,8 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "common/coding.h"
-#include "common/crc32c.h"
+#include "common/envelope.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "proto/tablet_replica.pb.h"
@@ -12,29 +11,20 @@
 namespace basalt {
 namespace {
 
-// The envelope: 8 bytes of magic, then the masked CRC32C of the payload (4 bytes LE).
+// The envelope's magic (common/envelope.h).
 constexpr std::string_view kReplicaMagic("BSLTREP1", 8);
-constexpr size_t kHeaderSize = 8 + 4;
 
 absl::Status Corrupt(std::string_view path, std::string_view what) {
   return absl::DataLossError(ToAbsl(StrCat(path, ": ", what)));
 }
 
 std::string Frame(const pb::TabletReplicaPB& pb) {
-  const std::string payload = pb.SerializeAsString();
-  std::string out(kReplicaMagic);
-  PutFixed32(&out, crc32c::Mask(crc32c::Value(payload)));
-  out += payload;
-  return out;
+  return SealEnvelope(kReplicaMagic, pb.SerializeAsString());
 }
 
 absl::StatusOr<pb::TabletReplicaPB> Unframe(std::string_view data, std::string_view path) {
-  if (data.size() < kHeaderSize || data.substr(0, kReplicaMagic.size()) != kReplicaMagic) {
-    return Corrupt(path, "not a replica file (bad magic or size)");
-  }
-  const std::string_view payload = data.substr(kHeaderSize);
-  const uint32_t stored = crc32c::Unmask(DecodeFixed32(data.data() + kReplicaMagic.size()));
-  if (stored != crc32c::Value(payload)) return Corrupt(path, "checksum mismatch");
+  BASALT_ASSIGN_OR_RETURN(std::string_view payload,
+                          OpenEnvelope(data, kReplicaMagic, path, "replica"));
   pb::TabletReplicaPB pb;
   if (!pb.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
     return Corrupt(path, "unparsable TabletReplicaPB");

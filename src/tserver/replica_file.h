@@ -22,6 +22,8 @@ inline constexpr char kSuperBlockFileName[] = "superblock";
 inline constexpr char kCmetaFileName[] = "cmeta";
 // Block ids an unfinished tablet copy wrote (docs/tablet_copy.md).
 inline constexpr char kCopyBlocksFileName[] = "copy_blocks";
+// The remembered answers of client requests (tserver/result_tracker.h).
+inline constexpr char kAnswersFileName[] = "answers";
 
 // The durable description of a replica.
 struct TabletReplicaMeta {

@@ -88,8 +88,11 @@ absl::Status FinishTombstone(Env* env, BlockManager* block_manager, const std::s
     BASALT_RETURN_IF_ERROR(env->DeleteFile(superblock));
   }
   if (env->FileExists(wal_dir)) BASALT_RETURN_IF_ERROR(env->DeleteDirRecursively(wal_dir));
-  const std::string list = JoinPath(tablet_dir, kCopyBlocksFileName);
-  if (env->FileExists(list)) BASALT_RETURN_IF_ERROR(env->DeleteFile(list));
+  // The remembered answers go with the data (a copy that replaces the tombstone starts afresh).
+  for (const char* name : {kCopyBlocksFileName, kAnswersFileName}) {
+    const std::string path = JoinPath(tablet_dir, name);
+    if (env->FileExists(path)) BASALT_RETURN_IF_ERROR(env->DeleteFile(path));
+  }
   return absl::OkStatus();
 }
 

@@ -5,6 +5,13 @@
 
 #include <gflags/gflags.h>
 
+#include "common/env.h"
+#include "common/envelope.h"
+#include "common/status_macros.h"
+#include "common/strings.h"
+#include "proto/tablet_replica.pb.h"
+#include "rpc/rpc_status.h"
+
 DEFINE_int64(remember_clients_ttl_ms, 3600 * 1000,
              "How long a tablet server remembers the answers of a client it has not heard from "
              "(exactly-once writes): a retry after that is applied again.");
@@ -62,7 +69,8 @@ void ResultTracker::Abandon(const pb::RequestIdPB& id) {
   --num_entries_;
 }
 
-void ResultTracker::Record(const pb::RequestIdPB& id, absl::Time now, Answer answer) {
+void ResultTracker::Record(const pb::RequestIdPB& id, uint64_t log_index, absl::Time now,
+                           Answer answer) {
   if (id.client_id().empty()) return;
   absl::MutexLock l(&mu_);
   MaybeGarbageCollectLocked(now);
@@ -76,6 +84,7 @@ void ResultTracker::Record(const pb::RequestIdPB& id, absl::Time now, Answer ans
     if (inserted || e.in_progress) {  // New to this replica, or in progress here.
       e.in_progress = false;
       e.at = now;
+      e.log_index = log_index;
       e.answer = std::move(answer);
     }
   }
@@ -111,6 +120,70 @@ void ResultTracker::GarbageCollectLocked(absl::Time now) {
       ++c;
     }
   }
+}
+
+namespace {
+
+constexpr std::string_view kAnswersMagic("BSLTANS1", 8);
+
+}  // namespace
+
+absl::Status ResultTracker::Save(Env* env, const std::string& path, uint64_t max_log_index) const {
+  return WriteFileAtomically(env, path, Image(max_log_index));
+}
+
+std::string ResultTracker::Image(uint64_t max_log_index) const {
+  pb::RememberedAnswersPB pb;
+  {
+    absl::MutexLock l(&mu_);
+    for (const auto& [client_id, client] : clients_) {
+      pb::RememberedAnswersPB::ClientPB* c = pb.add_clients();
+      c->set_client_id(client_id);
+      c->set_watermark(client.watermark);
+      c->set_last_heard_unix_micros(absl::ToUnixMicros(client.last_heard));
+      for (const auto& [seq, e] : client.entries) {
+        if (e.in_progress || e.log_index > max_log_index) continue;
+        pb::RememberedAnswersPB::AnswerPB* a = c->add_answers();
+        a->set_seq_no(seq);
+        a->set_log_index(e.log_index);
+        a->set_at_unix_micros(absl::ToUnixMicros(e.at));
+        if (!e.answer.status.ok()) StatusToPB(e.answer.status, a->mutable_status());
+        *a->mutable_response() = e.answer.response;
+      }
+    }
+  }
+  return SealEnvelope(kAnswersMagic, pb.SerializeAsString());
+}
+
+absl::Status ResultTracker::Load(Env* env, const std::string& path) {
+  if (!env->FileExists(path)) return absl::OkStatus();
+  std::string data;
+  BASALT_RETURN_IF_ERROR(ReadFileToString(env, path, &data));
+  BASALT_ASSIGN_OR_RETURN(std::string_view payload,
+                          OpenEnvelope(data, kAnswersMagic, path, "remembered answers"));
+  pb::RememberedAnswersPB pb;
+  if (!pb.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
+    return absl::DataLossError(ToAbsl(StrCat(path, ": unparsable RememberedAnswersPB")));
+  }
+  absl::MutexLock l(&mu_);
+  for (const pb::RememberedAnswersPB::ClientPB& c : pb.clients()) {
+    Client& client = clients_[c.client_id()];
+    client.last_heard =
+        std::max(client.last_heard, absl::FromUnixMicros(c.last_heard_unix_micros()));
+    client.watermark = std::max(client.watermark, c.watermark());
+    for (const pb::RememberedAnswersPB::AnswerPB& a : c.answers()) {
+      if (a.seq_no() < client.watermark) continue;
+      auto [it, inserted] = client.entries.try_emplace(a.seq_no());
+      if (!inserted) continue;
+      Entry& e = it->second;
+      e.at = absl::FromUnixMicros(a.at_unix_micros());
+      e.log_index = a.log_index();
+      if (a.has_status()) e.answer.status = StatusFromPB(a.status());
+      e.answer.response = a.response();
+      ++num_entries_;
+    }
+  }
+  return absl::OkStatus();
 }
 
 size_t ResultTracker::num_clients() const {

@@ -12,6 +12,10 @@
 // While an attempt is processed here (admitted, not yet applied or known never to be), another
 // attempt of the same request is told to retry later, never applied beside it.
 //
+// Durable: a restart replays only the entries above the superblock's durable index, so before
+// each superblock write the answers of entries at or below it are saved (Save, to
+// tablets/<id>/answers) and loaded at open (Load); the replay records the others.
+//
 // Bounded: a client's answers below its watermark (RequestIdPB.first_incomplete_seq_no: it will
 // never retry them) are dropped at once; answers older than --remember_responses_ttl_ms and
 // clients not heard from for --remember_clients_ttl_ms are forgotten (a retry after that is
@@ -33,6 +37,8 @@
 #include "proto/tserver.pb.h"
 
 namespace basalt {
+
+class Env;
 
 class ResultTracker {
  public:
@@ -65,9 +71,20 @@ class ResultTracker {
   // The attempt admitted as kNew ends without its entry applied here, and the entry never will be
   // (never proposed, or its proposal failed): a retry may apply it. No-op if not in progress.
   void Abandon(const pb::RequestIdPB& id) ABSL_LOCKS_EXCLUDED(mu_);
-  // Records the answer of request `id`, applied at `now`, and ends its being in progress. A
-  // request already answered keeps its first answer.
-  void Record(const pb::RequestIdPB& id, absl::Time now, Answer answer) ABSL_LOCKS_EXCLUDED(mu_);
+  // Records the answer of request `id`, from the entry at `log_index` applied at `now`, and ends
+  // its being in progress. A request already answered keeps its first answer.
+  void Record(const pb::RequestIdPB& id, uint64_t log_index, absl::Time now, Answer answer)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The answers of entries at or below `max_log_index` (and the clients' watermarks), as the
+  // answers file holds them (a checksummed envelope around a RememberedAnswersPB).
+  std::string Image(uint64_t max_log_index) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Writes Image(max_log_index) to `path`, atomically (WriteFileAtomically). I/O errors.
+  absl::Status Save(Env* env, const std::string& path, uint64_t max_log_index) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Adds what Save wrote to `path`. OK if there is no such file; DATA_LOSS (naming the file) if
+  // it is corrupt (nothing is added); I/O errors.
+  absl::Status Load(Env* env, const std::string& path) ABSL_LOCKS_EXCLUDED(mu_);
   // Forgets what the TTLs let go. Admit and Record call it at most once a second.
   void GarbageCollect(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -78,6 +95,7 @@ class ResultTracker {
   struct Entry {
     bool in_progress = false;  // Admitted, not yet recorded or abandoned.
     absl::Time at;             // Admitted or recorded.
+    uint64_t log_index = 0;    // Of the entry that produced the answer (when !in_progress).
     Answer answer;             // When !in_progress.
   };
   struct Client {

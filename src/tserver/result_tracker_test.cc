@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "common/env_memory.h"
+#include "common/status_test_util.h"
 #include "common/strings.h"
 
 namespace basalt {
@@ -33,13 +35,13 @@ TEST(ResultTrackerTest, ARetryGetsTheFirstAnswer) {
   EXPECT_EQ(t.Admit(Id("c", 1, 1), kT0, &got), ResultTracker::Admission::kNew);
   // A second attempt while the first is processed waits for it.
   EXPECT_EQ(t.Admit(Id("c", 1, 1), kT0, &got), ResultTracker::Admission::kInProgress);
-  t.Record(Id("c", 1, 1), kT0, WithErrorAt(3));
+  t.Record(Id("c", 1, 1), 1, kT0, WithErrorAt(3));
   ASSERT_EQ(t.Admit(Id("c", 1, 1), kT0, &got), ResultTracker::Admission::kAnswered);
   ASSERT_EQ(got.response.per_row_errors_size(), 1);
   EXPECT_EQ(got.response.per_row_errors(0).row_index(), 3);
   EXPECT_EQ(got.response.timestamp(), 1003u);
   // A second record (the same entry replayed) keeps the first answer.
-  t.Record(Id("c", 1, 1), kT0, WithErrorAt(5));
+  t.Record(Id("c", 1, 1), 1, kT0, WithErrorAt(5));
   ASSERT_EQ(t.Admit(Id("c", 1, 1), kT0, &got), ResultTracker::Admission::kAnswered);
   EXPECT_EQ(got.response.per_row_errors(0).row_index(), 3);
   // Another client's same sequence number is its own request.
@@ -53,7 +55,7 @@ TEST(ResultTrackerTest, AnAbandonedAttemptMayBeAppliedByARetry) {
   t.Abandon(Id("c", 7, 7));
   EXPECT_EQ(t.Admit(Id("c", 7, 7), kT0, &got), ResultTracker::Admission::kNew);
   // Abandoning an answered request changes nothing.
-  t.Record(Id("c", 7, 7), kT0, WithErrorAt(1));
+  t.Record(Id("c", 7, 7), 1, kT0, WithErrorAt(1));
   t.Abandon(Id("c", 7, 7));
   EXPECT_EQ(t.Admit(Id("c", 7, 7), kT0, &got), ResultTracker::Admission::kAnswered);
 }
@@ -61,14 +63,14 @@ TEST(ResultTrackerTest, AnAbandonedAttemptMayBeAppliedByARetry) {
 // A replica that applied another's proposal (a follower, a WAL replay) answers its retries.
 TEST(ResultTrackerTest, ARecordWithoutAdmissionAnswers) {
   ResultTracker t;
-  t.Record(Id("c", 4, 2), kT0, WithErrorAt(0));
+  t.Record(Id("c", 4, 2), 1, kT0, WithErrorAt(0));
   ResultTracker::Answer got;
   EXPECT_EQ(t.Admit(Id("c", 4, 2), kT0, &got), ResultTracker::Admission::kAnswered);
 }
 
 TEST(ResultTrackerTest, TheWatermarkReleasesAnswers) {
   ResultTracker t;
-  for (uint64_t seq = 1; seq <= 5; ++seq) t.Record(Id("c", seq, 1), kT0, WithErrorAt(0));
+  for (uint64_t seq = 1; seq <= 5; ++seq) t.Record(Id("c", seq, 1), 1, kT0, WithErrorAt(0));
   EXPECT_EQ(t.num_answers(), 5u);
   ResultTracker::Answer got;
   // The client completed 1..3: they go.
@@ -84,7 +86,7 @@ TEST(ResultTrackerTest, TtlsForgetAnswersAndClients) {
   o.client_ttl = absl::Hours(1);
   ResultTracker t(o);
   ResultTracker::Answer got;
-  t.Record(Id("old", 1, 1), kT0, WithErrorAt(0));
+  t.Record(Id("old", 1, 1), 1, kT0, WithErrorAt(0));
   EXPECT_EQ(t.Admit(Id("busy", 1, 1), kT0, &got), ResultTracker::Admission::kNew);
   t.GarbageCollect(kT0 + absl::Minutes(11));
   EXPECT_EQ(t.Admit(Id("old", 1, 1), kT0 + absl::Minutes(11), &got),
@@ -109,7 +111,7 @@ TEST(ResultTrackerTest, MemoryStaysBoundedUnderManyClients) {
       const uint64_t seq = round + 1;
       const pb::RequestIdPB id = Id(StrCat("client-", c), seq, seq);  // One in flight at a time.
       ASSERT_EQ(t.Admit(id, kT0 + absl::Seconds(round), &got), ResultTracker::Admission::kNew);
-      t.Record(id, kT0 + absl::Seconds(round), WithErrorAt(0));
+      t.Record(id, 1, kT0 + absl::Seconds(round), WithErrorAt(0));
     }
     EXPECT_EQ(t.num_answers(), 10000u) << "round " << round;  // Only the newest per client.
   }
@@ -117,6 +119,46 @@ TEST(ResultTrackerTest, MemoryStaysBoundedUnderManyClients) {
   t.GarbageCollect(kT0 + absl::Hours(2));
   EXPECT_EQ(t.num_clients(), 0u);
   EXPECT_EQ(t.num_answers(), 0u);
+}
+
+// What a restart does not replay survives in the answers file; a damaged file is a clean
+// DATA_LOSS that adds nothing.
+TEST(ResultTrackerTest, SavedAnswersAtOrBelowTheIndexLoadBack) {
+  MemoryEnv env;
+  ResultTracker t;
+  const absl::Time now = absl::Now();
+  ResultTracker::Answer failed;
+  failed.status = absl::FailedPreconditionError("schema mismatch");
+  t.Record(Id("c", 1, 1), 5, now, WithErrorAt(2));
+  t.Record(Id("c", 2, 1), 6, now, failed);
+  t.Record(Id("c", 3, 1), 10, now, WithErrorAt(0));  // Replayed after a restart: not saved.
+  ResultTracker::Answer got;
+  EXPECT_EQ(t.Admit(Id("d", 1, 1), now, &got), ResultTracker::Admission::kNew);  // In progress.
+  BASALT_ASSERT_OK(t.Save(&env, "/answers", 7));
+  ResultTracker loaded;
+  BASALT_ASSERT_OK(loaded.Load(&env, "/answers"));
+  ASSERT_EQ(loaded.Admit(Id("c", 1, 1), now, &got), ResultTracker::Admission::kAnswered);
+  EXPECT_EQ(got.response.per_row_errors(0).row_index(), 2);
+  EXPECT_EQ(got.response.timestamp(), 1002u);
+  ASSERT_EQ(loaded.Admit(Id("c", 2, 1), now, &got), ResultTracker::Admission::kAnswered);
+  EXPECT_TRUE(absl::IsFailedPrecondition(got.status)) << got.status;
+  EXPECT_EQ(loaded.Admit(Id("c", 3, 1), now, &got), ResultTracker::Admission::kNew);
+  EXPECT_EQ(loaded.Admit(Id("d", 1, 1), now, &got), ResultTracker::Admission::kNew);
+  // No file: nothing to add.
+  BASALT_EXPECT_OK(loaded.Load(&env, "/none"));
+  std::string data;
+  BASALT_ASSERT_OK(ReadFileToString(&env, "/answers", &data));
+  for (size_t i = 0; i < data.size(); i += 7) {
+    std::string bad = data;
+    bad[i] ^= 0x20;
+    BASALT_ASSERT_OK(WriteFileAtomically(&env, "/bad", bad));
+    ResultTracker fresh;
+    absl::Status s = fresh.Load(&env, "/bad");
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << i << ": " << s;
+    EXPECT_EQ(fresh.num_answers(), 0u);
+  }
+  BASALT_ASSERT_OK(WriteFileAtomically(&env, "/short", data.substr(0, 5)));
+  EXPECT_EQ(ResultTracker().Load(&env, "/short").code(), absl::StatusCode::kDataLoss);
 }
 
 }  // namespace

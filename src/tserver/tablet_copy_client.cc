@@ -89,6 +89,11 @@ class Download {
     BASALT_RETURN_IF_ERROR(WriteFileAtomically(o_.env, Path(kReplicaFileName), copying));
     BASALT_RETURN_IF_ERROR(CopyBlocks());
     BASALT_RETURN_IF_ERROR(CopyLog());
+    // Before the superblock: a restart between them finds the answers with the data they belong
+    // to, or without the data (the tombstone cleanup removes both).
+    if (!begin_.answers().empty()) {
+      BASALT_RETURN_IF_ERROR(WriteFileAtomically(o_.env, Path(kAnswersFileName), begin_.answers()));
+    }
     BASALT_RETURN_IF_ERROR(InstallSuperBlock());
     BASALT_RETURN_IF_ERROR(InstallCmeta());
     BASALT_RETURN_IF_ERROR(WriteFileAtomically(o_.env, Path(kReplicaFileName), replica));

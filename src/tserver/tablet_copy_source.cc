@@ -103,6 +103,7 @@ absl::StatusOr<std::unique_ptr<TabletCopySource>> TabletCopySource::Begin(
   response->set_superblock(std::move(superblock));
   response->set_cmeta(std::move(cmeta));
   response->set_replica(std::move(replica_file));
+  response->set_answers(replica->AnswersImage(source->log_prev_index_));
   for (const auto& [block_id, block] : source->blocks_) {
     auto* b = response->add_blocks();
     b->set_block_id(block_id);

@@ -23,6 +23,7 @@
 #include "tablet/tablet_metadata.h"
 #include "tserver/replica_file.h"
 #include "tserver/replicated_tablet_test_util.h"
+#include "tserver/result_tracker.h"
 
 DECLARE_int32(log_segment_size_mb);
 DECLARE_int32(log_max_segments_to_retain);
@@ -237,6 +238,12 @@ class TabletCopyTest : public ReplicatedTabletTest {
 
 TEST_F(TabletCopyTest, AddedVoterIsCopiedPromotedAndRemoved) {
   uint64_t ts = WriteRows(0, 4);
+  // A client request with an id, applied before the flush: the copy does not replay its entry,
+  // so its answer travels with the copy (exactly-once writes).
+  const pb::WriteRequestPB tracked =
+      WithRequestId(WriteBuilder(&schema_).Insert(900000).Build(kTablet), "client-x", 1, 1);
+  pb::WriteResponsePB tracked_resp;
+  BASALT_ASSERT_OK(clients_[Leader()]->Write(tracked, &tracked_resp));
   // Blocks on the leader, so that the copy carries rowsets and the log above them.
   BASALT_ASSERT_OK(MaybeReplica(Leader())->tablet()->FlushMemRowSet());
   ts = WriteRows(2000, 2);
@@ -253,10 +260,22 @@ TEST_F(TabletCopyTest, AddedVoterIsCopiedPromotedAndRemoved) {
   EXPECT_GT(resp.config_index(), 0u);
   // The learner gets a copy from the leader, catches up and is promoted.
   ASSERT_TRUE(WaitForVoters({0, 1, 2, 3}));
-  ExpectReplicasAgree({0, 1, 2, 3}, ts, 3000);
+  ExpectReplicasAgree({0, 1, 2, 3}, ts, 3001);
   EXPECT_TRUE(NoLeakedBlocks(3));
+  {
+    std::shared_ptr<TabletReplica> copied = MaybeReplica(3);
+    ASSERT_NE(copied, nullptr);
+    ResultTracker answers;
+    BASALT_ASSERT_OK(answers.Load(
+        Env::Default(),
+        JoinPath(ReplicaFiles::TabletDir(copied->context(), kTablet), kAnswersFileName)));
+    ResultTracker::Answer got;
+    ASSERT_EQ(answers.Admit(tracked.request_id(), absl::Now(), &got),
+              ResultTracker::Admission::kAnswered);
+    EXPECT_EQ(got.response.timestamp(), tracked_resp.timestamp());
+  }
   ts = WriteRows(3000, 1);
-  ExpectReplicasAgree({0, 1, 2, 3}, ts, 3500);
+  ExpectReplicasAgree({0, 1, 2, 3}, ts, 3501);
 
   // Remove a follower; it keeps running (the master tombstones it) but is not a member.
   int leader = Leader();
@@ -266,7 +285,7 @@ TEST_F(TabletCopyTest, AddedVoterIsCopiedPromotedAndRemoved) {
   members.erase(removed);
   ASSERT_TRUE(WaitForVoters(members));
   ts = WriteRows(4000, 1);
-  ExpectReplicasAgree(members, ts, 4000);
+  ExpectReplicasAgree(members, ts, 4001);
 }
 
 TEST_F(TabletCopyTest, BadChangesAreRefusedAndChangeNothing) {

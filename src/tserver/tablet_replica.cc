@@ -72,9 +72,25 @@ TabletReplica::TabletReplica(const TabletReplicaContext& ctx, TabletReplicaMeta 
       state_(tablet_id_),
       results_(std::make_unique<ResultTracker>(ResultTracker::Options::FromFlags())),
       meta_(std::move(meta)),
-      schema_(std::make_shared<const Schema>(tablet_->schema())) {}
+      schema_(std::make_shared<const Schema>(tablet_->schema())) {
+  // The answers of entries a restart does not replay (exactly-once writes). Lost ones only make
+  // retries of those requests apply again: a damaged file does not keep the replica from opening.
+  const std::string answers = JoinPath(ReplicaFiles::TabletDir(ctx_, tablet_id_), kAnswersFileName);
+  absl::Status loaded = results_->Load(ctx_.env, answers);
+  LOG_IF(WARNING, !loaded.ok()) << "tablet " << tablet_id_
+                                << ": remembered answers not loaded (retries of the requests "
+                                << "they answered would be applied again): " << loaded;
+  tablet_->SetBeforeSuperBlockWrite([this, answers](int64_t durable_op_index) {
+    return results_->Save(ctx_.env, answers,
+                          static_cast<uint64_t>(std::max<int64_t>(0, durable_op_index)));
+  });
+}
 
 TabletReplica::~TabletReplica() { Shutdown(); }
+
+std::string TabletReplica::AnswersImage(uint64_t max_log_index) const {
+  return results_->Image(max_log_index);
+}
 
 absl::StatusOr<std::shared_ptr<TabletReplica>> TabletReplica::Create(
     const TabletReplicaContext& ctx, TabletReplicaMeta meta, const Schema& schema,
@@ -711,7 +727,7 @@ absl::Status TabletReplica::ApplyWrite(const LogEntry& entry, const pb::Replicat
       const size_t num_rows = request_rows.empty() ? results->size() : w.request_num_rows();
       FillWriteResponse(*results, num_rows, request_rows, ts, &answer.response);
     }
-    results_->Record(msg.request_id(), absl::Now(), std::move(answer));
+    results_->Record(msg.request_id(), entry.index, absl::Now(), std::move(answer));
   }
   if (op != nullptr) {
     op->apply_status = s;

@@ -184,6 +184,9 @@ class TabletReplica : public StateMachine {
   // ---- Observers ----
   const std::string& tablet_id() const { return tablet_id_; }
   TabletReplicaMeta meta() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The remembered answers of entries at or below `max_log_index`, as the answers file holds
+  // them (ResultTracker::Image): what a tablet copy of a superblock with that durable index takes.
+  std::string AnswersImage(uint64_t max_log_index) const;
   // The positions of the data directories its blocks are in (TabletReplicaMeta::data_dirs).
   const std::vector<int>& data_dirs() const { return data_dirs_; }
   ReplicaState state() const ABSL_LOCKS_EXCLUDED(mu_);

@@ -1053,6 +1053,19 @@ TEST_F(TabletServerTest, ARetriedWriteIsAnsweredNotAppliedAgain) {
   BASALT_ASSERT_OK(send(update10, &retried));
   EXPECT_EQ(retried.timestamp(), r10.timestamp());
   EXPECT_EQ(value_of_1(), 20);
+  // Flushed, the entries are not replayed any more: the answers come from the answers file.
+  {
+    auto replica = server_->tablet_manager()->Lookup(kTablet);
+    BASALT_ASSERT_OK(replica);
+    BASALT_ASSERT_OK((*replica)->tablet()->FlushMemRowSet());
+    EXPECT_GE((*replica)->tablet()->PersistedDurableOpIndex(),
+              static_cast<int64_t>((*replica)->GetStatus().last_applied_index) - 1);
+  }
+  RestartServer();
+  WaitForLeader(kTablet);
+  BASALT_ASSERT_OK(send(update10, &retried));
+  EXPECT_EQ(retried.timestamp(), r10.timestamp());
+  EXPECT_EQ(value_of_1(), 20);
   // The insert is below the watermark the updates carried (the client completed it).
   EXPECT_TRUE(absl::IsFailedPrecondition(send(insert, &again)));
 
