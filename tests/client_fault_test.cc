@@ -131,7 +131,9 @@ TEST_F(ClientFaultTest, APausedLeaderIsLeftForTheNewOneWithinSeconds) {
   LOG(INFO) << ops.size() << " writes; the first acknowledged after the pause "
             << absl::FormatDuration(first_after - pause_start) << " after it; the longest took "
             << absl::FormatDuration(longest);
-  EXPECT_LT(first_after - pause_start, absl::Seconds(5));
+  // Well before the leader comes back (12 s): through the new leader (about 3.3 s here; a timed
+  // bound with room, the machine is shared).
+  EXPECT_LT(first_after - pause_start, absl::Seconds(9));
   EXPECT_LE(longest, absl::Seconds(10) + absl::Milliseconds(500));
   EXPECT_EQ(already_exists, 0);
   // Every acknowledged row is there.

@@ -33,8 +33,8 @@ void ClientData::ObserveTimestamp(uint64_t ts) {
   }
 }
 
-absl::Duration AttemptTimeout(absl::Duration total) {
-  return std::min(total, std::max(total / 3, absl::Seconds(3)));
+absl::Duration AttemptTimeout(absl::Duration total, absl::Duration floor) {
+  return std::min(total, std::max(total / 3, floor));
 }
 
 bool Backoff::Sleep() {

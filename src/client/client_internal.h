@@ -74,7 +74,9 @@ struct ClientData {
 // it (two more replicas can still be tried), at least a few election timeouts (a slow but healthy
 // server is not given up on), at most `total`. A server that stopped answering (paused, cut off)
 // is thus left for another replica within seconds.
-absl::Duration AttemptTimeout(absl::Duration total);
+// `floor` is that minimum: 3 s for writes; scans pass more than a follower's wait for its safe
+// time (--follower_snapshot_wait, 3 s), so that a follower is not left just before it answers.
+absl::Duration AttemptTimeout(absl::Duration total, absl::Duration floor = absl::Seconds(3));
 
 // Exponential backoff with jitter for retries: 5 ms doubling to 1 s, never past the deadline.
 // Not thread-safe.

@@ -155,10 +155,14 @@ static bool IsRetriable(const absl::Status& s) {
          s.code() == absl::StatusCode::kDeadlineExceeded;
 }
 
+// The shortest wait of one scan attempt: above a follower's wait for its safe time (3 s).
+constexpr absl::Duration kScanAttemptFloor = absl::Seconds(5);
+
 absl::Status Scanner::Data::NewScan(absl::Time deadline) {
   internal::Backoff backoff(deadline);
   // Each attempt waits a part of the time: a replica that stopped answering is left for the next.
-  const absl::Duration attempt_timeout = internal::AttemptTimeout(deadline - absl::Now());
+  const absl::Duration attempt_timeout =
+      internal::AttemptTimeout(deadline - absl::Now(), kScanAttemptFloor);
   absl::Status last;
   for (;;) {
     const std::vector<ReplicaLocation> replicas = tablet->ReplicasInOrder();
@@ -246,7 +250,8 @@ absl::Status Scanner::Data::Continue(absl::Time deadline) {
   // other continues on this server only and waits for it to the deadline.
   const absl::Time attempt_deadline =
       fault_tolerant
-          ? std::min(deadline, absl::Now() + internal::AttemptTimeout(deadline - absl::Now()))
+          ? std::min(deadline, absl::Now() + internal::AttemptTimeout(deadline - absl::Now(),
+                                                                      kScanAttemptFloor))
           : deadline;
   for (;;) {
     pb::ScanRequestPB req;

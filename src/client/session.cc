@@ -75,7 +75,9 @@ struct SessionData : std::enable_shared_from_this<SessionData> {
   using BufferKey = std::pair<const void*, std::string>;
 
   absl::Status Apply(std::unique_ptr<WriteOperation> op) ABSL_LOCKS_EXCLUDED(mu);
-  absl::Status ApplySync(std::unique_ptr<WriteOperation> op, std::shared_ptr<RemoteTablet> tablet);
+  // Sends `op` alone, within `deadline` (the one its tablet lookup had).
+  absl::Status ApplySync(std::unique_ptr<WriteOperation> op, std::shared_ptr<RemoteTablet> tablet,
+                         absl::Time deadline);
   void FlushAsync(std::function<void(absl::Status)> cb) ABSL_LOCKS_EXCLUDED(mu);
   absl::Status Flush() ABSL_LOCKS_EXCLUDED(mu);
   absl::Status SetFlushMode(Session::FlushMode m) ABSL_LOCKS_EXCLUDED(mu);
@@ -171,7 +173,10 @@ absl::Status SessionData::Apply(std::unique_ptr<WriteOperation> op) {
     m = mode;
     t = timeout;
   }
-  auto found = client->meta_cache->Lookup(td->locations.get(), pkey, absl::Now() + t);
+  // One deadline for the lookup and, for AUTO_FLUSH_SYNC, the send: Apply never takes longer than
+  // the session timeout.
+  const absl::Time deadline = absl::Now() + t;
+  auto found = client->meta_cache->Lookup(td->locations.get(), pkey, deadline);
   if (!found.ok()) {
     absl::Status s = found.status();
     std::vector<std::unique_ptr<Error>> errs;
@@ -180,7 +185,7 @@ absl::Status SessionData::Apply(std::unique_ptr<WriteOperation> op) {
     AddErrorsLocked(std::move(errs), 1);
     return m == Session::AUTO_FLUSH_SYNC ? s : absl::OkStatus();
   }
-  if (m == Session::AUTO_FLUSH_SYNC) return ApplySync(std::move(op), *std::move(found));
+  if (m == Session::AUTO_FLUSH_SYNC) return ApplySync(std::move(op), *std::move(found), deadline);
   absl::MutexLock l(&mu);
   if (closed) return absl::FailedPreconditionError("the session is closed");
   Buffer* buf = RouteLocked(*op, pkey, absl::GetCurrentTimeNanos());
@@ -269,18 +274,13 @@ void SessionData::ReturnSpareLocked(std::string s) {
 }
 
 absl::Status SessionData::ApplySync(std::unique_ptr<WriteOperation> op,
-                                    std::shared_ptr<RemoteTablet> tablet) {
+                                    std::shared_ptr<RemoteTablet> tablet, absl::Time deadline) {
   WriteBatch batch;
   batch.table = Access::SharedTable(*op);
   batch.tablet = std::move(tablet);
   BASALT_RETURN_IF_ERROR(internal::EncodeOperation(*op, &batch.rows, &batch.indirect));
   batch.num_ops = 1;
-  absl::Duration t;
-  {
-    absl::MutexLock l(&mu);
-    t = timeout;
-  }
-  WriteResult r = internal::SendWriteBatch(client, &batch, absl::Now() + t);
+  WriteResult r = internal::SendWriteBatch(client, &batch, deadline);
   absl::Status s = r.status.ok() && !r.row_errors.empty() ? r.row_errors[0].status : r.status;
   if (s.ok()) return s;
   std::vector<std::unique_ptr<Error>> errs;
@@ -304,6 +304,9 @@ void SessionData::CutLocked(Buffer* buf) {
   inflight_bytes += bytes;
   inflight_ops += batch->num_ops;
   batch->seq = next_seq++;
+  // From the cut (a Flush, a full buffer, the background flusher): time a batch spends queued
+  // behind another batch of its tablet counts, so no batch completes later than this.
+  batch->deadline = absl::Now() + timeout;
   outstanding.insert(batch->seq);
   SubmitLocked(std::move(batch));
 }
@@ -328,12 +331,7 @@ void SessionData::SubmitLocked(std::unique_ptr<WriteBatch> batch) {
 
 void SessionData::RunBatch(WriteBatch* raw) {
   std::unique_ptr<WriteBatch> batch(raw);
-  absl::Duration t;
-  {
-    absl::MutexLock l(&mu);
-    t = timeout;
-  }
-  WriteResult r = internal::SendWriteBatch(client, batch.get(), absl::Now() + t);
+  WriteResult r = internal::SendWriteBatch(client, batch.get(), batch->deadline);
   std::vector<std::unique_ptr<Error>> errs;
   if (!r.status.ok() || !r.row_errors.empty()) errs = MakeErrors(*batch, r);
   const std::string tablet_id = batch->queue_key;

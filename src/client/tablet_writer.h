@@ -31,6 +31,8 @@ struct WriteBatch {
   std::string indirect;
   int num_ops = 0;
   uint64_t seq = 0;  // Set by the session: the order batches were cut in.
+  // Set by the session when it cuts the batch: the batch completes (sent, or failed) by then.
+  absl::Time deadline = absl::InfiniteFuture();
   // The id of the tablet the batch was cut for, fixed at submit time: the session's per-tablet
   // queue it belongs to, even after a relocation replaced `tablet`.
   std::string queue_key;

@@ -59,6 +59,14 @@ ResultTracker::Admission ResultTracker::Admit(const pb::RequestIdPB& id, absl::T
   return Admission::kNew;
 }
 
+bool ResultTracker::InProgress(const pb::RequestIdPB& id) const {
+  absl::MutexLock l(&mu_);
+  auto c = clients_.find(id.client_id());
+  if (c == clients_.end()) return false;
+  auto it = c->second.entries.find(id.seq_no());
+  return it != c->second.entries.end() && it->second.in_progress;
+}
+
 void ResultTracker::Abandon(const pb::RequestIdPB& id) {
   absl::MutexLock l(&mu_);
   auto c = clients_.find(id.client_id());
@@ -147,7 +155,10 @@ std::string ResultTracker::Image(uint64_t max_log_index) const {
         a->set_seq_no(seq);
         a->set_log_index(e.log_index);
         a->set_at_unix_micros(absl::ToUnixMicros(e.at));
-        if (!e.answer.status.ok()) StatusToPB(e.answer.status, a->mutable_status());
+        if (!e.answer.status.ok()) {
+          StatusToPB(e.answer.status, a->mutable_status());
+          if (auto detail = GetErrorDetail(e.answer.status)) *a->mutable_status_detail() = *detail;
+        }
         *a->mutable_response() = e.answer.response;
       }
     }
@@ -178,7 +189,12 @@ absl::Status ResultTracker::Load(Env* env, const std::string& path) {
       Entry& e = it->second;
       e.at = absl::FromUnixMicros(a.at_unix_micros());
       e.log_index = a.log_index();
-      if (a.has_status()) e.answer.status = StatusFromPB(a.status());
+      if (a.has_status()) {
+        e.answer.status = StatusFromPB(a.status());
+        if (a.has_status_detail()) {
+          e.answer.status = WithErrorDetail(std::move(e.answer.status), a.status_detail());
+        }
+      }
       e.answer.response = a.response();
       ++num_entries_;
     }

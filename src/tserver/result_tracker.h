@@ -68,6 +68,9 @@ class ResultTracker {
   // The admission of an attempt of request `id` (client_id not empty) arriving at `now`.
   Admission Admit(const pb::RequestIdPB& id, absl::Time now, Answer* answer)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether request `id` is in progress here (admitted, not yet recorded or abandoned). False once
+  // an entry of it was applied here, even one another leader proposed for another attempt.
+  bool InProgress(const pb::RequestIdPB& id) const ABSL_LOCKS_EXCLUDED(mu_);
   // The attempt admitted as kNew ends without its entry applied here, and the entry never will be
   // (never proposed, or its proposal failed): a retry may apply it. No-op if not in progress.
   void Abandon(const pb::RequestIdPB& id) ABSL_LOCKS_EXCLUDED(mu_);

@@ -49,6 +49,11 @@ Counter* const kRowsWritten = MetricRegistry::Global()->GetCounter(
 // refuses by rule (INVALID_ARGUMENT). Per-row outcomes are not statuses (RowOutcome). Anything
 // else is an error of the storage (Tablet::ApplyRowOperations's contract; an I/O error, a flush
 // before a schema change that cannot finish): this replica may differ from its peers.
+// ProposeAndWait's refusal to propose a request an applied entry answered meanwhile.
+absl::Status AnsweredMeanwhile() {
+  return absl::AbortedError("the request was answered by an entry applied meanwhile");
+}
+
 bool IsDeterministicApplyError(const absl::Status& s) {
   return s.ok() || absl::IsInvalidArgument(s) || absl::IsFailedPrecondition(s);
 }
@@ -81,8 +86,21 @@ TabletReplica::TabletReplica(const TabletReplicaContext& ctx, TabletReplicaMeta 
                                 << ": remembered answers not loaded (retries of the requests "
                                 << "they answered would be applied again): " << loaded;
   tablet_->SetBeforeSuperBlockWrite([this, answers](int64_t durable_op_index) {
-    return results_->Save(ctx_.env, answers,
-                          static_cast<uint64_t>(std::max<int64_t>(0, durable_op_index)));
+    const uint64_t durable = static_cast<uint64_t>(std::max<int64_t>(0, durable_op_index));
+    // The tablet counts an op durable once it applied it, a moment before ApplyWrite records its
+    // answer (then last_applied_index_ passes it): wait for that moment, or the saved answers
+    // could miss an op no restart replays. The applier never waits for this lock in between.
+    auto recorded = [this, durable] { return last_applied_index_.load() >= durable; };
+    const absl::Time until = absl::Now() + absl::Seconds(10);
+    while (!recorded() && absl::Now() < until) {
+      // Woken by Apply while running; a bootstrapping replica is polled briefly.
+      if (!state_.Await(recorded, std::min(until, absl::Now() + absl::Milliseconds(10)))) {
+        absl::SleepFor(absl::Microseconds(200));
+      }
+    }
+    LOG_IF(WARNING, !recorded()) << "tablet " << tablet_id_ << ": saving remembered answers "
+                                 << "before the answer of op " << durable << " was recorded";
+    return results_->Save(ctx_.env, answers, durable);
   });
 }
 
@@ -386,6 +404,11 @@ absl::Status TabletReplica::ProposeAndWait(std::string body, HybridTime propagat
       return TabletNotRunningError(
           StrCat("tablet ", tablet_id_, ": the new leader has not applied an entry of its term"));
     }
+    // Every earlier entry is applied (above): if one of them answered this request (another
+    // attempt, through a leader that led meanwhile), it must not be applied again.
+    if (op->request_id != nullptr && !results_->InProgress(*op->request_id)) {
+      return AnsweredMeanwhile();
+    }
     op->ts = ctx_.clock->Now();
     const uint64_t floor = std::max(last_proposed_ts_, last_applied_ts_.load());
     if (op->ts.value() <= floor) op->ts = HybridTime(floor).Next();
@@ -597,8 +620,20 @@ absl::Status TabletReplica::WriteWithScratch(const pb::WriteRequestPB& request,
   }
   std::string body =
       EncodeWriteEntryBody(header, any_outside ? filtered : request.row_operations());
-  BASALT_RETURN_IF_ERROR(
-      ProposeAndWait(std::move(body), HybridTime(request.propagated_timestamp()), op, deadline));
+  absl::Status s =
+      ProposeAndWait(std::move(body), HybridTime(request.propagated_timestamp()), op, deadline);
+  if (s == AnsweredMeanwhile()) {
+    ResultTracker::Answer answer;
+    if (results_->Admit(*op->request_id, absl::Now(), &answer) ==
+        ResultTracker::Admission::kAnswered) {
+      BASALT_RETURN_IF_ERROR(answer.status);
+      *response = std::move(answer.response);
+      return absl::OkStatus();
+    }
+    // Forgotten meanwhile (the client's watermark passed it): nothing to answer with.
+    return absl::FailedPreconditionError("the request was completed before");
+  }
+  BASALT_RETURN_IF_ERROR(s);
   FillWriteResponse(op->scratch->results, num_rows, row_index, op->ts, response);
   return absl::OkStatus();
 }
