@@ -264,7 +264,7 @@ TEST_F(BlockManagerDirsTest, OpenStartsTheOtherDirectoriesWhenALaterOneFails) {
   BASALT_ASSERT_OK(bm);
   EXPECT_TRUE((*bm)->DirFailed(1));
   EXPECT_FALSE((*bm)->Dirs()[1].error.ok());
-  EXPECT_TRUE((*bm)->Dirs()[0].error.ok());
+  BASALT_EXPECT_OK((*bm)->Dirs()[0].error);
   for (int i = 0; i < 4; ++i) EXPECT_NE(BlockManager::DirOf(Write(bm->get(), "z")), 1);
   bm->reset();
   // The first directory must open.
