@@ -51,7 +51,9 @@ ResultTracker::Admission ResultTracker::Admit(const pb::RequestIdPB& id, absl::T
   }
   if (id.seq_no() < client.watermark) return Admission::kStale;
   const size_t before = client.entries.size();
+  const uint64_t watermark = client.watermark;
   AdvanceWatermark(&client, id.first_incomplete_seq_no());
+  if (client.watermark != watermark) ++changes_;
   Entry& e = client.entries[id.seq_no()];
   e.in_progress = true;
   e.at = now;
@@ -86,6 +88,8 @@ void ResultTracker::Record(const pb::RequestIdPB& id, uint64_t log_index, absl::
   client.last_heard = std::max(client.last_heard, now);
   const size_t before = client.entries.size();
   AdvanceWatermark(&client, id.first_incomplete_seq_no());
+  ++changes_;
+  max_recorded_index_ = std::max(max_recorded_index_, log_index);
   if (id.seq_no() >= client.watermark) {
     auto [it, inserted] = client.entries.try_emplace(id.seq_no());
     Entry& e = it->second;
@@ -118,12 +122,14 @@ void ResultTracker::GarbageCollectLocked(absl::Time now) {
       if (!e->second.in_progress && now - e->second.at > options_.answer_ttl) {
         e = client.entries.erase(e);
         --num_entries_;
+        ++changes_;
       } else {
         ++e;
       }
     }
     if (now - client.last_heard > options_.client_ttl && client.entries.empty()) {
       clients_.erase(c++);
+      ++changes_;
     } else {
       ++c;
     }
@@ -136,8 +142,25 @@ constexpr std::string_view kAnswersMagic("BSLTANS1", 8);
 
 }  // namespace
 
-absl::Status ResultTracker::Save(Env* env, const std::string& path, uint64_t max_log_index) const {
-  return WriteFileAtomically(env, path, Image(max_log_index));
+absl::Status ResultTracker::Save(Env* env, const std::string& path, uint64_t max_log_index) {
+  absl::MutexLock s(&save_mu_);
+  uint64_t changes = 0;
+  uint64_t max_recorded = 0;
+  {
+    absl::MutexLock l(&mu_);
+    changes = changes_;
+    max_recorded = max_recorded_index_;
+  }
+  if (saved_ && changes == saved_changes_ && max_recorded <= saved_max_index_ &&
+      max_log_index >= saved_max_index_) {
+    return absl::OkStatus();  // The file holds this already.
+  }
+  // A change between the read above and the image only makes the next Save write again.
+  BASALT_RETURN_IF_ERROR(WriteFileAtomically(env, path, Image(max_log_index)));
+  saved_ = true;
+  saved_changes_ = changes;
+  saved_max_index_ = max_log_index;
+  return absl::OkStatus();
 }
 
 std::string ResultTracker::Image(uint64_t max_log_index) const {
@@ -177,6 +200,7 @@ absl::Status ResultTracker::Load(Env* env, const std::string& path) {
     return absl::DataLossError(ToAbsl(StrCat(path, ": unparsable RememberedAnswersPB")));
   }
   absl::MutexLock l(&mu_);
+  ++changes_;
   for (const pb::RememberedAnswersPB::ClientPB& c : pb.clients()) {
     Client& client = clients_[c.client_id()];
     client.last_heard =
@@ -189,6 +213,7 @@ absl::Status ResultTracker::Load(Env* env, const std::string& path) {
       Entry& e = it->second;
       e.at = absl::FromUnixMicros(a.at_unix_micros());
       e.log_index = a.log_index();
+      max_recorded_index_ = std::max(max_recorded_index_, e.log_index);
       if (a.has_status()) {
         e.answer.status = StatusFromPB(a.status());
         if (a.has_status_detail()) {

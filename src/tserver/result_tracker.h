@@ -82,9 +82,11 @@ class ResultTracker {
   // The answers of entries at or below `max_log_index` (and the clients' watermarks), as the
   // answers file holds them (a checksummed envelope around a RememberedAnswersPB).
   std::string Image(uint64_t max_log_index) const ABSL_LOCKS_EXCLUDED(mu_);
-  // Writes Image(max_log_index) to `path`, atomically (WriteFileAtomically). I/O errors.
-  absl::Status Save(Env* env, const std::string& path, uint64_t max_log_index) const
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // Writes Image(max_log_index) to `path`, atomically (WriteFileAtomically), unless the last
+  // Save wrote the same (nothing recorded or dropped since, and every answer was at or below
+  // the index then): superblocks are written far more often than answers change. I/O errors.
+  absl::Status Save(Env* env, const std::string& path, uint64_t max_log_index)
+      ABSL_LOCKS_EXCLUDED(mu_, save_mu_);
   // Adds what Save wrote to `path`. OK if there is no such file; DATA_LOSS (naming the file) if
   // it is corrupt (nothing is added); I/O errors.
   absl::Status Load(Env* env, const std::string& path) ABSL_LOCKS_EXCLUDED(mu_);
@@ -116,6 +118,14 @@ class ResultTracker {
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Client> clients_ ABSL_GUARDED_BY(mu_);
   size_t num_entries_ ABSL_GUARDED_BY(mu_) = 0;
+  // Counts changes of what Image holds (answers recorded or dropped, watermarks, clients).
+  uint64_t changes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t max_recorded_index_ ABSL_GUARDED_BY(mu_) = 0;
+  // What the last Save wrote: changes_ then, and its max_log_index. Saves are serialized.
+  absl::Mutex save_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  bool saved_ ABSL_GUARDED_BY(save_mu_) = false;
+  uint64_t saved_changes_ ABSL_GUARDED_BY(save_mu_) = 0;
+  uint64_t saved_max_index_ ABSL_GUARDED_BY(save_mu_) = 0;
   absl::Time last_gc_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 

@@ -161,5 +161,27 @@ TEST(ResultTrackerTest, SavedAnswersAtOrBelowTheIndexLoadBack) {
   EXPECT_EQ(ResultTracker().Load(&env, "/short").code(), absl::StatusCode::kDataLoss);
 }
 
+// Superblocks are written far more often than answers change: a Save that would write what the
+// file holds already writes nothing.
+TEST(ResultTrackerTest, ASaveWithNothingNewWritesNothing) {
+  MemoryEnv env;
+  ResultTracker t;
+  const absl::Time now = absl::Now();
+  t.Record(Id("c", 1, 1), 5, now, WithErrorAt(0));
+  t.Record(Id("c", 2, 1), 9, now, WithErrorAt(0));
+  BASALT_ASSERT_OK(t.Save(&env, "/answers", 6));  // Answer 2 is above: not in the file yet.
+  BASALT_ASSERT_OK(env.DeleteFile("/answers"));
+  BASALT_ASSERT_OK(t.Save(&env, "/answers", 10));  // Now it is: written.
+  EXPECT_TRUE(env.FileExists("/answers"));
+  BASALT_ASSERT_OK(env.DeleteFile("/answers"));
+  BASALT_ASSERT_OK(t.Save(&env, "/answers", 12));  // Nothing new: skipped.
+  EXPECT_FALSE(env.FileExists("/answers"));
+  t.Record(Id("c", 3, 1), 11, now, WithErrorAt(0));
+  BASALT_ASSERT_OK(t.Save(&env, "/answers", 12));  // A new answer: written.
+  ResultTracker loaded;
+  BASALT_ASSERT_OK(loaded.Load(&env, "/answers"));
+  EXPECT_EQ(loaded.num_answers(), 3u);
+}
+
 }  // namespace
 }  // namespace basalt

@@ -49,6 +49,10 @@ Counter* const kRowsWritten = MetricRegistry::Global()->GetCounter(
 // refuses by rule (INVALID_ARGUMENT). Per-row outcomes are not statuses (RowOutcome). Anything
 // else is an error of the storage (Tablet::ApplyRowOperations's contract; an I/O error, a flush
 // before a schema change that cannot finish): this replica may differ from its peers.
+// Client ids are remembered for an hour (--remember_clients_ttl_ms): bounded in size. Basalt's
+// clients use 32 hex digits.
+constexpr size_t kMaxClientIdBytes = 128;
+
 // ProposeAndWait's refusal to propose a request an applied entry answered meanwhile.
 absl::Status AnsweredMeanwhile() {
   return absl::AbortedError("the request was answered by an entry applied meanwhile");
@@ -566,6 +570,10 @@ absl::Status TabletReplica::WriteWithScratch(const pb::WriteRequestPB& request,
                                              pb::WriteResponsePB* response, absl::Time deadline,
                                              const std::shared_ptr<PendingOp>& op) {
   BASALT_RETURN_IF_ERROR(DecodeWrite(request, op.get()));
+  if (request.request_id().client_id().size() > kMaxClientIdBytes) {
+    return absl::InvalidArgumentError(
+        StrCat("request_id.client_id: longer than ", kMaxClientIdBytes, " bytes"));
+  }
   if (request.has_request_id() && !request.request_id().client_id().empty()) {
     // A retry of a request applied here, or applied by the leader before and replicated here,
     // gets the first answer (this leader applied every entry of earlier terms: CheckLeaderReady).
