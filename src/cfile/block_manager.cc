@@ -161,7 +161,8 @@ std::string StripTrailingSlashes(std::string path) {
 // ---- Data directories ---------------------------------------------------------------------------
 
 // Whether a data directory failed, and telling the owner when it does. Shared by the directory
-// and the blocks open in it.
+// and the blocks open in it (a block open past its manager keeps it). A failure is permanent:
+// `failed_` goes from false to true once, with `error_`. Thread-safe.
 class DataDirHealth {
  public:
   // The owner's failure callback, shared by the directories of one Open().
@@ -219,6 +220,9 @@ class DataDirHealth {
   absl::Status error_ ABSL_GUARDED_BY(mu_);
 };
 
+// One data directory of an Open(). Every field but the counter and the health is set by Open()
+// and constant after; the counter is atomic, the health thread-safe, so a BlockDir is used by
+// many threads without a lock.
 struct BlockDir {
   int index = 0;
   std::string data_dir;
