@@ -185,8 +185,9 @@ class BASALT_EXPORT TableAlterer {
   TableAlterer* timeout(std::chrono::milliseconds timeout);
 
   // INVALID_ARGUMENT for an empty or malformed alteration (naming the step); the master's error
-  // otherwise. Table handles opened before keep the old schema: reopen the table to write with
-  // the new one.
+  // otherwise. Table handles opened before keep the old schema for the rows they build; their
+  // writes are re-encoded for the new one (a row setting a dropped column fails alone). Reopen
+  // the table to write the new columns.
   absl::Status Alter();
 
  private:

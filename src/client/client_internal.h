@@ -42,6 +42,7 @@ namespace internal {
 class MasterProxy;
 class MetaCache;
 class TableLocations;
+struct WriteSchema;
 
 // The state behind a Client. Thread-safe.
 struct ClientData {
@@ -147,7 +148,7 @@ struct Access {
 
 }  // namespace internal
 
-// The state behind a Table. Constant after OpenTable; thread-safe.
+// The state behind a Table. Constant after OpenTable except write_schema; thread-safe.
 struct Table::Data {
   std::shared_ptr<Client> client;
   std::string id;
@@ -159,6 +160,11 @@ struct Table::Data {
   std::shared_ptr<const pb::SchemaPB> schema_pb;
   // The table's tablets in the client's meta cache.
   std::shared_ptr<internal::TableLocations> locations;
+
+  absl::Mutex mu;
+  // The schema writes are sent with: null until first used (then `schema`), replaced by a newer
+  // version when a write finds that the table was altered (write_schema.h). Never goes back.
+  std::shared_ptr<const internal::WriteSchema> write_schema ABSL_GUARDED_BY(mu);
 };
 
 inline std::unique_ptr<Table::Data> internal::Access::NewTableData() {

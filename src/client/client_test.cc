@@ -14,7 +14,11 @@
 #include "client/meta_cache.h"
 #include "client/scan_batch_internal.h"
 #include "client/tablet_writer.h"
+#include "client/write_schema.h"
+#include "common/arena.h"
 #include "common/random.h"
+#include "common/row_operations.h"
+#include "common/status_macros.h"
 #include "common/status_test_util.h"
 #include "proto/common.pb.h"
 #include "proto/master.pb.h"
@@ -323,6 +327,72 @@ TEST(WriteOperationTest, RowsMissingRequiredColumnsAreRejected) {
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("DELETE"), absl::string_view::npos) << st;
   EXPECT_TRUE(rows.empty());
+}
+
+// Rows buffered against a table handle opened before an ALTER are re-encoded for the new schema:
+// columns by id (a renamed one keeps its value), dropped columns they do not set (or set to
+// NULL) vanish, added ones stay unset; a row that sets a dropped column fails alone.
+TEST(WriteOperationTest, RowsAreReencodedForAnAlteredSchemaByColumnId) {
+  auto table = MakeTestTable(WideSchema(), {}, {"key"});
+  const basalt::Schema& v0 = internal::Access::Internal(table->schema());
+  auto v1 = v0.DropColumn("d");
+  BASALT_ASSERT_OK(v1);
+  v1 = v1->RenameColumn("name", "label");
+  BASALT_ASSERT_OK(v1);
+  v1 = v1->AddColumn(basalt::ColumnSchema("extra", DataType::kInt32, /*is_nullable=*/true));
+  BASALT_ASSERT_OK(v1);
+
+  std::string rows, indirect;
+  auto add = [&](std::unique_ptr<WriteOperation> op,
+                 const std::function<absl::Status(PartialRow*)>& fill) {
+    BASALT_ASSERT_OK(fill(op->mutable_row()));
+    BASALT_ASSERT_OK(internal::EncodeOperation(*op, &rows, &indirect)) << op->ToString();
+  };
+  add(table->NewInsert(), [](PartialRow* r) {  // 0: kept, name → label.
+    BASALT_RETURN_IF_ERROR(r->SetInt32("key", 0));
+    BASALT_RETURN_IF_ERROR(r->SetString("name", "n0"));
+    return r->SetNull("d");
+  });
+  add(table->NewInsert(), [](PartialRow* r) {  // 1: sets the dropped column.
+    BASALT_RETURN_IF_ERROR(r->SetInt32("key", 1));
+    return r->SetDouble("d", 1.5);
+  });
+  add(table->NewUpdate(), [](PartialRow* r) {  // 2: kept.
+    BASALT_RETURN_IF_ERROR(r->SetInt32("key", 2));
+    BASALT_RETURN_IF_ERROR(r->SetNull("name"));
+    return r->SetString("code", "ab");
+  });
+  add(table->NewDelete(), [](PartialRow* r) { return r->SetInt32("key", 3); });  // 3: kept.
+  add(table->NewUpdate(), [](PartialRow* r) {  // 4: nothing left to update.
+    BASALT_RETURN_IF_ERROR(r->SetInt32("key", 4));
+    return r->SetNull("d");
+  });
+
+  auto out = internal::ReencodeRows(v0, *v1, rows, indirect);
+  BASALT_ASSERT_OK(out);
+  EXPECT_EQ(out->kept, (std::vector<int>{0, 2, 3}));
+  ASSERT_EQ(out->failed.size(), 2u);
+  EXPECT_EQ(out->failed[0].index, 1);
+  EXPECT_EQ(out->failed[0].status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(out->failed[0].status.message().find("column 'd' was dropped"), std::string::npos)
+      << out->failed[0].status;
+  EXPECT_EQ(out->failed[1].index, 4);
+  EXPECT_NE(out->failed[1].status.message().find("schema changed to version 3"), std::string::npos)
+      << out->failed[1].status;
+
+  Arena arena(4096);
+  basalt::RowOperationsDecoder decoder(&*v1, &arena);
+  std::vector<basalt::DecodedRowOperation> ops;
+  BASALT_ASSERT_OK(decoder.Decode(out->rows, out->indirect, &ops));
+  ASSERT_EQ(ops.size(), 3u);
+  EXPECT_EQ(ops[0].ToString(), "INSERT (INT32 key=0, STRING label=\"n0\")");
+  EXPECT_EQ(ops[1].ToString(), "UPDATE (INT32 key=2, STRING label=NULL, VARCHAR(4) code=\"ab\")");
+  EXPECT_EQ(ops[2].ToString(), "DELETE (INT32 key=3)");
+
+  // A malformed input is an error, not a crash.
+  EXPECT_EQ(
+      internal::ReencodeRows(v0, *v1, rows.substr(0, rows.size() - 3), indirect).status().code(),
+      absl::StatusCode::kInvalidArgument);
 }
 
 // ---- Predicates

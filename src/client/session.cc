@@ -371,6 +371,10 @@ std::vector<std::unique_ptr<Error>> SessionData::MakeErrors(const WriteBatch& ba
   if (!r.status.ok()) {
     for (int i = 0; i < batch.num_ops; i++) indexes.push_back(i);
     statuses.assign(batch.num_ops, r.status);
+    // Rows that failed on their own (a column the altered table dropped) say why.
+    for (const auto& e : r.row_errors) {
+      if (e.index >= 0 && e.index < batch.num_ops) statuses[e.index] = e.status;
+    }
   } else {
     for (const auto& e : r.row_errors) {
       indexes.push_back(e.index);

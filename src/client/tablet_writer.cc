@@ -6,6 +6,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "client/client_internal.h"
 #include "client/meta_cache.h"
+#include "client/write_schema.h"
 #include "common/arena.h"
 #include "common/row_operations.h"
 #include "common/status_macros.h"
@@ -19,8 +20,70 @@ namespace basalt::client::internal {
 namespace {
 
 // What to do after a failed Write attempt: retry at once (a leader hint), back off and try the
-// next replica, back off and retry the same replica (busy or starting), or give up.
-enum class Next { kRetryNow, kBackoff, kBackoffSame, kFail };
+// next replica, back off and retry the same replica (busy or starting), re-encode the rows for
+// the table's current schema (it was altered), or give up.
+enum class Next { kRetryNow, kBackoff, kBackoffSame, kNewSchema, kFail };
+
+// The rows a Write request carries: the batch's own (moved into the request and given back), or
+// their re-encoding for a newer version of the table's schema (write_schema.h), whose operations
+// map back to the batch's by index.
+class RequestRows {
+ public:
+  RequestRows(WriteBatch* batch, pb::WriteRequestPB* req) : batch_(batch), req_(req) {}
+  ~RequestRows() { GiveBack(); }
+  RequestRows(const RequestRows&) = delete;
+  RequestRows& operator=(const RequestRows&) = delete;
+
+  // Sets the request's schema to `ws` and its rows to the batch's operations encoded for it.
+  // The operations `ws` cannot hold are left out (failures()). INVALID_ARGUMENT if the batch
+  // does not decode.
+  absl::Status Use(std::shared_ptr<const WriteSchema> ws) {
+    GiveBack();
+    const basalt::Schema& own = Access::Internal(batch_->table->schema());
+    pb::RowOperationsPB* ops = req_->mutable_row_operations();
+    kept_.clear();
+    failed_.clear();
+    if (ws->schema->version() == own.version()) {
+      ops->set_rows(std::move(batch_->rows));
+      ops->set_indirect_data(std::move(batch_->indirect));
+      moved_ = true;
+      num_ops_ = batch_->num_ops;
+    } else {
+      BASALT_ASSIGN_OR_RETURN(ReencodedRows r,
+                              ReencodeRows(own, *ws->schema, batch_->rows, batch_->indirect));
+      ops->set_rows(std::move(r.rows));
+      ops->set_indirect_data(std::move(r.indirect));
+      kept_ = std::move(r.kept);
+      failed_ = std::move(r.failed);
+      num_ops_ = static_cast<int>(kept_.size());
+    }
+    *req_->mutable_schema() = *ws->pb;
+    version_ = ws->schema->version();
+    return absl::OkStatus();
+  }
+  int num_ops() const { return num_ops_; }
+  uint32_t version() const { return version_; }
+  // The batch's index of the request's operation i.
+  int BatchIndex(int i) const { return moved_ ? i : kept_[i]; }
+  // The batch's operations the request leaves out, with why.
+  const std::vector<RowError>& failures() const { return failed_; }
+
+ private:
+  void GiveBack() {
+    if (!moved_) return;
+    batch_->rows = std::move(*req_->mutable_row_operations()->mutable_rows());
+    batch_->indirect = std::move(*req_->mutable_row_operations()->mutable_indirect_data());
+    moved_ = false;
+  }
+
+  WriteBatch* const batch_;
+  pb::WriteRequestPB* const req_;
+  bool moved_ = false;
+  int num_ops_ = 0;
+  uint32_t version_ = 0;
+  std::vector<int> kept_;
+  std::vector<RowError> failed_;
+};
 
 // Forgets the batch's tablet location and looks its partition up again. False (with *fail set)
 // when that fails or the partition no longer exists.
@@ -82,19 +145,20 @@ Next Classify(ClientData* client, WriteBatch* batch, const ReplicaLocation& targ
     tablet->MarkFailed(target.address);
     return Next::kBackoff;
   }
+  // The tablet runs another schema version than the request's: the table was altered, or an
+  // alter has not reached every tablet yet. Not applied (the server checks the request id first).
+  if (code == pb::ErrorDetailPB::SCHEMA_MISMATCH) return Next::kNewSchema;
   *fail = s;
-  if (code == pb::ErrorDetailPB::SCHEMA_MISMATCH) {
-    *fail = absl::Status(s.code(), StrCat(s.message(), " (the table's schema changed; reopen it)"));
-  }
   return Next::kFail;
 }
 
-void CollectRowErrors(const pb::WriteResponsePB& resp, int num_ops, WriteResult* result) {
+void CollectRowErrors(const pb::WriteResponsePB& resp, const RequestRows& rows,
+                      WriteResult* result) {
   for (const auto& e : resp.per_row_errors()) {
-    if (e.row_index() < 0 || e.row_index() >= num_ops) continue;
+    if (e.row_index() < 0 || e.row_index() >= rows.num_ops()) continue;
     absl::Status s = StatusFromPB(e.error());
     if (s.ok()) s = absl::UnknownError("the server reported an error without a status");
-    result->row_errors.push_back({e.row_index(), std::move(s)});
+    result->row_errors.push_back({rows.BatchIndex(e.row_index()), std::move(s)});
   }
 }
 
@@ -102,15 +166,21 @@ void CollectRowErrors(const pb::WriteResponsePB& resp, int num_ops, WriteResult*
 
 WriteResult SendWriteBatch(ClientData* client, WriteBatch* batch, absl::Time deadline) {
   WriteResult result;
-  auto* td = Access::Data(batch->table.get());
   pb::WriteRequestPB req;
-  *req.mutable_schema() = *td->schema_pb;
-  req.mutable_row_operations()->set_rows(std::move(batch->rows));
-  req.mutable_row_operations()->set_indirect_data(std::move(batch->indirect));
+  RequestRows rows(batch, &req);
+  // Reports the operations the request left out, however the call ends.
+  absl::Cleanup add_failures = [&] {
+    for (const RowError& e : rows.failures()) result.row_errors.push_back(e);
+  };
+  if (absl::Status s = rows.Use(WriteSchemaOf(*batch->table)); !s.ok()) {
+    result.status = s;
+    return result;
+  }
+  if (rows.num_ops() == 0) return result;
   // Every attempt carries the same request id: a server that applied an earlier attempt answers
   // with its first answer instead of applying the rows again.
-  const uint64_t seq = client->requests.Start();
-  absl::Cleanup complete = [client, seq] { client->requests.Complete(seq); };
+  uint64_t seq = client->requests.Start();
+  absl::Cleanup complete = [client, &seq] { client->requests.Complete(seq); };
   req.mutable_request_id()->set_client_id(client->requests.client_id());
   req.mutable_request_id()->set_seq_no(seq);
   Backoff backoff(deadline);
@@ -144,13 +214,34 @@ WriteResult SendWriteBatch(ClientData* client, WriteBatch* batch, absl::Time dea
         batch->tablet->MarkLeader(target.uuid);
         batch->tablet->MarkSucceeded(target.address);
         client->ObserveTimestamp(resp.timestamp());
-        CollectRowErrors(resp, batch->num_ops, &result);
+        CollectRowErrors(resp, rows, &result);
         break;
       }
       last = absl::Status(s.code(), StrCat("tablet ", batch->tablet->tablet_id(), " on ",
                                            target.address, ": ", s.message()));
       absl::Status fail;
       next = Classify(client, batch, target, s, deadline, &result.possibly_applied, &fail);
+      bool same_target = next == Next::kBackoffSame;
+      if (next == Next::kNewSchema) {
+        // Learn the table's current schema and send the rows encoded for it. The mismatch is the
+        // answer to this request id, so the re-encoded rows go as a new request.
+        const uint32_t sent = rows.version();
+        auto ws = RefreshWriteSchema(client, *batch->table, deadline);
+        if (ws.ok()) fail = rows.Use(*ws);
+        if (!ws.ok() || !fail.ok()) {
+          result.status = absl::Status(
+              s.code(), StrCat(last.message(), "; the table's current schema is unavailable: ",
+                               (ws.ok() ? fail : ws.status()).message()));
+          break;
+        }
+        if (rows.num_ops() == 0) break;
+        client->requests.Complete(seq);
+        seq = client->requests.Start();
+        req.mutable_request_id()->set_seq_no(seq);
+        // Same version: the tablet has not caught up with the alter yet; give it time.
+        next = rows.version() != sent ? Next::kRetryNow : Next::kBackoffSame;
+        same_target = true;
+      }
       // Leader hints that keep bouncing between replicas are retried with backoff too.
       if (next == Next::kRetryNow && ++quick_retries > 3) next = Next::kBackoff;
       if (next != Next::kRetryNow) quick_retries = 0;
@@ -158,7 +249,7 @@ WriteResult SendWriteBatch(ClientData* client, WriteBatch* batch, absl::Time dea
         result.status = fail;
         break;
       }
-      if (next != Next::kBackoffSame) tried.push_back(target.address);
+      if (!same_target) tried.push_back(target.address);
     } else {
       // The master listed no replica (yet): ask it again after a backoff.
       last = absl::UnavailableError(
@@ -174,8 +265,6 @@ WriteResult SendWriteBatch(ClientData* client, WriteBatch* batch, absl::Time dea
       break;
     }
   }
-  batch->rows = std::move(*req.mutable_row_operations()->mutable_rows());
-  batch->indirect = std::move(*req.mutable_row_operations()->mutable_indirect_data());
   return result;
 }
 

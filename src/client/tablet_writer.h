@@ -55,7 +55,9 @@ struct WriteResult {
 
 // Sends `batch` to its tablet's leader, retrying on leader changes (NOT_THE_LEADER, with the
 // hinted leader or the next replica), TABLET_NOT_RUNNING / SERVER_OVERLOADED / unreachable servers
-// (backoff) and TABLET_NOT_FOUND (fresh locations from the master) until `deadline`. Folds the
+// (backoff), TABLET_NOT_FOUND (fresh locations from the master) and SCHEMA_MISMATCH (the rows
+// re-encoded for the table's current schema, write_schema.h; operations it cannot hold fail
+// alone in row_errors) until `deadline`. Folds the
 // write's timestamp into the client's latest observed timestamp. batch->tablet may be replaced
 // by a fresher location of the same partition.
 WriteResult SendWriteBatch(ClientData* client, WriteBatch* batch, absl::Time deadline);

@@ -569,7 +569,6 @@ absl::Status TabletReplica::DecodeWrite(const pb::WriteRequestPB& request, Pendi
 absl::Status TabletReplica::WriteWithScratch(const pb::WriteRequestPB& request,
                                              pb::WriteResponsePB* response, absl::Time deadline,
                                              const std::shared_ptr<PendingOp>& op) {
-  BASALT_RETURN_IF_ERROR(DecodeWrite(request, op.get()));
   if (request.request_id().client_id().size() > kMaxClientIdBytes) {
     return absl::InvalidArgumentError(
         StrCat("request_id.client_id: longer than ", kMaxClientIdBytes, " bytes"));
@@ -601,6 +600,9 @@ absl::Status TabletReplica::WriteWithScratch(const pb::WriteRequestPB& request,
   absl::Cleanup abandon = [&] {
     if (op->request_id != nullptr && !op->proposed) results_->Abandon(*op->request_id);
   };
+  // After the answer check: a retry of an applied request gets its answer even when the table
+  // was altered since (a client re-encodes only rows that were refused, never applied ones).
+  BASALT_RETURN_IF_ERROR(DecodeWrite(request, op.get()));
   std::vector<DecodedRowOperation>& ops = op->scratch->ops;
   const size_t num_rows = ops.size();
   // Rows outside the partition fail alone; the others are re-encoded without them.

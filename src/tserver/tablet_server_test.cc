@@ -68,6 +68,19 @@ class TabletServerTest : public ::testing::Test {
     StartServer();
   }
 
+  // Alters tablet kTablet to schema_ plus a nullable INT64 column "extra".
+  absl::Status AddExtraColumn() {
+    absl::StatusOr<Schema> altered =
+        schema_.AddColumn(ColumnSchema("extra", DataType::kInt64, true));
+    if (!altered.ok()) return altered.status();
+    pb::AlterSchemaRequestPB req;
+    req.set_dest_uuid(server_->uuid());
+    req.set_tablet_id(kTablet);
+    altered->ToPB(req.mutable_schema());
+    pb::AlterSchemaResponsePB resp;
+    return client_->AlterSchema(req, &resp);
+  }
+
   void CreateTablet(const std::string& id) {
     BASALT_ASSERT_OK(client_->CreateTablet(
         CreateTabletRequest(id, {{server_->uuid(), server_->advertised_address()}})));
@@ -560,15 +573,7 @@ TEST_F(TabletServerTest, UpdateBeforeAlterSurvivesRestart) {
   WriteBuilder w(&schema_);
   w.Add(RowOperationType::kUpdate, 5, 7, std::nullopt);  // Into the DiskRowSet's DMS.
   ASSERT_TRUE(Write(w).empty());
-  absl::StatusOr<Schema> altered = schema_.AddColumn(ColumnSchema("extra", DataType::kInt64, true));
-  BASALT_ASSERT_OK(altered);
-  pb::AlterSchemaRequestPB req;
-  req.set_dest_uuid(server_->uuid());
-  req.set_tablet_id(kTablet);
-  altered->ToPB(req.mutable_schema());
-  pb::AlterSchemaResponsePB resp;
-  absl::Status s = client_->AlterSchema(req, &resp);
-  BASALT_ASSERT_OK(s);
+  BASALT_ASSERT_OK(AddExtraColumn());
   auto row5 = [&]() -> int32_t {
     pb::ScanRequestPB scan = NewScan();
     scan.mutable_new_scan_request()->set_ordered(true);
@@ -1076,6 +1081,31 @@ TEST_F(TabletServerTest, ARetriedWriteIsAnsweredNotAppliedAgain) {
   absl::Status stale = send(update10, &r);
   EXPECT_TRUE(absl::IsFailedPrecondition(stale)) << stale;
   EXPECT_EQ(value_of_1(), 20);
+}
+
+// The answer check comes before the schema check: a write applied before an ALTER and retried
+// after it gets its answer, not SCHEMA_MISMATCH (a client would re-encode the rows and send them
+// as a new request: applied twice).
+TEST_F(TabletServerTest, ARetryAfterAnAlterGetsItsFirstAnswer) {
+  CreateTablet(kTablet);
+  const pb::WriteRequestPB insert =
+      WithRequestId(WriteBuilder(&schema_).Insert(1).Build(kTablet), "c", 1, 1);
+  pb::WriteResponsePB first;
+  BASALT_ASSERT_OK(client_->Write(insert, &first));
+  BASALT_ASSERT_OK(AddExtraColumn());
+
+  pb::WriteResponsePB again;
+  BASALT_ASSERT_OK(client_->Write(insert, &again));
+  EXPECT_EQ(again.SerializeAsString(), first.SerializeAsString());
+  // A new request with the old schema is refused, and not remembered as in progress.
+  const pb::WriteRequestPB second =
+      WithRequestId(WriteBuilder(&schema_).Insert(2).Build(kTablet), "c", 2, 1);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    pb::WriteResponsePB r;
+    absl::Status s = client_->Write(second, &r);
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_EQ(DetailCode(s), pb::ErrorDetailPB::SCHEMA_MISMATCH) << s;
+  }
 }
 
 TEST_F(TabletServerTest, PropagatedTimestampOrdersWrites) {
