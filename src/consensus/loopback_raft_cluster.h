@@ -121,7 +121,8 @@ class ProposalLoad {
   ProposalLoad(RaftNode* node, int concurrency, size_t entry_bytes, int64_t max_entries,
                bool record = true);
   // Stop(), then waits for the proposals in flight (CHECK-fails after two minutes: a pending
-  // proposal on a live node that lost leadership may never complete; shut the node down first).
+  // proposal on a live node cut off from the group's leader does not complete; shut the node
+  // down first).
   ~ProposalLoad();
 
   void Start();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <utility>
 
@@ -57,6 +58,16 @@ absl::StatusOr<uint64_t> WaitFor(const std::shared_ptr<WaitState>& state, absl::
 absl::Status OverwrittenError(uint64_t index, uint64_t term) {
   return absl::AbortedError(
       StrCat("entry ", index, " of term ", term, " was overwritten by a new leader"));
+}
+
+// A proposal whose entry a new leader's shorter log dropped from this replica's log: no index
+// applied here reaches it unless more is written, yet another replica may still hold the entry
+// and a later leader commit it, so its outcome is unknown (not ABORTED, which says "it did not").
+absl::Status DroppedInDoubtError(uint64_t index, uint64_t term, uint64_t last_index) {
+  return absl::UnavailableError(StrCat("entry ", index, " of term ", term,
+                                       " was dropped: a new leader's log replaced this ",
+                                       "replica's, which now ends at ", last_index,
+                                       "; the entry may still commit through another replica"));
 }
 
 RaftNode::ProposeCallback Notifier(const std::shared_ptr<WaitState>& state) {
@@ -444,12 +455,35 @@ void RaftNode::MaybeDeliverSafeTime(const RaftMessage& m) {
 absl::Status RaftNode::HandleReady() {
   Ready ready = core_->GetReady();
   BASALT_RETURN_IF_ERROR(Persist(ready));
+  // Entries at or below the old last index replaced a suffix (Ready contract), and the new
+  // leader's log may end before proposals this replica made as a leader. Only after Persist: were
+  // it to fail, the replaced entries would still be in the WAL.
+  if (!ready.entries.empty()) FailProposalsBeyondLog();
   StampSafeTime(&ready.messages);
   if (!ready.messages.empty()) transport_->SendBatch(options_.group_id, std::move(ready.messages));
   StartSnapshotCopies(ready.snapshots_needed);
   BASALT_RETURN_IF_ERROR(HandOverCommitted(std::move(ready.committed_entries)));
   core_->Advance(ready);
   return absl::OkStatus();
+}
+
+// Keeps the invariant at pending_: the applier resolves a proposal only when the applied index
+// reaches it, and nothing reaches an index beyond the log's end unless someone writes that far
+// (a client waiting for this very proposal may be the only writer: it would wait forever).
+void RaftNode::FailProposalsBeyondLog() {
+  const uint64_t last = core_->log().LastIndex();
+  std::vector<std::pair<uint64_t, Pending>> dropped;
+  {
+    absl::MutexLock l(&pending_mu_);
+    while (!pending_.empty() && pending_.rbegin()->first > last) {
+      auto node = pending_.extract(std::prev(pending_.end()));
+      dropped.emplace_back(node.key(), std::move(node.mapped()));
+    }
+  }
+  // In index order, outside the lock (a callback may propose again).
+  for (auto it = dropped.rbegin(); it != dropped.rend(); ++it) {
+    it->second.callback(DroppedInDoubtError(it->first, it->second.term, last));
+  }
 }
 
 absl::Status RaftNode::Persist(const Ready& ready) {

@@ -29,8 +29,13 @@
 // until it is reopened.
 //
 // Proposals complete when their entry is applied on this replica: OK with the index if the entry
-// applied is the one proposed, ABORTED if a new leader overwrote it. A proposal whose index is
-// never reached stays pending until Shutdown (UNAVAILABLE); the *AndWait forms take a timeout.
+// applied is the one proposed, ABORTED if a new leader overwrote it. A deposed leader's proposal
+// beyond the end of the log a new leader left it (a shorter log replaced its uncommitted suffix)
+// fails at once with UNAVAILABLE, in doubt: no index applied here would reach it unless more is
+// written, but another replica may still hold the entry and commit it. So once this replica
+// follows a leader that commits an entry of its term, every proposal has resolved (within a few
+// election timeouts of a leader change); at Shutdown the rest fail (UNAVAILABLE). A replica cut
+// off from the group keeps its proposals pending: the *AndWait forms take a timeout.
 //
 // Thread-safe. Callbacks run on the worker thread: they must be quick and must not call the
 // blocking methods (*AndWait, LeaderStepDown, TransferLeadership, Shutdown).
@@ -217,6 +222,10 @@ class RaftNode {
   // Carries out one Ready. An error means nothing of it was sent or applied.
   absl::Status HandleReady();
   absl::Status Persist(const Ready& ready);
+  // Worker, after persisting a Ready's entries: fails, as in doubt, every pending proposal whose
+  // index is beyond the log's last index (a new leader's shorter log replaced this replica's
+  // suffix of an earlier term), in index order.
+  void FailProposalsBeyondLog() ABSL_LOCKS_EXCLUDED(pending_mu_);
   void StartSnapshotCopies(const std::vector<PeerId>& peers);
   // A copy to `peer` failed: report it to the core only after a growing delay.
   void DelaySnapshotRetry(const PeerId& peer, const absl::Status& s);
@@ -275,7 +284,10 @@ class RaftNode {
   SafeTimePair delivered_safe_time_;
 
   // Proposals waiting for their entry to be applied, by log index: added by the worker, completed
-  // by the applier (or failed by FailAll).
+  // by the applier (or failed by FailAll, or FailProposalsBeyondLog).
+  // Invariant, whenever the worker has carried out a Ready: every key is <= the core's last log
+  // index. The applier resolves a proposal only when the applied index reaches its key, so a key
+  // beyond the log's end could wait forever (see FailProposalsBeyondLog).
   absl::Mutex pending_mu_;  // Never held with mu_.
   std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(pending_mu_);
 

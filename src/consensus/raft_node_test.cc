@@ -222,8 +222,8 @@ class RaftNodeTest : public ::testing::Test {
 
   // Writes Kv(i) for i in [lo, hi) through whoever leads, many in flight, re-proposing those that
   // failed or are still pending after a round's timeout (a proposal to a deposed leader stays
-  // pending until its index is reached again). Returns true once every one was acknowledged as
-  // applied. A re-proposed write may be applied twice, which the checks tolerate.
+  // pending until that replica hears from the new leader). Returns true once every one was
+  // acknowledged as applied. A re-proposed write may be applied twice, which the checks tolerate.
   bool WriteAll(int lo, int hi) {
     std::set<int> todo;
     for (int i = lo; i < hi; ++i) todo.insert(i);
@@ -491,6 +491,88 @@ TEST_F(RaftNodeTest, EntryOfIsolatedLeaderIsAborted) {
   EXPECT_EQ(result.code(), absl::StatusCode::kAborted) << result;
   ExpectConverged(15, 15);
   EXPECT_FALSE(sms_.at(isolated)->Get("lost").has_value());
+}
+
+// A deposed leader whose uncommitted suffix the new leader's shorter log replaced: the proposals
+// beyond the new log's end can never be reached by an applied index unless someone writes more,
+// so they must fail at once (in doubt: another replica may still hold and commit them), not wait.
+// Nothing is written after the partition heals, so without that rule they stay pending forever.
+// Check-quorum is off so that the isolated leader keeps leading (and accepting every proposal)
+// until it hears of the new term: the interleaving is fixed by the partition, not by timing.
+TEST_F(RaftNodeTest, ProposalsBeyondTheNewLeadersLogFailWithoutFurtherWrites) {
+  customize_ = [](const PeerId&, RaftNodeOptions* o) { o->raft.check_quorum = false; };
+  StartAll();
+  RaftNode* leader = WaitForLeader();
+  ASSERT_NE(leader, nullptr);
+  ASSERT_TRUE(WriteAll(0, 10));
+  const PeerId isolated = leader->peer_id();
+  const uint64_t old_term = leader->term();
+  transport_.Isolate(isolated);
+  const uint64_t base = leader->last_index();
+
+  constexpr int kLost = 20;
+  struct Outcomes {
+    absl::Mutex mu;
+    std::map<int, absl::Status> status;  // Proposal number -> its outcome.
+  };
+  auto outcomes = std::make_shared<Outcomes>();
+  for (int i = 0; i < kLost; ++i) {
+    leader->Propose(StrCat("lost", i, "=x"), [outcomes, i](absl::StatusOr<uint64_t> index) {
+      absl::MutexLock l(&outcomes->mu);
+      outcomes->status[i] = index.status();
+    });
+  }
+  // Still the leader (no check-quorum), it appended all of them, in order: proposal i is at
+  // index base + 1 + i, in this log only.
+  ASSERT_TRUE(WaitFor([&] { return leader->last_index() == base + kLost; }))
+      << "last index " << leader->last_index() << ", expected " << base + kLost;
+  ASSERT_EQ(leader->role(), RaftCore::Role::kLeader);
+  ASSERT_EQ(leader->term(), old_term);
+
+  // The other two elect a leader; its log ends at or before base (it appends a no-op after).
+  RaftNode* next = nullptr;
+  ASSERT_TRUE(WaitFor([&] {
+    for (auto& [id, node] : nodes_) {
+      if (id != isolated && node->role() == RaftCore::Role::kLeader && node->term() > old_term) {
+        next = node.get();
+        return true;
+      }
+    }
+    return false;
+  }));
+  transport_.Reconnect(isolated);
+  // Hearing the new term, the old leader follows and its suffix from the no-op on is replaced.
+  // Every proposal resolves without another write.
+  const bool resolved = WaitFor([&] {
+    absl::MutexLock l(&outcomes->mu);
+    return outcomes->status.size() == static_cast<size_t>(kLost);
+  });
+  const uint64_t new_last = next->last_index();
+  ASSERT_TRUE(resolved) << "proposals still pending with the new leader's log ending at "
+                        << new_last << " (theirs at " << base + 1 << ".." << base + kLost << ")";
+  ASSERT_LT(new_last, base + kLost) << "the new log reached the last proposal: nothing tested";
+  {
+    absl::MutexLock l(&outcomes->mu);
+    for (const auto& [i, s] : outcomes->status) {
+      const uint64_t index = base + 1 + i;
+      if (index > new_last) {
+        // Never reached by the log, so no apply resolved it: failed as in doubt.
+        EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << "index " << index << ": " << s;
+        EXPECT_NE(s.message().find("may still commit"), absl::string_view::npos) << s;
+      } else {
+        // Aborted when its index was applied with a new leader's entry (or in doubt if a later
+        // election's no-op extended the log only after the truncation).
+        EXPECT_TRUE(absl::IsAborted(s) || absl::IsUnavailable(s)) << "index " << index << ": " << s;
+      }
+    }
+  }
+  ASSERT_TRUE(WriteAll(10, 20));
+  ExpectConverged(20, 20);
+  for (auto& [id, sm] : sms_) {
+    for (int i = 0; i < kLost; ++i) {
+      EXPECT_FALSE(sm->Get(StrCat("lost", i)).has_value()) << id << " applied lost" << i;
+    }
+  }
 }
 
 TEST_F(RaftNodeTest, LogIsCollectedBelowDurableIndex) {
