@@ -103,8 +103,9 @@ absl::Status Client::DeleteTable(const std::string& table_name) {
   pb::DeleteTableRequestPB req;
   req.mutable_table()->set_table_name(table_name);
   pb::DeleteTableResponsePB resp;
-  return data_->master->Call("DeleteTable", &MasterProxy::Stub::DeleteTable, req, &resp,
-                             AdminDeadline(data_.get()));
+  // A retry of a delete that took effect answers OK, not TABLE_NOT_FOUND.
+  return data_->master->CallExactlyOnce("DeleteTable", &MasterProxy::Stub::DeleteTable, &req, &resp,
+                                        AdminDeadline(data_.get()), &data_->requests);
 }
 
 absl::Status Client::IsCreateTableInProgress(const std::string& table_name, bool* in_progress) {

@@ -17,10 +17,12 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "client/request_tracker.h"
 #include "grpcpp/channel.h"
 #include "proto/master.grpc.pb.h"
 
@@ -41,6 +43,24 @@ class MasterProxy {
       resp->Clear();
       return (stub->*method)(ctx, req, resp);
     });
+  }
+
+  // Call for a DDL request (CreateTable, AlterTable, DeleteTable): exactly-once (docs/master.md
+  // "Exactly-once DDL"). Takes a sequence number from `requests` and sets the request id on
+  // `*req`, so that every attempt carries the same id and a master answers an attempt of a
+  // request that already took effect with its first answer; the number is completed when the
+  // call returns, whatever the outcome. `requests` is borrowed for the call.
+  template <typename Req, typename Resp>
+  absl::Status CallExactlyOnce(
+      std::string_view what, grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
+      Req* req, Resp* resp, absl::Time deadline, RequestTracker* requests) {
+    const uint64_t seq = requests->Start();
+    absl::Cleanup complete = [requests, seq] { requests->Complete(seq); };
+    pb::RequestIdPB* id = req->mutable_request_id();
+    id->set_client_id(requests->client_id());
+    id->set_seq_no(seq);
+    id->set_first_incomplete_seq_no(requests->FirstIncomplete());
+    return Call(what, method, *req, resp, deadline);
   }
 
  private:

@@ -170,8 +170,9 @@ absl::Status TableCreator::Create() {
   const absl::Time deadline =
       absl::Now() + (data_->timeout ? absl::FromChrono(*data_->timeout) : cd->admin_timeout);
   pb::CreateTableResponsePB resp;
-  BASALT_RETURN_IF_ERROR(
-      cd->master->Call("CreateTable", &MasterProxy::Stub::CreateTable, req, &resp, deadline));
+  // A retry of a create that took effect answers its table id, not ALREADY_EXISTS.
+  BASALT_RETURN_IF_ERROR(cd->master->CallExactlyOnce("CreateTable", &MasterProxy::Stub::CreateTable,
+                                                     &req, &resp, deadline, &cd->requests));
   if (!data_->wait) return absl::OkStatus();
   return WaitUntilDone("CreateTable", deadline, [&]() -> absl::StatusOr<bool> {
     pb::IsCreateTableDoneRequestPB q;
@@ -315,8 +316,9 @@ absl::Status TableAlterer::Alter() {
   const absl::Time deadline =
       absl::Now() + (data_->timeout ? absl::FromChrono(*data_->timeout) : cd->admin_timeout);
   pb::AlterTableResponsePB resp;
-  BASALT_RETURN_IF_ERROR(
-      cd->master->Call("AlterTable", &MasterProxy::Stub::AlterTable, req, &resp, deadline));
+  // A retry of an alter that took effect answers its first answer instead of applying it twice.
+  BASALT_RETURN_IF_ERROR(cd->master->CallExactlyOnce("AlterTable", &MasterProxy::Stub::AlterTable,
+                                                     &req, &resp, deadline, &cd->requests));
   if (!data_->wait) return absl::OkStatus();
   return WaitUntilDone("AlterTable", deadline, [&]() -> absl::StatusOr<bool> {
     pb::IsAlterTableDoneRequestPB q;

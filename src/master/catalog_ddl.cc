@@ -1,4 +1,5 @@
-// CatalogManager's DDL: CreateTable, DeleteTable, AlterTable (catalog_manager.h).
+// CatalogManager's DDL: CreateTable, DeleteTable, AlterTable, and their remembered answers
+// (exactly-once DDL) (catalog_manager.h).
 
 #include <algorithm>
 #include <utility>
@@ -23,12 +24,21 @@ DEFINE_int32(max_num_replicas, 7, "Largest replication factor a table may have."
 DEFINE_int32(max_create_tablets_per_ts, 60,
              "CreateTable refuses tables with more replicas than this times the number of live "
              "tablet servers.");
+DEFINE_int64(remember_ddl_responses_ttl_ms, 3600 * 1000,
+             "How long the master keeps the answer of a CreateTable, AlterTable or DeleteTable "
+             "request that carried a request id, so that a retry gets the first answer instead "
+             "of executing again (exactly-once DDL), unless the client's watermark releases it "
+             "earlier. A retry after that executes again.");
 
 namespace basalt {
 
 namespace {
 
 constexpr size_t kMaxTableNameLength = 256;
+// As the tablet servers' limit: client ids are 32 hex digits; this bounds the stored keys.
+constexpr size_t kMaxClientIdBytes = 128;
+// Expired DDL answers deleted per catalog batch, so that a backlog never makes one huge entry.
+constexpr int kMaxExpiredDdlAnswersPerBatch = 1000;
 
 absl::Status ValidateTableName(const std::string& name, std::string_view field) {
   if (name.empty()) return absl::InvalidArgumentError(StrCat(field, ": empty table name"));
@@ -263,6 +273,13 @@ absl::Status CatalogManager::AddNewTablets(const std::string& table_id,
 
 absl::Status CatalogManager::CreateTable(const pb::CreateTableRequestPB& req,
                                          pb::CreateTableResponsePB* resp) {
+  absl::MutexLock ddl(&ddl_mu_);
+  BASALT_RETURN_IF_ERROR(BeginCatalogWriteLocked());
+  // Before any validation: a retry of a request that took effect would find its name taken.
+  BASALT_ASSIGN_OR_RETURN(
+      const bool answered,
+      FindDdlAnswerLocked(req.request_id(), pb::SysDdlAnswerEntryPB::CREATE_TABLE, resp));
+  if (answered) return absl::OkStatus();
   BASALT_RETURN_IF_ERROR(ValidateTableName(req.name(), "name"));
   BASALT_ASSIGN_OR_RETURN(Schema schema, NewTableSchema(req.schema()));
   auto ps = PartitionSchema::FromPB(req.partition_schema(), schema);
@@ -272,9 +289,6 @@ absl::Status CatalogManager::CreateTable(const pb::CreateTableRequestPB& req,
                                                              true, "split_rows_range_bounds"));
   auto partitions = ps->CreatePartitions(ranges.split_rows, ranges.bounds);
   if (!partitions.ok()) return PrependToStatus(partitions.status(), "split_rows_range_bounds");
-
-  absl::MutexLock ddl(&ddl_mu_);
-  BASALT_RETURN_IF_ERROR(BeginCatalogWriteLocked());
   BASALT_RETURN_IF_ERROR(CheckNameFree(req.name()));
   pb::SysCatalogWriteBatchPB batch;
   pb::SysTableEntryPB* table = batch.add_upsert_tables();
@@ -287,10 +301,13 @@ absl::Status CatalogManager::CreateTable(const pb::CreateTableRequestPB& req,
   table->set_create_time_micros(NowWallMicros(clock_));
   table->set_update_time_micros(table->create_time_micros());
   BASALT_RETURN_IF_ERROR(AddNewTablets(table->table_id(), *partitions, num_replicas, &batch));
+  pb::CreateTableResponsePB answer;
+  answer.set_table_id(table->table_id());
+  AddDdlAnswer(req.request_id(), pb::SysDdlAnswerEntryPB::CREATE_TABLE, answer, &batch);
   BASALT_RETURN_IF_ERROR(WriteCatalog(batch));
   LOG(INFO) << "created table " << req.name() << " (" << table->table_id() << ") with "
             << partitions->size() << " tablets x " << num_replicas << " replicas";
-  resp->set_table_id(table->table_id());
+  *resp = std::move(answer);
   return absl::OkStatus();
 }
 
@@ -298,6 +315,11 @@ absl::Status CatalogManager::DeleteTable(const pb::DeleteTableRequestPB& req,
                                          pb::DeleteTableResponsePB* resp) {
   absl::MutexLock ddl(&ddl_mu_);
   BASALT_RETURN_IF_ERROR(BeginCatalogWriteLocked());
+  // Before looking the table up: a retry of a request that took effect would not find it.
+  BASALT_ASSIGN_OR_RETURN(
+      const bool answered,
+      FindDdlAnswerLocked(req.request_id(), pb::SysDdlAnswerEntryPB::DELETE_TABLE, resp));
+  if (answered) return absl::OkStatus();
   BASALT_ASSIGN_OR_RETURN(auto table, FindTable(req.table()));
   pb::SysCatalogWriteBatchPB batch;
   pb::SysTableEntryPB* t = batch.add_upsert_tables();
@@ -309,8 +331,11 @@ absl::Status CatalogManager::DeleteTable(const pb::DeleteTableRequestPB& req,
     *e = tablet->pb;
     e->set_state(pb::SysTabletEntryPB::DELETED);
   }
+  AddDdlAnswer(req.request_id(), pb::SysDdlAnswerEntryPB::DELETE_TABLE, pb::DeleteTableResponsePB(),
+               &batch);
   BASALT_RETURN_IF_ERROR(WriteCatalog(batch));
   LOG(INFO) << "deleted table " << table->name() << " (" << table->id() << ")";
+  resp->Clear();
   return absl::OkStatus();
 }
 
@@ -397,14 +422,20 @@ absl::Status ApplyAlterStep(const TableInfo& table, const pb::AlterTableRequestP
 
 absl::Status CatalogManager::AlterTable(const pb::AlterTableRequestPB& req,
                                         pb::AlterTableResponsePB* resp) {
+  absl::MutexLock ddl(&ddl_mu_);
+  BASALT_RETURN_IF_ERROR(BeginCatalogWriteLocked());
+  // Before any validation: a retry of a request that took effect would find its column added,
+  // its range partition there or the table renamed.
+  BASALT_ASSIGN_OR_RETURN(
+      const bool answered,
+      FindDdlAnswerLocked(req.request_id(), pb::SysDdlAnswerEntryPB::ALTER_TABLE, resp));
+  if (answered) return absl::OkStatus();
   if (req.steps_size() == 0 && req.new_table_name().empty()) {
     return absl::InvalidArgumentError("steps: nothing to alter (no steps and no new_table_name)");
   }
   if (!req.new_table_name().empty()) {
     BASALT_RETURN_IF_ERROR(ValidateTableName(req.new_table_name(), "new_table_name"));
   }
-  absl::MutexLock ddl(&ddl_mu_);
-  BASALT_RETURN_IF_ERROR(BeginCatalogWriteLocked());
   BASALT_ASSIGN_OR_RETURN(auto table, FindTable(req.table()));
   AlterWork w{table->schema};
   for (const auto& tablet : GetTablets(table->id())) {
@@ -444,13 +475,84 @@ absl::Status CatalogManager::AlterTable(const pb::AlterTableRequestPB& req,
   }
   // Validate what will be stored exactly as a load would.
   BASALT_RETURN_IF_ERROR(TableInfoFromPB(*t).status());
+  pb::AlterTableResponsePB answer;
+  answer.set_table_id(t->table_id());
+  answer.set_schema_version(t->schema().version());
+  AddDdlAnswer(req.request_id(), pb::SysDdlAnswerEntryPB::ALTER_TABLE, answer, &batch);
   BASALT_RETURN_IF_ERROR(WriteCatalog(batch));
   LOG(INFO) << "altered table " << t->name() << " (" << t->table_id() << "): schema version "
             << t->schema().version() << ", " << added.size() << " tablets added, "
             << w.dropped_tablet_ids.size() << " dropped";
-  resp->set_table_id(t->table_id());
-  resp->set_schema_version(t->schema().version());
+  *resp = std::move(answer);
   return absl::OkStatus();
+}
+
+// ---- Exactly-once DDL ---------------------------------------------------------------------------
+
+absl::StatusOr<bool> CatalogManager::FindDdlAnswerLocked(const pb::RequestIdPB& id,
+                                                         pb::SysDdlAnswerEntryPB::Method method,
+                                                         google::protobuf::Message* resp) {
+  if (id.client_id().empty()) return false;  // No id: every attempt executes.
+  if (id.client_id().size() > kMaxClientIdBytes) {
+    return absl::InvalidArgumentError(
+        StrCat("request_id.client_id: longer than ", kMaxClientIdBytes, " bytes"));
+  }
+  // A request is incomplete while it runs: a watermark above it would release its own answer.
+  if (id.first_incomplete_seq_no() > id.seq_no()) {
+    return absl::InvalidArgumentError(StrCat("request_id: first_incomplete_seq_no ",
+                                             id.first_incomplete_seq_no(), " is above seq_no ",
+                                             id.seq_no()));
+  }
+  const std::string what = StrCat("request ", id.seq_no(), " of client '", id.client_id(), "'");
+  std::string response;
+  {
+    absl::MutexLock l(&mu_);
+    const pb::SysDdlAnswerEntryPB* entry = nullptr;
+    switch (ddl_answers_.Find(id, &entry)) {
+      case DdlAnswers::Lookup::kNew:
+        return false;
+      case DdlAnswers::Lookup::kStale:
+        return absl::FailedPreconditionError(
+            StrCat(what, " is below the client's watermark: it completed before"));
+      case DdlAnswers::Lookup::kAnswered:
+        break;
+    }
+    if (entry->method() != method) {
+      return absl::InvalidArgumentError(StrCat(
+          "request_id: ", what, " was a ", pb::SysDdlAnswerEntryPB::Method_Name(entry->method()),
+          ", not a ", pb::SysDdlAnswerEntryPB::Method_Name(method)));
+    }
+    response = entry->response();
+  }
+  // Parsed here, not when loaded: a damaged answer fails its retries, not the master.
+  if (!resp->ParseFromString(response)) {
+    return absl::DataLossError(StrCat("the stored answer to ", what, " (catalog entry '",
+                                      SysDdlAnswerKey(id.client_id(), id.seq_no()),
+                                      "') does not parse"));
+  }
+  LOG(INFO) << "answering a retry of " << pb::SysDdlAnswerEntryPB::Method_Name(method) << " "
+            << what << " with its first answer";
+  return true;
+}
+
+void CatalogManager::AddDdlAnswer(const pb::RequestIdPB& id, pb::SysDdlAnswerEntryPB::Method method,
+                                  const google::protobuf::Message& resp,
+                                  pb::SysCatalogWriteBatchPB* batch) {
+  if (id.client_id().empty()) return;
+  pb::SysDdlAnswerEntryPB* a = batch->add_upsert_ddl_answers();
+  *a->mutable_request_id() = id;
+  a->set_method(method);
+  a->set_response(resp.SerializeAsString());
+  a->set_write_time_micros(NowWallMicros(clock_));
+  absl::MutexLock l(&mu_);
+  ddl_answers_.AddReleased(id, batch);
+}
+
+void CatalogManager::AddExpiredDdlAnswersLocked(pb::SysCatalogWriteBatchPB* batch) {
+  const int64_t cutoff = NowWallMicros(clock_) - FLAGS_remember_ddl_responses_ttl_ms * 1000;
+  const int n = ddl_answers_.AddExpired(cutoff, kMaxExpiredDdlAnswersPerBatch, batch);
+  LOG_IF(INFO, n > 0) << "forgetting " << n << " DDL answers older than "
+                      << FLAGS_remember_ddl_responses_ttl_ms << " ms";
 }
 
 // ---- Tablet server states ----------------------------------------------------------------------

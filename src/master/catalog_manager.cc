@@ -134,6 +134,7 @@ absl::Status CatalogManager::LoadEntries(const pb::SysCatalogWriteBatchPB& entri
   tablets_.clear();
   table_tablets_.clear();
   maintenance_.clear();
+  ddl_answers_.Clear();
   absl::Status s = InstallLocked(entries, /*strict=*/true);
   for (const auto& [id, tablet] : tablets_) {
     if (!s.ok()) break;
@@ -193,6 +194,8 @@ absl::Status CatalogManager::InstallLocked(const pb::SysCatalogWriteBatchPB& bat
     }
   }
   for (const std::string& id : batch.delete_tserver_state_ids()) maintenance_.erase(id);
+  // Answers need no validation here: FindDdlAnswerLocked parses one when a retry asks for it.
+  ddl_answers_.Apply(batch);
   for (const std::string& id : batch.delete_table_ids()) {
     auto it = tables_.find(id);
     if (it == tables_.end()) continue;

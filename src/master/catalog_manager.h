@@ -45,11 +45,16 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "master/catalog_entries.h"
+#include "master/ddl_answers.h"
 #include "master/placement_policy.h"
 #include "master/sys_catalog.h"
 #include "master/ts_admin_client.h"
 #include "master/ts_manager.h"
 #include "rpc/net_util.h"
+
+namespace google::protobuf {
+class Message;
+}  // namespace google::protobuf
 
 namespace basalt {
 
@@ -122,7 +127,10 @@ class CatalogManager : public SysCatalogListener {
 
   // ---- MasterService operations (proto/master.proto). Every field is validated first:
   // INVALID_ARGUMENT naming the field; NOT_FOUND + TABLE_NOT_FOUND for an unknown table;
-  // ALREADY_EXISTS for a taken table name; the catalog write's errors. ----
+  // ALREADY_EXISTS for a taken table name; the catalog write's errors.
+  // CreateTable, DeleteTable and AlterTable with a request id are exactly-once (docs/master.md
+  // "Exactly-once DDL"): a request that already took effect gets its stored first answer instead
+  // of being validated and executed again (FindDdlAnswerLocked lists the errors). ----
   absl::Status CreateTable(const pb::CreateTableRequestPB& req, pb::CreateTableResponsePB* resp)
       ABSL_LOCKS_EXCLUDED(mu_, ddl_mu_);
   absl::Status IsCreateTableDone(const pb::IsCreateTableDoneRequestPB& req,
@@ -232,6 +240,28 @@ class CatalogManager : public SysCatalogListener {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(ddl_mu_) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status CheckNameFree(const std::string& name) const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // ---- Exactly-once DDL (catalog_ddl.cc) ----
+  // Called right after BeginCatalogWriteLocked (so memory holds every committed answer and no
+  // write is in flight): true with `*resp` set to the stored first answer of request `id`; false
+  // when the request has no id (empty client_id) or is new, and must be executed. Errors:
+  // INVALID_ARGUMENT for a client id over 128 bytes, a watermark above seq_no, or an id whose
+  // stored answer is of another method; FAILED_PRECONDITION for a request below the client's
+  // watermark that is no longer stored (the client completed it); DATA_LOSS when the stored
+  // answer does not parse.
+  absl::StatusOr<bool> FindDdlAnswerLocked(const pb::RequestIdPB& id,
+                                           pb::SysDdlAnswerEntryPB::Method method,
+                                           google::protobuf::Message* resp)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(ddl_mu_) ABSL_LOCKS_EXCLUDED(mu_);
+  // Adds to `batch` (the change that `resp` answers) the answer to request `id`, and the deletion
+  // of the client's answers below its watermark. No-op for a request without an id.
+  void AddDdlAnswer(const pb::RequestIdPB& id, pb::SysDdlAnswerEntryPB::Method method,
+                    const google::protobuf::Message& resp, pb::SysCatalogWriteBatchPB* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(ddl_mu_) ABSL_LOCKS_EXCLUDED(mu_);
+  // Adds to `batch` the deletion of answers older than --remember_ddl_responses_ttl_ms (at most
+  // a bounded number per batch; the next round takes the rest).
+  void AddExpiredDdlAnswersLocked(pb::SysCatalogWriteBatchPB* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // ---- Reconciliation (catalog_reconciler.cc) ----
   void ReconcileLoop() ABSL_LOCKS_EXCLUDED(loop_mu_);
   std::vector<Task> CollectTasks() ABSL_LOCKS_EXCLUDED(mu_);
@@ -292,6 +322,8 @@ class CatalogManager : public SysCatalogListener {
   PlacementPolicy repair_placement_ ABSL_GUARDED_BY(mu_);
   // Tablet servers in maintenance (never considered failed, never given a replacement).
   std::set<std::string> maintenance_ ABSL_GUARDED_BY(mu_);
+  // The remembered DDL answers (catalog entries, like the tables).
+  DdlAnswers ddl_answers_ ABSL_GUARDED_BY(mu_);
 
   // The reconciliation thread.
   absl::Mutex loop_mu_;

@@ -430,8 +430,13 @@ void CatalogManager::PersistStateChanges() {
         }
       }
     }
+    // The leader forgets old DDL answers through the catalog, so every master forgets the same.
+    AddExpiredDdlAnswersLocked(&batch);
   }
-  if (batch.upsert_tables_size() == 0 && batch.upsert_tablets_size() == 0) return;
+  if (batch.upsert_tables_size() == 0 && batch.upsert_tablets_size() == 0 &&
+      batch.delete_ddl_answers_size() == 0) {
+    return;
+  }
   absl::Status s = WriteCatalog(batch);
   LOG_IF(WARNING, !s.ok()) << "persisting table and tablet states: " << s;
 }

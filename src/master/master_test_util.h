@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -14,12 +15,16 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 #include "common/env.h"
 #include "common/partial_row.h"
 #include "common/row_operations.h"
 #include "common/schema.h"
+#include "consensus/transport.h"
+#include "master/catalog_manager.h"
 #include "master/sys_catalog.h"
 #include "master/ts_admin_client.h"
+#include "master/ts_manager.h"
 #include "proto/common.pb.h"
 #include "proto/master.pb.h"
 #include "proto/master_catalog.pb.h"
@@ -218,6 +223,80 @@ class FakeTsAdminClient : public TsAdminClient {
   int total_attempts_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, int> attempts_ ABSL_GUARDED_BY(mu_);
   std::vector<Call> calls_ ABSL_GUARDED_BY(mu_);
+};
+
+// One master's catalog: a CatalogManager over its SysCatalog in `dir`, with its own TsManager
+// (kept across Close/Open, like the tablet servers' liveness a restarted master relearns at once)
+// and fake admin client. The reconciliation thread is not started: tests call ReconcileOnce.
+// Lifecycle: Open -> (it serves once it leads) -> Close -> Open again (a restart) ...
+class TestCatalog {
+ public:
+  // `voters`: the uuids of the catalog group's masters; empty: this master alone. `transport`
+  // and `clock` are borrowed and must outlive this object.
+  TestCatalog(std::string dir, std::string uuid, std::vector<std::string> voters,
+              Transport* transport, Clock* clock)
+      : dir_(std::move(dir)),
+        uuid_(std::move(uuid)),
+        voters_(std::move(voters)),
+        transport_(transport),
+        clock_(clock),
+        ts_(clock, /*unresponsive_timeout_ms=*/600000) {}
+  ~TestCatalog() { Close(); }
+
+  // Opens and starts the catalog (loading it from disk) and marks the manager ready.
+  absl::Status Open() {
+    CatalogManagerOptions o;
+    o.clock = clock_;
+    o.placement_seed = 1;
+    cm_ = std::make_unique<CatalogManager>(&ts_, &admin_, o);
+    SysCatalogOptions so;
+    so.data_dir = dir_;
+    so.wal_dir = dir_;
+    so.uuid = uuid_;
+    so.voters = voters_;
+    so.tick_interval_ms = 10;
+    absl::Status s = Env::Default()->CreateDirs(dir_);
+    if (!s.ok()) return s;
+    auto c = SysCatalog::Open(Env::Default(), so, transport_, cm_.get());
+    if (!c.ok()) return c.status();
+    catalog_ = *std::move(c);
+    cm_->set_sys_catalog(catalog_.get());
+    s = catalog_->Start();
+    if (s.ok()) cm_->SetReady(true);
+    return s;
+  }
+  // Stops the manager and the catalog (a master going down). Idempotent.
+  void Close() {
+    if (cm_ != nullptr) cm_->Shutdown();
+    if (catalog_ != nullptr) catalog_->Shutdown();
+    catalog_.reset();
+    cm_.reset();
+  }
+  bool open() const { return catalog_ != nullptr; }
+  // Heartbeats from ts-0 .. ts-(n-1), so that they are live here.
+  absl::Status Heartbeats(int n) {
+    for (int i = 0; i < n; ++i) {
+      pb::TSHeartbeatResponsePB resp;
+      absl::Status s = cm_->ProcessHeartbeat(Heartbeat(i), &resp);
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  const std::string& dir() const { return dir_; }
+  CatalogManager* cm() const { return cm_.get(); }
+  SysCatalog* catalog() const { return catalog_.get(); }
+
+ private:
+  const std::string dir_;
+  const std::string uuid_;
+  const std::vector<std::string> voters_;
+  Transport* const transport_;
+  Clock* const clock_;
+  TsManager ts_;
+  FakeTsAdminClient admin_;
+  std::unique_ptr<CatalogManager> cm_;
+  std::unique_ptr<SysCatalog> catalog_;
 };
 
 }  // namespace basalt::master_test

@@ -14,6 +14,7 @@
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/notification.h"
 #include "common/coding.h"
 #include "common/crc32c.h"
@@ -74,6 +75,13 @@ void AddToWriteBatch(const pb::SysCatalogWriteBatchPB& batch, rocksdb::WriteBatc
   for (const std::string& id : batch.delete_tserver_state_ids()) wb->Delete(TServerStateKey(id));
   if (batch.has_masters()) {
     wb->Put(kSysMastersKey, SysCatalog::EncodeValue(batch.masters().SerializeAsString()));
+  }
+  for (const pb::SysDdlAnswerEntryPB& a : batch.upsert_ddl_answers()) {
+    wb->Put(SysDdlAnswerKey(a.request_id().client_id(), a.request_id().seq_no()),
+            SysCatalog::EncodeValue(a.SerializeAsString()));
+  }
+  for (const pb::RequestIdPB& id : batch.delete_ddl_answers()) {
+    wb->Delete(SysDdlAnswerKey(id.client_id(), id.seq_no()));
   }
 }
 
@@ -138,6 +146,15 @@ absl::StatusOr<StoredCatalog> ReadStoredCatalog(rocksdb::DB* db, const rocksdb::
         return absl::DataLossError(
             StrCat("catalog entry '", key, "' holds tablet '", t->tablet_id(), "'"));
       }
+    } else if (StartsWith(key, kSysDdlAnswerKeyPrefix)) {
+      pb::SysDdlAnswerEntryPB* a = all.add_upsert_ddl_answers();
+      BASALT_RETURN_IF_ERROR(ParseEntry(key, value, a));
+      // As for tables: an entry under another entry's key is corrupt.
+      if (key != SysDdlAnswerKey(a->request_id().client_id(), a->request_id().seq_no())) {
+        return absl::DataLossError(StrCat("catalog entry '", key, "' holds the answer to request ",
+                                          a->request_id().seq_no(), " of client '",
+                                          a->request_id().client_id(), "'"));
+      }
     } else if (StartsWith(key, kSysTServerStateKeyPrefix)) {
       pb::SysTServerStateEntryPB* t = all.add_upsert_tserver_states();
       BASALT_RETURN_IF_ERROR(ParseEntry(key, value, t));
@@ -158,6 +175,10 @@ absl::StatusOr<StoredCatalog> ReadStoredCatalog(rocksdb::DB* db, const rocksdb::
 }
 
 }  // namespace
+
+std::string SysDdlAnswerKey(std::string_view client_id, uint64_t seq_no) {
+  return absl::StrFormat("%s%s/%020u", kSysDdlAnswerKeyPrefix, client_id, seq_no);
+}
 
 std::string SysCatalog::EncodeValue(std::string_view payload) {
   std::string out;
@@ -259,7 +280,8 @@ absl::Status SysCatalog::Load() {
   BASALT_RETURN_IF_ERROR_PREPEND(listener_->LoadEntries(all), "loading the catalog");
   if (all.has_masters() && options_.on_masters) options_.on_masters(all.masters());
   LOG(INFO) << "catalog loaded: " << all.upsert_tables_size() << " tables, "
-            << all.upsert_tablets_size() << " tablets, applied index " << durable_index_.load();
+            << all.upsert_tablets_size() << " tablets, " << all.upsert_ddl_answers_size()
+            << " DDL answers, applied index " << durable_index_.load();
   return absl::OkStatus();
 }
 

@@ -75,6 +75,13 @@ inline constexpr char kSysAppliedIndexKey[] = "meta/applied_index";
 inline constexpr char kSysMastersKey[] = "meta/masters";
 // The latest configuration entry applied: fixed64 index + EncodeConfig bytes (docs/master.md).
 inline constexpr char kSysConfigKey[] = "meta/config";
+// Remembered DDL answers (SysDdlAnswerEntryPB), under SysDdlAnswerKey.
+inline constexpr char kSysDdlAnswerKeyPrefix[] = "ddl_answer/";
+
+// "ddl_answer/<client_id>/<seq_no as 20 zero-padded decimal digits>": the fixed-width suffix
+// makes the key unique whatever bytes the client id holds, and orders a client's answers by
+// sequence number.
+std::string SysDdlAnswerKey(std::string_view client_id, uint64_t seq_no);
 
 // Receives the catalog's contents: all of it once at Open, then every applied batch.
 class SysCatalogListener {

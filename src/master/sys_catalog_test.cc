@@ -155,6 +155,61 @@ TEST_F(SysCatalogTest, UnparsableAndMisplacedEntriesAreDataLoss) {
   EXPECT_EQ(Open().status().code(), absl::StatusCode::kDataLoss);
 }
 
+TEST_F(SysCatalogTest, DdlAnswersAreStoredUnderTheirIdAndChecked) {
+  EXPECT_EQ(SysDdlAnswerKey("c1", 5), "ddl_answer/c1/00000000000000000005");
+  pb::SysDdlAnswerEntryPB answer;
+  answer.mutable_request_id()->set_client_id("c1");
+  answer.mutable_request_id()->set_seq_no(5);
+  answer.set_method(pb::SysDdlAnswerEntryPB::DELETE_TABLE);
+  {
+    auto c = OpenAndLead();
+    ASSERT_NE(c, nullptr);
+    pb::SysCatalogWriteBatchPB b = SampleBatch("t1");
+    *b.add_upsert_ddl_answers() = answer;
+    BASALT_ASSERT_OK(c->Write(b, absl::Seconds(10)));
+  }
+  const std::string key = SysDdlAnswerKey("c1", 5);
+  {
+    auto c = Open();
+    BASALT_ASSERT_OK(c);
+    ASSERT_EQ(listener_.loaded().upsert_ddl_answers_size(), 1);
+    EXPECT_EQ(listener_.loaded().upsert_ddl_answers(0).SerializeAsString(),
+              answer.SerializeAsString());
+  }
+  // A flipped byte, then an answer stored under another request's key.
+  std::string flipped = SysCatalog::EncodeValue(answer.SerializeAsString());
+  flipped[flipped.size() - 1] ^= 0x01;
+  PutRaw(key, flipped);
+  auto c = Open();
+  ASSERT_EQ(c.status().code(), absl::StatusCode::kDataLoss) << c.status();
+  EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status();
+  PutRaw(SysDdlAnswerKey("c1", 6), SysCatalog::EncodeValue(answer.SerializeAsString()));
+  PutRaw(key, SysCatalog::EncodeValue(answer.SerializeAsString()));
+  c = Open();
+  ASSERT_EQ(c.status().code(), absl::StatusCode::kDataLoss) << c.status();
+  EXPECT_NE(c.status().message().find(SysDdlAnswerKey("c1", 6)), std::string::npos) << c.status();
+}
+
+TEST_F(SysCatalogTest, DeletedDdlAnswersAreGoneAfterARestart) {
+  pb::SysDdlAnswerEntryPB answer;
+  answer.mutable_request_id()->set_client_id("c1");
+  answer.mutable_request_id()->set_seq_no(5);
+  {
+    auto c = OpenAndLead();
+    ASSERT_NE(c, nullptr);
+    pb::SysCatalogWriteBatchPB b = SampleBatch("t1");
+    *b.add_upsert_ddl_answers() = answer;
+    BASALT_ASSERT_OK(c->Write(b, absl::Seconds(10)));
+    pb::SysCatalogWriteBatchPB del;
+    *del.add_delete_ddl_answers() = answer.request_id();
+    BASALT_ASSERT_OK(c->Write(del, absl::Seconds(10)));
+  }
+  auto c = Open();
+  BASALT_ASSERT_OK(c);
+  EXPECT_EQ(listener_.loaded().upsert_ddl_answers_size(), 0);
+  EXPECT_EQ(listener_.loaded().upsert_tables_size(), 1);
+}
+
 TEST_F(SysCatalogTest, ListenerLoadErrorFailsOpen) {
   listener_.set_load_status(absl::DataLossError("bad schema"));
   auto c = Open();
