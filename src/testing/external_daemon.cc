@@ -1,6 +1,7 @@
 #include "testing/external_daemon.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -34,12 +35,20 @@ void WriteAll(int fd, std::string_view data) {
   }
 }
 
-// In the forked child: only async-signal-safe calls until exec. Reports an exec failure's errno
-// through `err_fd` and exits 127.
-[[noreturn]] void ExecChild(pid_t parent, int log_fd, int null_fd, int err_fd, char* const* argv) {
+// In the forked child: only async-signal-safe calls until exec. Reports an exec (or setns)
+// failure's errno through `err_fd` and exits 127. `netns_fd` >= 0: enter that network namespace.
+[[noreturn]] void ExecChild(pid_t parent, int log_fd, int null_fd, int netns_fd, int err_fd,
+                            char* const* argv) {
   // Die with the thread that started us: no daemon outlives a killed test.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(127);  // The parent died before prctl took effect.
+  // Changes only the network namespace (the parent-death signal stays armed).
+  if (netns_fd >= 0 && setns(netns_fd, CLONE_NEWNET) != 0) {
+    int err = errno;
+    ssize_t ignored = write(err_fd, &err, sizeof(err));
+    (void)ignored;
+    _exit(127);
+  }
   sigset_t all;
   sigemptyset(&all);
   sigprocmask(SIG_SETMASK, &all, nullptr);
@@ -150,11 +159,25 @@ absl::Status ExternalDaemon::Spawn() {
     if (null_fd >= 0) close(null_fd);
     return PosixError("opening /dev/null or a pipe", err);
   }
+  int netns_fd = -1;
+  if (!options_.netns_path.empty()) {
+    netns_fd = open(options_.netns_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (netns_fd < 0) {
+      int err = errno;
+      close(log_fd);
+      close(null_fd);
+      close(err_pipe[0]);
+      close(err_pipe[1]);
+      return PosixError(StrCat(options_.name, ": open network namespace ", options_.netns_path),
+                        err);
+    }
+  }
   struct stat st;
   log_start_offset_ = fstat(log_fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
   std::vector<std::string> args = CommandLine();
   std::string header = "==== start:";
   for (const std::string& a : args) StrAppend(&header, " ", a);
+  if (netns_fd >= 0) StrAppend(&header, "    (in network namespace ", options_.netns_path, ")");
   header.push_back('\n');
   WriteAll(log_fd, header);
 
@@ -164,10 +187,11 @@ absl::Status ExternalDaemon::Spawn() {
   argv.push_back(nullptr);
   const pid_t parent = getpid();
   pid_t pid = fork();
-  if (pid == 0) ExecChild(parent, log_fd, null_fd, err_pipe[1], argv.data());
+  if (pid == 0) ExecChild(parent, log_fd, null_fd, netns_fd, err_pipe[1], argv.data());
   int fork_errno = errno;
   close(log_fd);
   close(null_fd);
+  if (netns_fd >= 0) close(netns_fd);
   close(err_pipe[1]);
   if (pid < 0) {
     close(err_pipe[0]);
@@ -183,7 +207,11 @@ absl::Status ExternalDaemon::Spawn() {
     int status = 0;
     waitpid(pid, &status, 0);
     Reaped(status, /*expected=*/true);
-    return PosixError(StrCat(options_.name, ": exec ", options_.exe), exec_errno);
+    return PosixError(
+        StrCat(options_.name, ": exec ", options_.exe,
+               options_.netns_path.empty() ? ""
+                                           : StrCat(" in network namespace ", options_.netns_path)),
+        exec_errno);
   }
   return absl::OkStatus();
 }

@@ -11,6 +11,7 @@
 //   <exe> --fs_data_dir=dir/data --rpc_bind_addresses=<host>:<rpc_port>
 //         --server_dump_info_path=dir/info.json <flags...>
 // (gflags lets a later flag override an earlier one, so `flags` may override the standard ones).
+// With ExternalDaemonOptions::netns_path the process runs in that network namespace.
 // The port is fixed by the caller (see reserved_port.h), so the address survives restarts.
 //
 // Start() forks and execs the program and waits, with a deadline, until the daemon has written
@@ -25,8 +26,8 @@
 // Start()/Restart() again reuse the same directory, port and flags. The destructor kills a
 // daemon that is still running. Every process started is reaped.
 //
-// Not thread-safe; the caller serializes. name(), rpc_address(), rpc_port(), log_path() and
-// data_dir() are constant after construction and may be read from any thread.
+// Not thread-safe; the caller serializes. name(), rpc_address(), rpc_port(), log_path(),
+// data_dir() and netns_path() are constant after construction and may be read from any thread.
 
 #include <sys/types.h>
 
@@ -49,6 +50,10 @@ struct ExternalDaemonOptions {
   // The daemon's directory (created if missing).
   std::string dir;
   std::string host = "127.0.0.1";
+  // A network namespace file (/run/netns/<name>) the process runs in (setns(2) in the child
+  // before exec), so that `host` can be an address of that namespace; empty: this process's
+  // namespace. See netns.h.
+  std::string netns_path;
   // REQUIRES: nonzero (reserved by the caller, so it is stable across restarts).
   uint16_t rpc_port = 0;
   // Appended after the standard flags, as "--name=value" strings.
@@ -116,6 +121,8 @@ class ExternalDaemon {
   // 0 when not running.
   pid_t pid() const { return pid_; }
   const std::string& log_path() const { return log_path_; }
+  // Empty unless the daemon runs in a network namespace of its own.
+  const std::string& netns_path() const { return options_.netns_path; }
   const std::string& data_dir() const { return data_dir_; }
   const std::string& info_path() const { return info_path_; }
   const std::vector<std::string>& flags() const { return options_.flags; }

@@ -65,6 +65,8 @@ ExternalMiniCluster::~ExternalMiniCluster() {
   if (!s.ok()) LOG(WARNING) << "cluster shutdown: " << s;
   masters_.clear();
   tservers_.clear();
+  net_hosts_.clear();
+  network_.reset();  // After the daemons: nothing runs in the namespaces any more.
   if (created_root_dir_ && !keep_root_dir_) {
     std::error_code ec;  // Best effort: a leftover temp dir is harmless.
     std::filesystem::remove_all(root_dir_, ec);
@@ -92,19 +94,41 @@ std::vector<std::string> ExternalMiniCluster::TserverFlags() const {
   return flags;
 }
 
-std::unique_ptr<ExternalDaemon> ExternalMiniCluster::NewDaemon(
-    const std::string& name, const std::string& exe, const ReservedPort& port,
-    std::vector<std::string> flags) const {
+absl::StatusOr<ExternalMiniCluster::Endpoint> ExternalMiniCluster::NewEndpoint(
+    const std::string& name, uint16_t namespace_port, std::vector<ReservedPort>* ports) {
+  Endpoint ep;
+  if (network_ == nullptr) {
+    BASALT_ASSIGN_OR_RETURN(ReservedPort port, ReservedPort::Reserve());
+    ep.host = port.host();
+    ep.port = port.port();
+    ports->push_back(std::move(port));
+    return ep;
+  }
+  // A host of its own: the port is the daemon's alone, no reservation needed.
+  BASALT_ASSIGN_OR_RETURN(ep.net_host, network_->AddHost(name));
+  ep.host = network_->address(ep.net_host);
+  ep.port = namespace_port;
+  ep.netns_path = network_->netns_path(ep.net_host);
+  return ep;
+}
+
+std::unique_ptr<ExternalDaemon> ExternalMiniCluster::NewDaemon(const std::string& name,
+                                                               const std::string& exe,
+                                                               const Endpoint& endpoint,
+                                                               std::vector<std::string> flags) {
   ExternalDaemonOptions o;
   o.name = name;
   o.exe = JoinPath(ResolveBinDir(options_.bin_dir), exe);
   o.dir = JoinPath(root_dir_, name);
-  o.host = port.host();
-  o.rpc_port = port.port();
+  o.host = endpoint.host;
+  o.rpc_port = endpoint.port;
+  o.netns_path = endpoint.netns_path;
   o.flags = std::move(flags);
   o.start_timeout = options_.daemon_start_timeout;
   o.shutdown_timeout = options_.daemon_shutdown_timeout;
-  return std::make_unique<ExternalDaemon>(std::move(o));
+  auto daemon = std::make_unique<ExternalDaemon>(std::move(o));
+  if (endpoint.net_host >= 0) net_hosts_[daemon.get()] = endpoint.net_host;
+  return daemon;
 }
 
 absl::Status ExternalMiniCluster::Prepare() {
@@ -120,24 +144,30 @@ absl::Status ExternalMiniCluster::Prepare() {
     BASALT_RETURN_IF_ERROR(Env::Default()->CreateDirs(root_dir_));
   }
   LOG(INFO) << "cluster root: " << root_dir_;
+  if (options_.network_namespaces) {
+    BASALT_ASSIGN_OR_RETURN(network_, VirtualNetwork::Create());
+  }
+  std::vector<Endpoint> master_endpoints, tserver_endpoints;
   for (int i = 0; i < options_.num_masters; ++i) {
-    BASALT_ASSIGN_OR_RETURN(ReservedPort port, ReservedPort::Reserve());
+    BASALT_ASSIGN_OR_RETURN(
+        Endpoint ep, NewEndpoint(StrCat("master-", i), kNamespaceMasterPort, &master_ports_));
     if (i > 0) master_addresses_ += ",";
-    master_addresses_ += port.address();
-    master_ports_.push_back(std::move(port));
+    master_addresses_ += StrCat(ep.host, ":", ep.port);
+    master_endpoints.push_back(std::move(ep));
   }
   for (int i = 0; i < options_.num_tablet_servers; ++i) {
-    BASALT_ASSIGN_OR_RETURN(ReservedPort port, ReservedPort::Reserve());
-    tserver_ports_.push_back(std::move(port));
+    BASALT_ASSIGN_OR_RETURN(Endpoint ep,
+                            NewEndpoint(StrCat("ts-", i), kNamespaceTserverPort, &tserver_ports_));
+    tserver_endpoints.push_back(std::move(ep));
   }
   for (int i = 0; i < options_.num_masters; ++i) {
     masters_.push_back(
-        NewDaemon(StrCat("master-", i), options_.master_exe, master_ports_[i], MasterFlags()));
+        NewDaemon(StrCat("master-", i), options_.master_exe, master_endpoints[i], MasterFlags()));
     master_channels_.push_back(NewChannel(masters_.back()->rpc_address()));
   }
   for (int i = 0; i < options_.num_tablet_servers; ++i) {
     tservers_.push_back(
-        NewDaemon(StrCat("ts-", i), options_.tserver_exe, tserver_ports_[i], TserverFlags()));
+        NewDaemon(StrCat("ts-", i), options_.tserver_exe, tserver_endpoints[i], TserverFlags()));
     tserver_channels_.push_back(NewChannel(tservers_.back()->rpc_address()));
   }
   prepared_ = true;
@@ -222,11 +252,10 @@ absl::Status ExternalMiniCluster::Restart() {
 
 absl::StatusOr<int> ExternalMiniCluster::AddTabletServer() {
   CHECK(prepared_) << "Start() the cluster first";
-  BASALT_ASSIGN_OR_RETURN(ReservedPort port, ReservedPort::Reserve());
-  tserver_ports_.push_back(std::move(port));
   const int idx = num_tablet_servers();
-  tservers_.push_back(
-      NewDaemon(StrCat("ts-", idx), options_.tserver_exe, tserver_ports_.back(), TserverFlags()));
+  BASALT_ASSIGN_OR_RETURN(Endpoint ep,
+                          NewEndpoint(StrCat("ts-", idx), kNamespaceTserverPort, &tserver_ports_));
+  tservers_.push_back(NewDaemon(StrCat("ts-", idx), options_.tserver_exe, ep, TserverFlags()));
   tserver_channels_.push_back(NewChannel(tservers_.back()->rpc_address()));
   BASALT_RETURN_IF_ERROR(tservers_.back()->Start());
   if (!options_.wait_for_tablet_servers) return idx;
@@ -247,14 +276,13 @@ absl::StatusOr<int> ExternalMiniCluster::AddTabletServer() {
 
 absl::StatusOr<int> ExternalMiniCluster::AddMaster() {
   CHECK(prepared_) << "Start() the cluster first";
-  BASALT_ASSIGN_OR_RETURN(ReservedPort port, ReservedPort::Reserve());
-  master_ports_.push_back(std::move(port));
   const int idx = num_masters();
-  master_addresses_ = StrCat(master_addresses_, ",", master_ports_.back().address());
+  BASALT_ASSIGN_OR_RETURN(
+      Endpoint ep, NewEndpoint(StrCat("master-", idx), kNamespaceMasterPort, &master_ports_));
+  master_addresses_ = StrCat(master_addresses_, ",", ep.host, ":", ep.port);
   std::vector<std::string> flags = MasterFlags();
   if (options_.num_masters <= 1) flags.push_back(StrCat("--master_addresses=", master_addresses_));
-  masters_.push_back(
-      NewDaemon(StrCat("master-", idx), options_.master_exe, master_ports_.back(), flags));
+  masters_.push_back(NewDaemon(StrCat("master-", idx), options_.master_exe, ep, flags));
   master_channels_.push_back(NewChannel(masters_.back()->rpc_address()));
   BASALT_RETURN_IF_ERROR(masters_.back()->Start());
   return idx;
@@ -295,6 +323,63 @@ std::string ExternalMiniCluster::AllLogTails(int max_lines) const {
     for (auto& d : *group) StrAppend(&out, d->LogTail(max_lines), "\n");
   }
   return out;
+}
+
+absl::Status ExternalMiniCluster::NetworkNamespacesAvailable() {
+  return VirtualNetwork::Available();
+}
+
+absl::StatusOr<int> ExternalMiniCluster::HostOf(const ExternalDaemon* daemon) const {
+  if (network_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "network cuts need a started cluster with options.network_namespaces");
+  }
+  auto it = net_hosts_.find(daemon);
+  if (it == net_hosts_.end()) {
+    return absl::InvalidArgumentError("the daemon is not one of this cluster's");
+  }
+  return it->second;
+}
+
+absl::Status ExternalMiniCluster::CutOneWay(const ExternalDaemon* from, const ExternalDaemon* to) {
+  BASALT_ASSIGN_OR_RETURN(int from_host, HostOf(from));
+  BASALT_ASSIGN_OR_RETURN(int to_host, HostOf(to));
+  BASALT_RETURN_IF_ERROR_PREPEND(network_->Block(from_host, to_host),
+                                 StrCat("cutting ", from->name(), " -> ", to->name()));
+  LOG(INFO) << "network: cut " << from->name() << " -> " << to->name();
+  return absl::OkStatus();
+}
+
+absl::Status ExternalMiniCluster::Partition(const std::vector<const ExternalDaemon*>& side_a,
+                                            const std::vector<const ExternalDaemon*>& side_b) {
+  for (const ExternalDaemon* a : side_a) {
+    for (const ExternalDaemon* b : side_b) {
+      BASALT_RETURN_IF_ERROR(CutOneWay(a, b));
+      BASALT_RETURN_IF_ERROR(CutOneWay(b, a));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExternalMiniCluster::Isolate(const ExternalDaemon* daemon) {
+  BASALT_RETURN_IF_ERROR(HostOf(daemon).status());
+  std::vector<const ExternalDaemon*> others;
+  for (auto* group : {&masters_, &tservers_}) {
+    for (auto& d : *group) {
+      if (d.get() != daemon) others.push_back(d.get());
+    }
+  }
+  return Partition({daemon}, others);
+}
+
+absl::Status ExternalMiniCluster::Heal() {
+  if (network_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "network cuts need a started cluster with options.network_namespaces");
+  }
+  BASALT_RETURN_IF_ERROR_PREPEND(network_->UnblockAll(), "healing the network");
+  LOG(INFO) << "network: healed";
+  return absl::OkStatus();
 }
 
 namespace {

@@ -14,6 +14,12 @@
 // (reserved_port.h) and kept for the cluster's life, so addresses (and --master_addresses) stay
 // valid across restarts.
 //
+// With options.network_namespaces each daemon runs on a "host" of its own instead: a network
+// namespace on a private bridge (netns.h), bound to the host's address (masters on port 7051,
+// tablet servers on 7050), so that a test can cut the network between daemons with CutOneWay(),
+// Partition() and Isolate(), and restore it with Heal(). The test process reaches every host
+// through the bridge; no cut ever involves it.
+//
 // Flags: masters get --tserver_unresponsive_timeout_ms (options); tablet servers get
 // --master_addresses and --heartbeat_interval_ms; then each kind's extra flags from the options.
 //
@@ -29,6 +35,7 @@
 // daemon and its channel (call it while no other thread uses the cluster).
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +44,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "testing/external_daemon.h"
+#include "testing/netns.h"
 #include "testing/reserved_port.h"
 
 namespace grpc {
@@ -77,6 +85,11 @@ struct ExternalMiniClusterOptions {
   absl::Duration registration_timeout = absl::Seconds(30);
   // Timeout of each RPC the harness makes.
   absl::Duration rpc_timeout = absl::Seconds(10);
+  // Each daemon on a host of its own (a network namespace, see the class comment), for tests
+  // that cut the network. Needs root and the `ip` program: where namespaces cannot be made,
+  // Start() returns FAILED_PRECONDITION (ExternalMiniCluster::NetworkNamespacesAvailable() tells
+  // beforehand, so that a test can skip).
+  bool network_namespaces = false;
 };
 
 // Who leads a tablet, as its replicas report it.
@@ -95,7 +108,8 @@ class ExternalMiniCluster {
 
   // Reserves ports (first call), starts the masters, then the tablet servers, and (unless turned
   // off) waits until all tablet servers are live. On error everything started is killed.
-  // INVALID_ARGUMENT for bad options; the daemon's error (with its log tail) otherwise.
+  // INVALID_ARGUMENT for bad options; FAILED_PRECONDITION if network_namespaces is set but
+  // namespaces cannot be made here; the daemon's error (with its log tail) otherwise.
   absl::Status Start();
   // Shuts every running daemon down, all at once (SIGTERM, then SIGKILL after the shutdown
   // timeout); returns the first error.
@@ -167,14 +181,58 @@ class ExternalMiniCluster {
   // The bin directory the options resolve to (see ExternalMiniClusterOptions::bin_dir).
   static std::string ResolveBinDir(const std::string& configured);
 
+  // ---- Network partitions ----
+  // Each REQUIRES options.network_namespaces and Start() (FAILED_PRECONDITION otherwise), and
+  // returns INVALID_ARGUMENT for a daemon of another cluster or a cut of a daemon from itself,
+  // and the `ip` program's error if a rule cannot be changed. Cuts last until Heal(), across
+  // daemon restarts; they are between the daemons' hosts, never between a host and the test
+  // process, so the test can still ask an isolated daemon anything (and send it writes).
+
+  // OK if network namespaces can be made here (root, `ip`, `ip netns add`); FAILED_PRECONDITION
+  // saying why not. Makes and removes a probe namespace.
+  static absl::Status NetworkNamespacesAvailable();
+  // Drops every packet `from`'s host sends to `to`'s host: `to` hears nothing from `from`. (New
+  // TCP connections then fail both ways, since a handshake needs both directions; on connections
+  // already open, what `to` sends still reaches `from`, but no reply comes back.)
+  absl::Status CutOneWay(const ExternalDaemon* from, const ExternalDaemon* to);
+  // Cuts both ways between every daemon of `side_a` and every daemon of `side_b`; daemons on the
+  // same side keep talking. A daemon on neither side is not touched.
+  absl::Status Partition(const std::vector<const ExternalDaemon*>& side_a,
+                         const std::vector<const ExternalDaemon*>& side_b);
+  // Partition({daemon}, every other daemon the cluster has now).
+  absl::Status Isolate(const ExternalDaemon* daemon);
+  // Removes every cut; returns the first error (and still tries the others).
+  absl::Status Heal();
+  // The daemons' network; null without options.network_namespaces (or before Start()).
+  VirtualNetwork* network() const { return network_.get(); }
+
  private:
+  // Where a daemon listens: a reserved loopback port, or its own host (network_namespaces).
+  struct Endpoint {
+    std::string host;
+    uint16_t port = 0;
+    std::string netns_path;  // Empty on loopback.
+    int net_host = -1;       // The host's index in network_, or -1.
+  };
+  // Ports the daemons listen on in their own namespaces (nothing else listens there).
+  static constexpr uint16_t kNamespaceMasterPort = 7051;
+  static constexpr uint16_t kNamespaceTserverPort = 7050;
+
   absl::Status Prepare();
   absl::Status StartDaemons();
   std::vector<std::string> MasterFlags() const;
   std::vector<std::string> TserverFlags() const;
+  // A loopback port reserved into *ports, or a new host named `name` listening on
+  // `namespace_port`.
+  absl::StatusOr<Endpoint> NewEndpoint(const std::string& name, uint16_t namespace_port,
+                                       std::vector<ReservedPort>* ports);
+  // Creates the daemon and remembers its host.
   std::unique_ptr<ExternalDaemon> NewDaemon(const std::string& name, const std::string& exe,
-                                            const ReservedPort& port,
-                                            std::vector<std::string> flags) const;
+                                            const Endpoint& endpoint,
+                                            std::vector<std::string> flags);
+  // The host of `daemon`; FAILED_PRECONDITION without namespaces, INVALID_ARGUMENT for a daemon
+  // of another cluster.
+  absl::StatusOr<int> HostOf(const ExternalDaemon* daemon) const;
   // The replica of `tablet_id` on tablet server `ts_idx`, if it reports one.
   absl::StatusOr<pb::TabletStatusPB> GetReplicaStatus(int ts_idx, const std::string& tablet_id);
   std::string AllLogTails(int max_lines) const;
@@ -191,6 +249,10 @@ class ExternalMiniCluster {
   std::vector<std::unique_ptr<ExternalDaemon>> tservers_;
   std::vector<std::shared_ptr<grpc::Channel>> master_channels_;
   std::vector<std::shared_ptr<grpc::Channel>> tserver_channels_;
+  // With network_namespaces: the hosts, and each daemon's host index. Destroyed after the
+  // daemons (a namespace a process still runs in would outlive its deletion).
+  std::unique_ptr<VirtualNetwork> network_;
+  std::map<const ExternalDaemon*, int> net_hosts_;
 };
 
 }  // namespace basalt
