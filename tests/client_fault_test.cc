@@ -72,7 +72,7 @@ TEST_F(ClientFaultTest, KillLeaderDuringWritesLosesNoAcknowledgedRow) {
   ASSERT_NO_FATAL_FAILURE(writer.Verify());
 }
 
-// A leader that stops answering (SIGSTOP for longer than the session timeout) under a writer
+// A leader that stops answering (SIGSTOP for 20 s, twice the session timeout) under a writer
 // with a 10 s session timeout: each attempt has its own timeout, so writes go to the new leader
 // within seconds, no write takes longer than the session timeout, and no insert comes back
 // ALREADY_EXISTS (a retry of an attempt the paused leader applied is answered, not applied again).
@@ -115,7 +115,7 @@ TEST_F(ClientFaultTest, APausedLeaderIsLeftForTheNewOneWithinSeconds) {
   const absl::Time pause_start = absl::Now();
   ASSERT_OK(paused->Pause());
   LOG(INFO) << "paused ts-" << leader->ts_index << ", the leader";
-  absl::SleepFor(absl::Seconds(12));
+  absl::SleepFor(absl::Seconds(20));
   ASSERT_OK(paused->Resume());
   absl::SleepFor(absl::Seconds(1));
   stop = true;
@@ -131,8 +131,8 @@ TEST_F(ClientFaultTest, APausedLeaderIsLeftForTheNewOneWithinSeconds) {
   LOG(INFO) << ops.size() << " writes; the first acknowledged after the pause "
             << absl::FormatDuration(first_after - pause_start) << " after it; the longest took "
             << absl::FormatDuration(longest);
-  // Well before the leader comes back (12 s): through the new leader (about 3.3 s here; a timed
-  // bound with room, the machine is shared).
+  // Long before the leader comes back (20 s): through the new leader (3.3-3.5 s here, the issue
+  // asks for 5 s; the bound has room, the machine is shared).
   EXPECT_LT(first_after - pause_start, absl::Seconds(9));
   EXPECT_LE(longest, absl::Seconds(10) + absl::Milliseconds(500));
   EXPECT_EQ(already_exists, 0);

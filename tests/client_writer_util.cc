@@ -19,6 +19,7 @@ void BackgroundWriter::Verify() const {
     if (present.count(k) == 0 && ++lost <= 10) ADD_FAILURE() << "acknowledged row lost: " << k;
   }
   EXPECT_EQ(lost, 0u);
+  EXPECT_EQ(already_exists_, 0) << "inserts of fresh keys answered ALREADY_EXISTS";
   LOG(INFO) << acked_.size() << " rows acknowledged, " << rows.size() << " present";
 }
 
@@ -41,6 +42,12 @@ void BackgroundWriter::Run() {
       int32_t key = -1;
       e->failed_op().row().GetInt32("key", &key).IgnoreError();
       failed.insert(key);
+      // Each key is inserted once: ALREADY_EXISTS means a retry of the client's was applied
+      // twice (retries are exactly-once).
+      if (absl::IsAlreadyExists(e->status())) {
+        absl::MutexLock l(&mu_);
+        ++already_exists_;
+      }
       LOG_EVERY_N(INFO, 20) << "not acknowledged: key " << key << ": " << e->status()
                             << (e->was_possibly_successful() ? " (possibly applied)" : "");
     }

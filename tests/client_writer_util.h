@@ -58,7 +58,8 @@ class BackgroundWriter {
     });
   }
   // Checks the table after Stop(): every acknowledged row is there with its contents, no row is
-  // returned twice, and no row that was never sent is there.
+  // returned twice, no row that was never sent is there, and no insert (each of a fresh key)
+  // was answered ALREADY_EXISTS.
   void Verify() const;
 
  private:
@@ -73,6 +74,7 @@ class BackgroundWriter {
   mutable absl::Mutex mu_;
   std::vector<int32_t> acked_ ABSL_GUARDED_BY(mu_);
   int32_t attempted_end_ ABSL_GUARDED_BY(mu_) = 0;  // Keys [0, attempted_end_) were sent.
+  int already_exists_ ABSL_GUARDED_BY(mu_) = 0;     // Inserts answered ALREADY_EXISTS.
   absl::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
