@@ -611,6 +611,47 @@ TEST_F(ClientRpcTest, TabletNotFoundRefreshesLocations) {
   EXPECT_EQ(RowCount(), 1u);
 }
 
+// A leader hint naming a replica the cached locations do not list (added since, by a move or a
+// repair): the client asks the master again instead of cycling through the known replicas,
+// every one of which keeps pointing at the new leader, until its deadline.
+TEST_F(ClientRpcTest, ALeaderHintOutsideTheCachedReplicasRefreshesLocations) {
+  std::vector<pb::TabletLocationsPB> full;
+  {
+    absl::MutexLock l(&master_.mu);
+    full = master_.locations;
+    for (auto& loc : master_.locations) loc.mutable_replicas()->DeleteSubrange(2, 1);  // No ts2.
+  }
+  std::shared_ptr<Client> client;
+  BASALT_ASSERT_OK(ClientBuilder()
+                       .add_master_server_addr(StrCat("127.0.0.1:", master_server_.port))
+                       .Build(&client));
+  std::shared_ptr<Table> table;
+  BASALT_ASSERT_OK(client->OpenTable("t", &table));
+  auto session = client->NewSession();
+  BASALT_ASSERT_OK(session->SetFlushMode(Session::MANUAL_FLUSH));
+  session->SetTimeoutMillis(5000);
+  for (int i = 0; i < 20; i++) {
+    auto insert = table->NewInsert();
+    BASALT_ASSERT_OK(insert->mutable_row()->SetInt32("key", i));
+    BASALT_ASSERT_OK(session->Apply(std::move(insert)));
+  }
+  // Now ts2 leads every tablet, and the master lists it.
+  const absl::Status hint =
+      Detail(absl::UnavailableError("not leader"), pb::ErrorDetailPB::NOT_THE_LEADER, "ts2");
+  for (int ts : {0, 1}) FailWrites(ts, std::vector<absl::Status>(50, hint));
+  int lookups_before;
+  {
+    absl::MutexLock l(&master_.mu);
+    master_.locations = full;
+    lookups_before = master_.lookups;
+  }
+  BASALT_ASSERT_OK(session->Flush());
+  EXPECT_EQ(RowCount(), 20u);
+  EXPECT_EQ(Writes(2), kNumTablets);
+  absl::MutexLock l(&master_.mu);
+  EXPECT_GT(master_.lookups, lookups_before);
+}
+
 TEST_F(ClientRpcTest, TabletsWithoutReplicasAreLookedUpAgain) {
   std::vector<pb::TabletLocationsPB> full;
   {

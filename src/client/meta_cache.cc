@@ -53,9 +53,14 @@ std::vector<ReplicaLocation> RemoteTablet::ReplicasInOrder() const {
   return out;
 }
 
-void RemoteTablet::MarkLeader(const std::string& uuid) {
+bool RemoteTablet::MarkLeader(const std::string& uuid) {
   absl::MutexLock l(&mu_);
-  for (ReplicaLocation& r : replicas_) r.leader = r.uuid == uuid;
+  bool found = false;
+  for (ReplicaLocation& r : replicas_) {
+    r.leader = r.uuid == uuid;
+    found |= r.leader;
+  }
+  return found;
 }
 
 void RemoteTablet::MarkFollower(const std::string& address) {

@@ -63,7 +63,8 @@ class RemoteTablet {
   // that failed recently last.
   std::vector<ReplicaLocation> ReplicasInOrder() const ABSL_LOCKS_EXCLUDED(mu_);
   // A NOT_THE_LEADER hint: `uuid` (if known) leads; otherwise `address` is not the leader.
-  void MarkLeader(const std::string& uuid) ABSL_LOCKS_EXCLUDED(mu_);
+  // False (nothing marked) when no known replica has that uuid.
+  bool MarkLeader(const std::string& uuid) ABSL_LOCKS_EXCLUDED(mu_);
   void MarkFollower(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
   // The server at `address` failed to answer (its replica is tried last from now on).
   void MarkFailed(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);

@@ -368,17 +368,23 @@ std::vector<std::unique_ptr<Error>> SessionData::MakeErrors(const WriteBatch& ba
                                                             const WriteResult& r) {
   std::vector<int> indexes;
   std::vector<absl::Status> statuses;
+  std::vector<bool> possibly_applied;
   if (!r.status.ok()) {
     for (int i = 0; i < batch.num_ops; i++) indexes.push_back(i);
     statuses.assign(batch.num_ops, r.status);
-    // Rows that failed on their own (a column the altered table dropped) say why.
+    possibly_applied.assign(batch.num_ops, r.possibly_applied);
+    // Rows that failed on their own (a column the altered table dropped) say why; they were
+    // never sent.
     for (const auto& e : r.row_errors) {
-      if (e.index >= 0 && e.index < batch.num_ops) statuses[e.index] = e.status;
+      if (e.index < 0 || e.index >= batch.num_ops) continue;
+      statuses[e.index] = e.status;
+      possibly_applied[e.index] = false;
     }
   } else {
     for (const auto& e : r.row_errors) {
       indexes.push_back(e.index);
       statuses.push_back(e.status);
+      possibly_applied.push_back(false);
     }
   }
   std::vector<std::unique_ptr<Error>> out;
@@ -388,8 +394,7 @@ std::vector<std::unique_ptr<Error>> SessionData::MakeErrors(const WriteBatch& ba
     return out;
   }
   for (size_t i = 0; i < ops->size(); i++) {
-    out.push_back(
-        Access::MakeError(statuses[i], std::move((*ops)[i]), !r.status.ok() && r.possibly_applied));
+    out.push_back(Access::MakeError(statuses[i], std::move((*ops)[i]), possibly_applied[i]));
   }
   return out;
 }

@@ -114,10 +114,17 @@ Next Classify(ClientData* client, WriteBatch* batch, const ReplicaLocation& targ
   auto detail = GetErrorDetail(s);
   const auto code = detail.has_value() ? detail->code() : pb::ErrorDetailPB::UNKNOWN_ERROR;
   RemoteTablet* tablet = batch->tablet.get();
+  // The server had handed the batch to Raft: if no later attempt gets its outcome, it may have
+  // been applied.
+  if (detail.has_value() && detail->in_doubt()) *possibly_applied = true;
   switch (code) {
     case pb::ErrorDetailPB::NOT_THE_LEADER:
       if (!detail->leader_uuid().empty() && detail->leader_uuid() != target.uuid) {
-        tablet->MarkLeader(detail->leader_uuid());
+        if (tablet->MarkLeader(detail->leader_uuid())) return Next::kRetryNow;
+        // A leader the cached locations do not list (a replica added since, by a move or a
+        // repair): without fresh locations every known replica would keep answering this.
+        if (!Relocate(client, batch, deadline, fail)) return Next::kFail;
+        batch->tablet->MarkLeader(detail->leader_uuid());
         return Next::kRetryNow;
       }
       tablet->MarkFollower(target.address);
@@ -162,21 +169,10 @@ void CollectRowErrors(const pb::WriteResponsePB& resp, const RequestRows& rows,
   }
 }
 
-}  // namespace
-
-WriteResult SendWriteBatch(ClientData* client, WriteBatch* batch, absl::Time deadline) {
-  WriteResult result;
-  pb::WriteRequestPB req;
-  RequestRows rows(batch, &req);
-  // Reports the operations the request left out, however the call ends.
-  absl::Cleanup add_failures = [&] {
-    for (const RowError& e : rows.failures()) result.row_errors.push_back(e);
-  };
-  if (absl::Status s = rows.Use(WriteSchemaOf(*batch->table)); !s.ok()) {
-    result.status = s;
-    return result;
-  }
-  if (rows.num_ops() == 0) return result;
+// SendWriteBatch's attempts, with `req` carrying `rows` (at least one operation).
+void SendRequest(ClientData* client, WriteBatch* batch, RequestRows* rows,
+                 pb::WriteRequestPB* request, absl::Time deadline, WriteResult* result) {
+  pb::WriteRequestPB& req = *request;
   // Every attempt carries the same request id: a server that applied an earlier attempt answers
   // with its first answer instead of applying the rows again.
   uint64_t seq = client->requests.Start();
@@ -214,39 +210,47 @@ WriteResult SendWriteBatch(ClientData* client, WriteBatch* batch, absl::Time dea
         batch->tablet->MarkLeader(target.uuid);
         batch->tablet->MarkSucceeded(target.address);
         client->ObserveTimestamp(resp.timestamp());
-        CollectRowErrors(resp, rows, &result);
+        CollectRowErrors(resp, *rows, result);
         break;
       }
       last = absl::Status(s.code(), StrCat("tablet ", batch->tablet->tablet_id(), " on ",
                                            target.address, ": ", s.message()));
       absl::Status fail;
-      next = Classify(client, batch, target, s, deadline, &result.possibly_applied, &fail);
+      next = Classify(client, batch, target, s, deadline, &result->possibly_applied, &fail);
       bool same_target = next == Next::kBackoffSame;
       if (next == Next::kNewSchema) {
-        // Learn the table's current schema and send the rows encoded for it. The mismatch is the
-        // answer to this request id, so the re-encoded rows go as a new request.
-        const uint32_t sent = rows.version();
+        // Learn the table's current schema and send the rows encoded for it.
+        const uint32_t sent = rows->version();
         auto ws = RefreshWriteSchema(client, *batch->table, deadline);
-        if (ws.ok()) fail = rows.Use(*ws);
+        if (ws.ok()) fail = rows->Use(*ws);
         if (!ws.ok() || !fail.ok()) {
-          result.status = absl::Status(
-              s.code(), StrCat(last.message(), "; the table's current schema is unavailable: ",
-                               (ws.ok() ? fail : ws.status()).message()));
+          const absl::Status& why = ws.ok() ? fail : ws.status();
+          result->status = absl::Status(
+              why.code(), StrCat(last.message(),
+                                 "; the table's current schema is unavailable: ", why.message()));
           break;
         }
-        if (rows.num_ops() == 0) break;
-        client->requests.Complete(seq);
-        seq = client->requests.Start();
-        req.mutable_request_id()->set_seq_no(seq);
-        // Same version: the tablet has not caught up with the alter yet; give it time.
-        next = rows.version() != sent ? Next::kRetryNow : Next::kBackoffSame;
+        if (rows->num_ops() == 0) break;
+        if (rows->version() != sent) {
+          // The tablet is past the version sent (the master is ahead of every tablet), which
+          // it therefore never applies: the re-encoded rows may go as a new request.
+          client->requests.Complete(seq);
+          seq = client->requests.Start();
+          req.mutable_request_id()->set_seq_no(seq);
+          next = Next::kRetryNow;
+        } else {
+          // The tablet has not caught up with the alter yet. The same request (same bytes, same
+          // id) is retried: a copy of it still in flight may be applied once the tablet catches
+          // up, and must then be this request's answer, not a second apply.
+          next = Next::kBackoffSame;
+        }
         same_target = true;
       }
       // Leader hints that keep bouncing between replicas are retried with backoff too.
       if (next == Next::kRetryNow && ++quick_retries > 3) next = Next::kBackoff;
       if (next != Next::kRetryNow) quick_retries = 0;
       if (next == Next::kFail) {
-        result.status = fail;
+        result->status = fail;
         break;
       }
       if (!same_target) tried.push_back(target.address);
@@ -256,15 +260,33 @@ WriteResult SendWriteBatch(ClientData* client, WriteBatch* batch, absl::Time dea
           StrCat("tablet ", batch->tablet->tablet_id(), " has no known replica"));
       absl::Status fail;
       if (!Relocate(client, batch, deadline, &fail)) {
-        result.status = fail;
+        result->status = fail;
         break;
       }
     }
     if (absl::Now() >= deadline || (next != Next::kRetryNow && !backoff.Sleep())) {
-      result.status = TimedOut("Write", backoff.attempts() + 1, last);
+      result->status = TimedOut("Write", backoff.attempts() + 1, last);
       break;
     }
   }
+}
+
+}  // namespace
+
+WriteResult SendWriteBatch(ClientData* client, WriteBatch* batch, absl::Time deadline) {
+  WriteResult result;
+  pb::WriteRequestPB req;
+  {
+    RequestRows rows(batch, &req);
+    absl::Status s = rows.Use(WriteSchemaOf(*batch->table));
+    if (!s.ok()) {
+      result.status = s;
+    } else if (rows.num_ops() > 0) {
+      SendRequest(client, batch, &rows, &req, deadline, &result);
+    }
+    // The operations the request left out fail alone.
+    for (const RowError& e : rows.failures()) result.row_errors.push_back(e);
+  }  // The batch has its rows back.
   return result;
 }
 

@@ -53,6 +53,10 @@ Counter* const kRowsWritten = MetricRegistry::Global()->GetCounter(
 // clients use 32 hex digits.
 constexpr size_t kMaxClientIdBytes = 128;
 
+// How often a write waiting for its entry checks that this replica still leads (a deposed leader
+// answers a write with a request id at once: ProposeAndWait).
+constexpr absl::Duration kLeadershipCheckInterval = absl::Milliseconds(100);
+
 // ProposeAndWait's refusal to propose a request an applied entry answered meanwhile.
 absl::Status AnsweredMeanwhile() {
   return absl::AbortedError("the request was answered by an entry applied meanwhile");
@@ -397,12 +401,13 @@ absl::Status TabletReplica::ProposeAndWait(std::string body, HybridTime propagat
     BASALT_RETURN_IF_ERROR(FieldError("propagated_timestamp", ctx_.clock->Update(propagated)));
   }
   RaftNode* node = raft();
+  uint64_t term = 0;
   {
     absl::MutexLock pl(&propose_mu_);
     // Re-checked under the lock and pinned with the term: the entry lands in a term whose earlier
     // entries this replica has all applied, so last_applied_ts_ bounds every timestamp before it
     // in the log.
-    const uint64_t term = node->term();
+    term = node->term();
     if (node->role() != RaftCore::Role::kLeader) return NotLeader("this replica is not the leader");
     if (last_applied_term_.load() != term) {
       return TabletNotRunningError(
@@ -424,25 +429,52 @@ absl::Status TabletReplica::ProposeAndWait(std::string body, HybridTime propagat
         std::move(body),
         [this, op](absl::StatusOr<uint64_t> index) { OnProposalDone(op, std::move(index)); }, term);
   }
-  absl::MutexLock l(&op->mu);
   auto done = [&op]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(op->mu) { return op->done; };
-  if (!op->mu.AwaitWithDeadline(absl::Condition(&done), deadline)) {
-    // Not taken by Apply yet: the request (which the decoded rows point into) may go away.
-    if (proposals_.Abandon(op->seq)) {
-      return absl::DeadlineExceededError(
-          "timed out waiting for the write to replicate (it may still be applied)");
+  for (;;) {
+    {
+      absl::MutexLock l(&op->mu);
+      if (op->mu.AwaitWithDeadline(absl::Condition(&done),
+                                   std::min(deadline, absl::Now() + kLeadershipCheckInterval))) {
+        break;
+      }
     }
+    // Checked without op->mu: the node's lock is never taken inside it.
+    const bool deposed = node->role() != RaftCore::Role::kLeader || node->term() != term;
+    absl::Status gave_up;
+    if (absl::Now() >= deadline) {
+      gave_up = absl::DeadlineExceededError(
+          "timed out waiting for the write to replicate (it may still be applied)");
+    } else if (deposed && op->request_id != nullptr) {
+      // Leadership lost with the entry in flight (a check-quorum step-down, a higher term): the
+      // entry commits only through a leader that holds it, if ever, which may take long. A
+      // request with an id is answered now, in doubt; its retry at the new leader is answered
+      // or applied there, never both: that leader applies it only after committing an entry of
+      // its own term, after which a log without the retry's first entry cannot commit it.
+      // (Without an id the client could not tell a retry from a new write: it waits as before.)
+      gave_up = NotLeader("this replica lost leadership with the write in flight");
+    } else {
+      continue;
+    }
+    // Not taken by Apply yet: the request (which the decoded rows point into) may go away.
+    if (proposals_.Abandon(op->seq)) return InDoubt(gave_up);
+    absl::MutexLock l(&op->mu);
     op->mu.Await(absl::Condition(&done));  // Apply holds it: the callback follows at once.
+    break;
   }
+  absl::MutexLock l(&op->mu);
   if (!op->propose_status.ok()) {
     // A node that stopped on an error failed the replica: the client retries elsewhere. A replica
     // paused by a full disk leads no more either (the entry may still commit elsewhere).
-    if (state() == ReplicaState::kFailed) return CheckRunning();
-    if (paused_for_space()) return NotLeader("this replica paused: its disk is full");
-    if (IsNotLeaderProposalError(op->propose_status)) {
-      return NotLeader(std::string(op->propose_status.message()));
+    absl::Status s = op->propose_status;
+    if (state() == ReplicaState::kFailed) {
+      s = CheckRunning();
+    } else if (paused_for_space()) {
+      s = NotLeader("this replica paused: its disk is full");
+    } else if (IsNotLeaderProposalError(op->propose_status)) {
+      s = NotLeader(std::string(op->propose_status.message()));
     }
-    return op->propose_status;
+    // ABORTED: a new leader's entry took its index here. Anything else: it may commit elsewhere.
+    return absl::IsAborted(op->propose_status) ? s : InDoubt(s);
   }
   if (!op->applied) return absl::InternalError("the proposed entry was applied without its op");
   return op->apply_status;
@@ -572,6 +604,12 @@ absl::Status TabletReplica::WriteWithScratch(const pb::WriteRequestPB& request,
   if (request.request_id().client_id().size() > kMaxClientIdBytes) {
     return absl::InvalidArgumentError(
         StrCat("request_id.client_id: longer than ", kMaxClientIdBytes, " bytes"));
+  }
+  // A request that waited past its deadline (a paused or busy server) is not admitted: its
+  // client has moved on, may have sent its rows again under another id (an alter), and must
+  // not see them applied by this stale copy.
+  if (absl::Now() >= deadline) {
+    return absl::DeadlineExceededError("the request's deadline passed before it was handled");
   }
   if (request.has_request_id() && !request.request_id().client_id().empty()) {
     // A retry of a request applied here, or applied by the leader before and replicated here,

@@ -56,6 +56,13 @@ absl::Status ScannerExpiredError(std::string_view message) {
   return WithCode(absl::NotFoundError(ToAbsl(message)), pb::ErrorDetailPB::SCANNER_EXPIRED);
 }
 
+absl::Status InDoubt(absl::Status s) {
+  if (s.ok()) return s;
+  pb::ErrorDetailPB detail = GetErrorDetail(s).value_or(pb::ErrorDetailPB());
+  detail.set_in_doubt(true);
+  return WithErrorDetail(std::move(s), detail);
+}
+
 absl::Status SchemaMismatchError(std::string_view message) {
   return WithCode(absl::FailedPreconditionError(ToAbsl(message)),
                   pb::ErrorDetailPB::SCHEMA_MISMATCH);

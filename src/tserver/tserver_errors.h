@@ -33,6 +33,10 @@ absl::Status SchemaMismatchError(std::string_view message);
 // FAILED_PRECONDITION + WRONG_SERVER_UUID.
 absl::Status WrongServerUuidError(std::string_view dest_uuid, std::string_view my_uuid);
 
+// `s` with ErrorDetailPB.in_doubt set (the write may still be applied); its detail code is kept
+// (UNKNOWN_ERROR if it had none). OK stays OK.
+absl::Status InDoubt(absl::Status s);
+
 // INVALID_ARGUMENT "<field>: <message of s>" for a request field that failed to parse or
 // validate, whatever code `s` had (a bad request is the caller's error). OK stays OK.
 absl::Status FieldError(std::string_view field, const absl::Status& s);
