@@ -11,7 +11,7 @@ CTEST_FLAGS ?= --output-on-failure --timeout 600
 CTEST_LABELS ?= unit|cluster|install
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build test cluster test-all asan tsan tsa bench format clean
+.PHONY: all deps configure build test cluster chaos test-all asan tsan tsa bench format clean
 
 all: build
 
@@ -33,6 +33,11 @@ test: build
 # (scripts/demo-cluster.sh prints how to use and stop it).
 cluster: build
 	BIN_DIR=$(BUILD_DIR)/bin scripts/demo-cluster.sh
+
+# The 30-minute chaos run with 3 masters (tests/chaos_test.cc; docs/testing.md "Chaos runs").
+# BASALT_CHAOS_SEED=<seed> replays a run; BASALT_CHAOS_SECONDS changes its length.
+chaos: build
+	cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -L chaos
 
 # Every test, whatever its label.
 test-all: build
