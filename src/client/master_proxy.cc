@@ -31,6 +31,9 @@ int MasterProxy::IndexOf(const std::string& address) {
 absl::Status MasterProxy::CallWithRetries(std::string_view what, absl::Time deadline,
                                           const Attempt& attempt) {
   Backoff backoff(deadline);
+  // A master that stopped answering (paused, cut off) is left for another within seconds: every
+  // call is a read or an exactly-once DDL (docs/master.md), so retrying elsewhere is safe.
+  const absl::Duration attempt_timeout = AttemptTimeout(deadline - absl::Now());
   absl::Status last = absl::UnavailableError("no master answered");
   int idx;
   {
@@ -41,7 +44,7 @@ absl::Status MasterProxy::CallWithRetries(std::string_view what, absl::Time dead
     std::string address;
     Stub* stub = StubFor(idx, &address);
     grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(deadline));
+    ctx.set_deadline(absl::ToChronoTime(std::min(deadline, absl::Now() + attempt_timeout)));
     absl::Status s = FromGrpcStatus(attempt(stub, &ctx));
     if (s.ok()) {
       absl::MutexLock l(&mu_);

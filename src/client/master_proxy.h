@@ -6,7 +6,9 @@
 // It remembers which of the configured masters led last. A call goes there first (or to each in
 // turn when no leader is known); UNAVAILABLE + NOT_THE_LEADER_MASTER moves to the hinted leader
 // (or the next master), and CATALOG_NOT_READY, connection failures and other UNAVAILABLE answers
-// are retried with exponential backoff until the deadline. Other errors are returned as they are.
+// are retried with exponential backoff until the deadline. Each attempt waits at most
+// AttemptTimeout (a third of the call's time, at least 3 s), then the next master is tried. Other
+// errors are returned as they are.
 //
 // Thread-safe.
 
