@@ -85,6 +85,17 @@ class PartitionTest : public ClientClusterTestBase {
   }
 
   // The role of tablet server `ts`'s replica of `tablet_id`, as ListTablets reports it.
+  // Waits until tablet server `ts`'s replica of `tablet_id` follows at `term`.
+  absl::Status WaitForFollower(int ts, const std::string& tablet_id, uint64_t term) {
+    return WaitFor(absl::Seconds(30), "the old leader to follow the new one", [&] {
+      auto replica = Replica(ts, tablet_id);
+      if (!replica.ok()) return replica.status();
+      if (replica->role() == pb::FOLLOWER && replica->term() == term) return absl::OkStatus();
+      return absl::UnavailableError(
+          StrCat(pb::RaftRolePB_Name(replica->role()), " at term ", replica->term()));
+    });
+  }
+
   absl::StatusOr<pb::TabletStatusPB> Replica(int ts, const std::string& tablet_id) {
     pb::ListTabletsResponsePB resp;
     BASALT_RETURN_IF_ERROR(cluster_->ListTablets(ts, &resp));
@@ -237,15 +248,7 @@ TEST_F(PartitionTest, IsolatedLeaderStepsDownAndTheMinorityNeverAcknowledgesAWri
   const absl::Time healed = absl::Now();
   // The old leader rejoins as a follower of the new leader, which keeps leading (pre-vote: the
   // old leader's failed elections never raised its term).
-  ASSERT_OK(WaitFor(absl::Seconds(30), "the old leader to follow the new one", [&] {
-    auto replica = Replica(old_ts, tablet_id);
-    if (!replica.ok()) return replica.status();
-    if (replica->role() == pb::FOLLOWER && replica->term() == next->term) {
-      return absl::OkStatus();
-    }
-    return absl::UnavailableError(
-        StrCat(pb::RaftRolePB_Name(replica->role()), " at term ", replica->term()));
-  }));
+  ASSERT_OK(WaitForFollower(old_ts, tablet_id, next->term));
   auto after = cluster_->FindTabletLeader(tablet_id);
   ASSERT_OK(after);
   EXPECT_EQ(after->ts_index, next->ts_index);
@@ -323,15 +326,7 @@ class OneWayPartitionTest : public PartitionTest {
     ASSERT_OK(writer.WaitForAcked(at_heal + 1000));
     ASSERT_OK(writer.Stop());
     // Exactly one leader, the one the majority elected, and the old one follows it.
-    ASSERT_OK(WaitFor(absl::Seconds(30), "the old leader to follow the new one", [&] {
-      auto replica = Replica(old_ts, tablet_id);
-      if (!replica.ok()) return replica.status();
-      if (replica->role() == pb::FOLLOWER && replica->term() == next->term) {
-        return absl::OkStatus();
-      }
-      return absl::UnavailableError(
-          StrCat(pb::RaftRolePB_Name(replica->role()), " at term ", replica->term()));
-    }));
+    ASSERT_OK(WaitForFollower(old_ts, tablet_id, next->term));
     EXPECT_EQ(Leaders(tablet_id), std::vector<int>{next->ts_index});
     ASSERT_NO_FATAL_FAILURE(writer.Verify());
     auto rows = WaitForReplicasToConverge(tablet_id);

@@ -369,6 +369,13 @@ class ClientRpcTest : public ::testing::Test {
     }
     return n;
   }
+  // A new client (an empty meta cache) and its handle of table "t".
+  void FreshClient(std::shared_ptr<Client>* client, std::shared_ptr<Table>* table) {
+    BASALT_ASSERT_OK(ClientBuilder()
+                         .add_master_server_addr(StrCat("127.0.0.1:", master_server_.port))
+                         .Build(client));
+    BASALT_ASSERT_OK((*client)->OpenTable("t", table));
+  }
   int Writes(int server) {
     absl::MutexLock l(&tservers_[server]->mu_);
     return tservers_[server]->writes_;
@@ -622,11 +629,8 @@ TEST_F(ClientRpcTest, ALeaderHintOutsideTheCachedReplicasRefreshesLocations) {
     for (auto& loc : master_.locations) loc.mutable_replicas()->DeleteSubrange(2, 1);  // No ts2.
   }
   std::shared_ptr<Client> client;
-  BASALT_ASSERT_OK(ClientBuilder()
-                       .add_master_server_addr(StrCat("127.0.0.1:", master_server_.port))
-                       .Build(&client));
   std::shared_ptr<Table> table;
-  BASALT_ASSERT_OK(client->OpenTable("t", &table));
+  ASSERT_NO_FATAL_FAILURE(FreshClient(&client, &table));
   auto session = client->NewSession();
   BASALT_ASSERT_OK(session->SetFlushMode(Session::MANUAL_FLUSH));
   session->SetTimeoutMillis(5000);
@@ -661,11 +665,8 @@ TEST_F(ClientRpcTest, TabletsWithoutReplicasAreLookedUpAgain) {
   }
   // A fresh client, so its cache holds the replica-less locations.
   std::shared_ptr<Client> client;
-  BASALT_ASSERT_OK(ClientBuilder()
-                       .add_master_server_addr(StrCat("127.0.0.1:", master_server_.port))
-                       .Build(&client));
   std::shared_ptr<Table> table;
-  BASALT_ASSERT_OK(client->OpenTable("t", &table));
+  ASSERT_NO_FATAL_FAILURE(FreshClient(&client, &table));
   auto session = client->NewSession();
   auto insert = table->NewInsert();
   BASALT_ASSERT_OK(insert->mutable_row()->SetInt32("key", 1));
