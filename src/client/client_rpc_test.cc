@@ -38,10 +38,10 @@ constexpr int kNumTablets = 2;
 constexpr int kNumServers = 3;
 constexpr int kScanBatchRows = 30;
 
-basalt::Schema TableSchema() {
+basalt::Schema TableSchema(uint32_t version = 0) {
   return basalt::Schema::Create({basalt::ColumnSchema("key", basalt::DataType::kInt32),
                                  basalt::ColumnSchema("v", basalt::DataType::kInt32, true)},
-                                1, {10, 11})
+                                1, {10, 11}, version)
       .value();
 }
 
@@ -69,6 +69,7 @@ class FakeTabletServer final : public pb::TabletServerService::Service {
     {
       absl::MutexLock l(&mu_);
       writes_++;
+      seqs_.push_back(req->request_id().seq_no());
       if (getenv("FAKE_DEBUG"))
         LOG(INFO) << uuid_ << " write " << req->tablet_id() << " rows "
                   << req->row_operations().rows().size();
@@ -190,6 +191,7 @@ class FakeTabletServer final : public pb::TabletServerService::Service {
   std::map<std::string, Store*> stores_;
   absl::Mutex mu_;
   int writes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<uint64_t> seqs_ ABSL_GUARDED_BY(mu_);  // Of every Write, in arrival order.
   int blocked_ ABSL_GUARDED_BY(mu_) = 0;
   bool gate_open_ ABSL_GUARDED_BY(mu_) = true;
   std::deque<absl::Status> write_failures_ ABSL_GUARDED_BY(mu_);
@@ -260,13 +262,18 @@ class FakeMaster final : public pb::MasterService::Service {
             Detail(absl::UnavailableError("loading"), pb::ErrorDetailPB::CATALOG_NOT_READY));
       }
     }
-    if (req->table().table_name() != "t") {
+    if (req->table().table_name() != "t" && req->table().table_id() != "tid") {
       return ToGrpcStatus(
           Detail(absl::NotFoundError("no table"), pb::ErrorDetailPB::TABLE_NOT_FOUND));
     }
     resp->set_table_id("tid");
     resp->set_table_name("t");
-    TableSchema().ToPB(resp->mutable_schema());
+    uint32_t version;
+    {
+      absl::MutexLock l(&mu);
+      version = schema_version;
+    }
+    TableSchema(version).ToPB(resp->mutable_schema());
     partition_schema.ToPB(resp->mutable_partition_schema());
     resp->set_num_replicas(kNumServers);
     return grpc::Status::OK;
@@ -290,8 +297,9 @@ class FakeMaster final : public pb::MasterService::Service {
   std::vector<pb::TabletLocationsPB> locations ABSL_GUARDED_BY(mu);
   int lookups ABSL_GUARDED_BY(mu) = 0;
   int schema_calls ABSL_GUARDED_BY(mu) = 0;
-  int redirect_port ABSL_GUARDED_BY(mu) = 0;  // > 0: a follower pointing there.
-  int not_ready ABSL_GUARDED_BY(mu) = 0;      // Answers CATALOG_NOT_READY this many times.
+  int redirect_port ABSL_GUARDED_BY(mu) = 0;        // > 0: a follower pointing there.
+  int not_ready ABSL_GUARDED_BY(mu) = 0;            // Answers CATALOG_NOT_READY this many times.
+  uint32_t schema_version ABSL_GUARDED_BY(mu) = 0;  // The table's (same columns, any version).
 };
 
 struct Server {
@@ -375,6 +383,15 @@ class ClientRpcTest : public ::testing::Test {
                          .add_master_server_addr(StrCat("127.0.0.1:", master_server_.port))
                          .Build(client));
     BASALT_ASSERT_OK((*client)->OpenTable("t", table));
+  }
+  // The request sequence numbers of every server's Writes.
+  std::vector<uint64_t> Seqs() {
+    std::vector<uint64_t> out;
+    for (auto& ts : tservers_) {
+      absl::MutexLock l(&ts->mu_);
+      out.insert(out.end(), ts->seqs_.begin(), ts->seqs_.end());
+    }
+    return out;
   }
   int Writes(int server) {
     absl::MutexLock l(&tservers_[server]->mu_);
@@ -654,6 +671,38 @@ TEST_F(ClientRpcTest, ALeaderHintOutsideTheCachedReplicasRefreshesLocations) {
   EXPECT_EQ(Writes(2), kNumTablets);
   absl::MutexLock l(&master_.mu);
   EXPECT_GT(master_.lookups, lookups_before);
+}
+
+// SCHEMA_MISMATCH from a replica behind the batch's schema version (an alter it has not applied,
+// a deposed leader) retries the same request, same id: a copy of it may still apply elsewhere.
+// From a replica past it, the rows go re-encoded for the master's schema as a new request.
+TEST_F(ClientRpcTest, SchemaMismatchKeepsTheRequestIdUnlessTheReplicaIsPastTheBatch) {
+  auto mismatch = [](uint32_t tablet_version) {
+    pb::ErrorDetailPB d;
+    d.set_code(pb::ErrorDetailPB::SCHEMA_MISMATCH);
+    d.set_schema_version(tablet_version);
+    return WithErrorDetail(absl::FailedPreconditionError("schema"), d);
+  };
+  {
+    absl::MutexLock l(&master_.mu);
+    master_.schema_version = 1;  // The table was altered; the handle is at version 0.
+  }
+  auto session = client_->NewSession();
+  BASALT_ASSERT_OK(session->SetFlushMode(Session::MANUAL_FLUSH));
+  FailWrites(0, {mismatch(0)});  // ts0 leads, still at the batch's version: a stale replica.
+  BASALT_ASSERT_OK(session->Apply(Insert(1)));
+  BASALT_ASSERT_OK(session->Flush());
+  std::vector<uint64_t> seqs = Seqs();
+  ASSERT_EQ(seqs.size(), 2u);
+  EXPECT_EQ(seqs[0], seqs[1]) << "a refusal by a replica behind the batch is not its answer";
+
+  FailWrites(0, {mismatch(1)});  // Past the batch's version 0.
+  BASALT_ASSERT_OK(session->Apply(Insert(2)));
+  BASALT_ASSERT_OK(session->Flush());
+  seqs = Seqs();
+  ASSERT_EQ(seqs.size(), 4u);
+  EXPECT_NE(seqs[2], seqs[3]) << "re-encoded rows go as a new request";
+  EXPECT_EQ(RowCount(), 2u);
 }
 
 TEST_F(ClientRpcTest, TabletsWithoutReplicasAreLookedUpAgain) {

@@ -284,7 +284,8 @@ absl::Status SessionData::ApplySync(std::unique_ptr<WriteOperation> op,
   absl::Status s = r.status.ok() && !r.row_errors.empty() ? r.row_errors[0].status : r.status;
   if (s.ok()) return s;
   std::vector<std::unique_ptr<Error>> errs;
-  errs.push_back(Access::MakeError(s, std::move(op), r.possibly_applied));
+  // A per-row error is the row's answer: definite.
+  errs.push_back(Access::MakeError(s, std::move(op), !r.status.ok() && r.possibly_applied));
   absl::MutexLock l(&mu);
   AddErrorsLocked(std::move(errs), 1);
   return s;

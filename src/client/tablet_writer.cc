@@ -124,8 +124,8 @@ Next Classify(ClientData* client, WriteBatch* batch, const ReplicaLocation& targ
         // A leader the cached locations do not list (a replica added since, by a move or a
         // repair): without fresh locations every known replica would keep answering this.
         if (!Relocate(client, batch, deadline, fail)) return Next::kFail;
-        batch->tablet->MarkLeader(detail->leader_uuid());
-        return Next::kRetryNow;
+        // The master may not list it yet either: then ask again after a backoff.
+        return batch->tablet->MarkLeader(detail->leader_uuid()) ? Next::kRetryNow : Next::kBackoff;
       }
       tablet->MarkFollower(target.address);
       return Next::kBackoff;
@@ -219,32 +219,35 @@ void SendRequest(ClientData* client, WriteBatch* batch, RequestRows* rows,
       next = Classify(client, batch, target, s, deadline, &result->possibly_applied, &fail);
       bool same_target = next == Next::kBackoffSame;
       if (next == Next::kNewSchema) {
-        // Learn the table's current schema and send the rows encoded for it.
-        const uint32_t sent = rows->version();
-        auto ws = RefreshWriteSchema(client, *batch->table, deadline);
-        if (ws.ok()) fail = rows->Use(*ws);
-        if (!ws.ok() || !fail.ok()) {
-          const absl::Status& why = ws.ok() ? fail : ws.status();
-          result->status = absl::Status(
-              why.code(), StrCat(last.message(),
-                                 "; the table's current schema is unavailable: ", why.message()));
-          break;
-        }
-        if (rows->num_ops() == 0) break;
-        if (rows->version() != sent) {
-          // The tablet is past the version sent (the master is ahead of every tablet), which
-          // it therefore never applies: the re-encoded rows may go as a new request.
+        const auto mismatch = GetErrorDetail(s);
+        const uint32_t tablet_version = mismatch.has_value() ? mismatch->schema_version() : 0;
+        if (tablet_version <= rows->version()) {
+          // This replica is behind the rows (an alter it has not applied yet, or a deposed
+          // leader): a copy of this request may still apply elsewhere, so it is retried as it
+          // is (same bytes, same id: an answer's row numbers are the request's), after a backoff
+          // and at the next replica.
+          next = Next::kBackoff;
+        } else {
+          // A replica past the version sent: no copy of this request ever applies (versions only
+          // grow along the log, and a copy applied before the alter would have been answered
+          // from the request id, which the server checks first). The rows go encoded for the
+          // table's current schema, as a new request.
+          auto ws = RefreshWriteSchema(client, *batch->table, deadline);
+          if (ws.ok()) fail = rows->Use(*ws);
+          if (!ws.ok() || !fail.ok()) {
+            const absl::Status& why = ws.ok() ? fail : ws.status();
+            result->status = absl::Status(
+                why.code(), StrCat(last.message(),
+                                   "; the table's current schema is unavailable: ", why.message()));
+            break;
+          }
+          if (rows->num_ops() == 0) break;  // Every row failed alone (never applied).
           client->requests.Complete(seq);
           seq = client->requests.Start();
           req.mutable_request_id()->set_seq_no(seq);
           next = Next::kRetryNow;
-        } else {
-          // The tablet has not caught up with the alter yet. The same request (same bytes, same
-          // id) is retried: a copy of it still in flight may be applied once the tablet catches
-          // up, and must then be this request's answer, not a second apply.
-          next = Next::kBackoffSame;
+          same_target = true;
         }
-        same_target = true;
       }
       // Leader hints that keep bouncing between replicas are retried with backoff too.
       if (next == Next::kRetryNow && ++quick_retries > 3) next = Next::kBackoff;

@@ -409,6 +409,11 @@ absl::Status TabletReplica::ProposeAndWait(std::string body, HybridTime propagat
     // in the log.
     term = node->term();
     if (node->role() != RaftCore::Role::kLeader) return NotLeader("this replica is not the leader");
+    // Again here, after the memory-pressure delay and the wait for this lock: a copy past its
+    // deadline must not reach the log (see WriteWithScratch).
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError("the request's deadline passed before it was proposed");
+    }
     if (last_applied_term_.load() != term) {
       return TabletNotRunningError(
           StrCat("tablet ", tablet_id_, ": the new leader has not applied an entry of its term"));
@@ -582,7 +587,8 @@ absl::Status TabletReplica::DecodeWrite(const pb::WriteRequestPB& request, Pendi
   if (!client.ok()) return FieldError("schema", client.status());
   if (!client->Equals(*op->schema)) {
     return SchemaMismatchError(StrCat("schema: the request's schema is not the schema of tablet ",
-                                      tablet_id_, " (version ", op->schema->version(), ")"));
+                                      tablet_id_, " (version ", op->schema->version(), ")"),
+                               op->schema->version());
   }
   std::vector<DecodedRowOperation>& ops = op->scratch->ops;
   RowOperationsDecoder decoder(op->schema.get(), &op->scratch->arena);
@@ -775,9 +781,10 @@ absl::Status TabletReplica::ApplyWrite(const LogEntry& entry, const pb::Replicat
   absl::Status s;
   const std::vector<RowOutcome>* results = nullptr;
   if (msg.write().schema_version() != schema->version()) {
-    s = SchemaMismatchError(StrCat("the rows were encoded for schema version ",
-                                   msg.write().schema_version(), " but the tablet is at version ",
-                                   schema->version(), " now"));
+    s = SchemaMismatchError(
+        StrCat("the rows were encoded for schema version ", msg.write().schema_version(),
+               " but the tablet is at version ", schema->version(), " now"),
+        schema->version());
   } else if (op != nullptr) {
     s = tablet_->ApplyRowOperations(ts, static_cast<int64_t>(entry.index), op->scratch->ops,
                                     &op->scratch->results, replay);

@@ -1105,6 +1105,8 @@ TEST_F(TabletServerTest, ARetryAfterAnAlterGetsItsFirstAnswer) {
     absl::Status s = client_->Write(second, &r);
     EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
     EXPECT_EQ(DetailCode(s), pb::ErrorDetailPB::SCHEMA_MISMATCH) << s;
+    // The tablet's version, past the request's 0: its client may send the rows again re-encoded.
+    EXPECT_EQ(GetErrorDetail(s).value_or(pb::ErrorDetailPB()).schema_version(), 1u) << s;
   }
 }
 

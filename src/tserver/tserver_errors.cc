@@ -63,9 +63,11 @@ absl::Status InDoubt(absl::Status s) {
   return WithErrorDetail(std::move(s), detail);
 }
 
-absl::Status SchemaMismatchError(std::string_view message) {
-  return WithCode(absl::FailedPreconditionError(ToAbsl(message)),
-                  pb::ErrorDetailPB::SCHEMA_MISMATCH);
+absl::Status SchemaMismatchError(std::string_view message, uint32_t tablet_schema_version) {
+  pb::ErrorDetailPB detail;
+  detail.set_code(pb::ErrorDetailPB::SCHEMA_MISMATCH);
+  detail.set_schema_version(tablet_schema_version);
+  return WithErrorDetail(absl::FailedPreconditionError(ToAbsl(message)), detail);
 }
 
 absl::Status WrongServerUuidError(std::string_view dest_uuid, std::string_view my_uuid) {

@@ -4,6 +4,7 @@
 // "Errors"): the status code and the detail code a client acts on, built in one place so every
 // service answers the same way.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,8 +29,8 @@ absl::Status ServerOverloadedError(std::string_view message);
 absl::Status DiskFullError(std::string_view message);
 // NOT_FOUND + SCANNER_EXPIRED.
 absl::Status ScannerExpiredError(std::string_view message);
-// FAILED_PRECONDITION + SCHEMA_MISMATCH.
-absl::Status SchemaMismatchError(std::string_view message);
+// FAILED_PRECONDITION + SCHEMA_MISMATCH, with the tablet's schema version.
+absl::Status SchemaMismatchError(std::string_view message, uint32_t tablet_schema_version);
 // FAILED_PRECONDITION + WRONG_SERVER_UUID.
 absl::Status WrongServerUuidError(std::string_view dest_uuid, std::string_view my_uuid);
 
