@@ -443,7 +443,8 @@ absl::Status TabletReplica::ProposeAndWait(std::string body, HybridTime propagat
         break;
       }
     }
-    // Checked without op->mu: the node's lock is never taken inside it.
+    // Checked without op->mu held (the node takes its own lock; its callbacks, which take
+    // op->mu, run outside that lock, so either order would be safe, but none is needed).
     const bool deposed = node->role() != RaftCore::Role::kLeader || node->term() != term;
     absl::Status gave_up;
     if (absl::Now() >= deadline) {
@@ -488,9 +489,10 @@ absl::Status TabletReplica::ProposeAndWait(std::string body, HybridTime propagat
 void TabletReplica::OnProposalDone(const std::shared_ptr<PendingOp>& op,
                                    absl::StatusOr<uint64_t> index) {
   proposals_.Done(*op);
-  // Not applied here, and never will be (a failed proposal's entry was not committed, or this
-  // node stopped); should it commit elsewhere, a leader answers retries once it applied it, as
-  // this replica would before leading again (CheckLeaderReady).
+  // Not applied here yet, and not through this op: the entry was overwritten, dropped from this
+  // replica's log (it may still commit through another replica: in doubt), or this node stopped.
+  // Should it commit, whoever applies it records its answer from the entry, and a leader answers
+  // retries only after applying every earlier entry (CheckLeaderReady), this replica included.
   if (!index.ok() && op->request_id != nullptr) results_->Abandon(*op->request_id);
   absl::MutexLock l(&op->mu);
   op->propose_status = index.status();
