@@ -39,11 +39,11 @@ namespace {
 
 // How long the test watches the leader while every copy fails: shorter than the throttle's
 // minute, so each throttled message may appear once at most.
-constexpr absl::Duration kWindow = absl::Seconds(35);
-// The leader's retry delays (flags below): 500 ms doubling to 2 s, +-25%. In the window that is
+constexpr absl::Duration kWindow = absl::Seconds(15);
+// The leader's retry delays (flags below): 250 ms doubling to 1 s, +-25%. In the window that is
 // about 15 attempts, so the log stays small because of the throttle, not because attempts are rare.
-constexpr int kRetryBaseMs = 500;
-constexpr int kRetryMaxMs = 2000;
+constexpr int kRetryBaseMs = 250;
+constexpr int kRetryMaxMs = 1000;
 // At least this many attempts in the window, or the test would prove nothing about the log.
 constexpr int kMinAttempts = 5;
 // At most the window over the shortest delay at the cap (0.75 x the cap), plus a few for the ramp
