@@ -10,8 +10,10 @@ CTEST_FLAGS ?= --output-on-failure --timeout 600
 # (find_package(Basalt) from an outside project). Longer stress and soak tests carry other labels.
 CTEST_LABELS ?= unit|cluster|install
 JOBS ?= $(shell nproc)
+# `make perf`: full (the issue's sizes, ~15 min) or small (seconds; what the default suite runs).
+PERF_SCALE ?= full
 
-.PHONY: all deps configure build test cluster chaos test-all asan tsan tsa bench format clean
+.PHONY: all deps configure build test cluster chaos test-all asan tsan tsa bench perf format clean
 
 all: build
 
@@ -65,6 +67,11 @@ bench: build
 	$(BUILD_DIR)/bench/common_bench --benchmark_format=json
 	@for b in $(BUILD_DIR)/bench/*_bench; do \
 	  case $$b in */common_bench) ;; *) echo "== $$b"; $$b ;; esac; done
+
+# The workloads W1-W6 of docs/performance.md against fresh local clusters (bench/perf.py): progress
+# on stderr, one JSON object with every figure and the machine on stdout.
+perf: build
+	python3 bench/perf.py --scale=$(PERF_SCALE) --bin_dir=$(BUILD_DIR)/bin
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i

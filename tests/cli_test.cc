@@ -79,6 +79,61 @@ TEST_F(CliTest, CreateLoadgenCountCheckedByPath) {
   EXPECT_NE(dup.err.find("10 insert(s) failed"), std::string::npos) << dup.err;
 }
 
+// The workloads of `make perf` (docs/performance.md): loadgen's flush modes, lookups and scans,
+// with their human and JSON outputs.
+TEST_F(CliTest, PerfFlushModesLookupAndScan) {
+  MustRun({"table", "create", master_,
+           "CREATE TABLE w (key INT32, integer_val INT32 NOT NULL, non_null_with_default INT32 "
+           "NOT NULL DEFAULT 12345, PRIMARY KEY (key)) PARTITION BY HASH (key) PARTITIONS 4"});
+  // MANUAL_FLUSH: a Flush() after every 100 rows, each one timed.
+  const std::string manual =
+      MustRun({"perf", "loadgen", master_, "--table_name=w", "--num_threads=1",
+               "--num_rows_per_thread=1000", "--flush_mode=manual", "--flush_every=100"});
+  EXPECT_NE(manual.find("Inserted 1000 rows in "), std::string::npos) << manual;
+  EXPECT_NE(manual.find("Flush: 10 calls waited, p50 "), std::string::npos) << manual;
+  // AUTO_FLUSH_SYNC: every insert waits; JSON output is one object.
+  const std::string sync = MustRun({"perf", "loadgen", master_, "--table_name=w", "--num_threads=1",
+                                    "--num_rows_per_thread=50", "--key_start=1000",
+                                    "--flush_mode=sync", "--format=json"});
+  EXPECT_TRUE(absl::StartsWith(sync,
+                               "{\"workload\": \"loadgen\", \"table\": \"w\", "
+                               "\"flush_mode\": \"sync\", \"threads\": 1, \"rows\": 50,"))
+      << sync;
+  EXPECT_NE(sync.find("\"waits\": 50,"), std::string::npos) << sync;
+  CliResult bad = Basalt({"perf", "loadgen", master_, "--table_name=w", "--flush_mode=eventually"});
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.err.find("--flush_mode: 'eventually' is not one of background, manual, sync"),
+            std::string::npos)
+      << bad.err;
+
+  // Lookups: every key of [0, 1050) is there; none of [5000, 5100).
+  const std::string found = MustRun(
+      {"perf", "lookup", master_, "w", "--num_lookups=100", "--num_threads=2", "--perf_seed=7"});
+  EXPECT_NE(found.find("Looked up 100 keys (100 found) in "), std::string::npos) << found;
+  EXPECT_NE(found.find(" with 2 threads: "), std::string::npos) << found;
+  const std::string missing = MustRun({"perf", "lookup", master_, "w", "--num_lookups=20",
+                                       "--key_start=5000", "--key_range=100", "--format=json"});
+  EXPECT_NE(missing.find("\"lookups\": 20, \"found\": 0,"), std::string::npos) << missing;
+  MustRun({"table", "create", master_, "CREATE TABLE s (k STRING PRIMARY KEY, v INT32)"});
+  CliResult string_key = Basalt({"perf", "lookup", master_, "s"});
+  EXPECT_EQ(string_key.rc, 1);
+  EXPECT_NE(string_key.err.find("needs an integer primary key; k is not one"), std::string::npos)
+      << string_key.err;
+  CliResult no_table = Basalt({"perf", "lookup", master_, "nope"});
+  EXPECT_EQ(no_table.rc, 1);
+
+  // Scan: integer_val of row i is i, so the sum over rows 0..1049 is 1049 * 1050 / 2.
+  const std::string scan = MustRun({"perf", "scan", master_, "w", "--columns=integer_val"});
+  EXPECT_NE(scan.find("Scanned 1050 rows (0.0 MB) of integer_val in "), std::string::npos) << scan;
+  EXPECT_NE(scan.find("; integer sum 550725\n"), std::string::npos) << scan;
+  const std::string scan_json = MustRun(
+      {"perf", "scan", master_, "w", "--columns=key", "--predicates=key >= 1000", "--format=json"});
+  EXPECT_NE(scan_json.find("\"rows\": 50, \"bytes\": 200,"), std::string::npos) << scan_json;
+  CliResult bad_column = Basalt({"perf", "scan", master_, "w", "--columns=nope"});
+  EXPECT_EQ(bad_column.rc, 1);
+  EXPECT_NE(bad_column.err.find("nope"), std::string::npos) << bad_column.err;
+}
+
 TEST_F(CliTest, LoadgenCreatesATableWhenNoneIsNamed) {
   const std::string out = MustRun(
       {"perf", "loadgen", master_, "--num_rows_per_thread=200", "--num_threads=2", "--run_scan"});

@@ -63,6 +63,8 @@ Command FsCommand();
 Command TabletChangeConfigGroup();
 // `table load` (tool_table_load.cc), one of TableCommand's actions.
 Action TableLoadAction();
+// `fs space` (tool_fs_space.cc).
+Action FsSpaceAction();
 // `cluster rebalance` (tool_cluster_rebalance.cc), one of ClusterCommand's actions.
 Action ClusterRebalanceAction();
 // `table alter` (tool_table_alter.cc) and `table copy` (tool_table_copy.cc).

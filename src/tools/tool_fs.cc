@@ -452,6 +452,7 @@ Command FsCommand() {
       {{"kind", "superblock, wal, cfile or replica"}, {"path", "The file or directory to dump"}},
       {"format", "print_values", "limit"},
       Dump});
+  cmd.actions.push_back(FsSpaceAction());
   return cmd;
 }
 

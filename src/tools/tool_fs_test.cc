@@ -81,22 +81,29 @@ Schema TestSchema() {
   return *s;
 }
 
-TEST_F(ToolFsTest, DumpSuperBlock) {
+// A superblock of TestSchema() with one rowset of 777 rows, keys -5 to 4242: columns in blocks
+// 0x10 and 0x11, key index 0x12, bloom 0x13, no deltas.
+TabletSuperBlock TestSuperBlock(const std::string& tablet_id) {
   TabletSuperBlock sb;
-  sb.tablet_id = "tablet-abc";
+  sb.tablet_id = tablet_id;
   sb.schema = TestSchema();
   RowSetMetadata rs;
   rs.id = 0;
   rs.column_blocks = {{0, BlockId(0x10)}, {1, BlockId(0x11)}};
   rs.key_index_block = BlockId(0x12);
   rs.bloom_block = BlockId(0x13);
-  rs.redo_blocks = {BlockId(0x14)};
   rs.min_key = EncodeKey(sb.schema, std::vector<Datum>{Datum::Int32(-5)});
   rs.max_key = EncodeKey(sb.schema, std::vector<Datum>{Datum::Int32(4242)});
   rs.num_rows = 777;
   rs.base_snapshot_before = HybridTime::FromMicros(1'700'000'000'000'000, 0);
   sb.rowsets.push_back(rs);
   sb.next_rowset_id = 1;
+  return sb;
+}
+
+TEST_F(ToolFsTest, DumpSuperBlock) {
+  TabletSuperBlock sb = TestSuperBlock("tablet-abc");
+  sb.rowsets[0].redo_blocks = {BlockId(0x14)};
   sb.durable_op_index = 31337;
   sb.orphaned_blocks = {BlockId(0x99)};
   sb.version = 3;
@@ -126,6 +133,65 @@ TEST_F(ToolFsTest, DumpSuperBlock) {
   EXPECT_EQ(Dump("superblock", path), 1);
   EXPECT_NE(err_.str().find(path), std::string::npos) << err_.str();
   EXPECT_EQ(Dump("superblock", JoinPath(dir_, "missing")), 1);
+}
+
+// `fs space`: block files of known sizes in two directories, named by a superblock by kind, one
+// that no superblock names, and a WAL segment.
+TEST_F(ToolFsTest, SpaceCountsBlocksByKind) {
+  const std::string d0 = JoinPath(dir_, "d0");
+  const std::string d1 = JoinPath(dir_, "d1");
+  for (const std::string& d :
+       {JoinPath(JoinPath(d0, "tablets"), "t1"), JoinPath(JoinPath(d0, "blocks"), "00"),
+        JoinPath(JoinPath(d1, "blocks"), "01"), JoinPath(JoinPath(d0, "wals"), "t1")}) {
+    BASALT_ASSERT_OK(env_->CreateDirs(d));
+  }
+  auto block = [&](const std::string& d, const std::string& sub, uint64_t id, size_t size) {
+    Rewrite(JoinPath(JoinPath(JoinPath(d, "blocks"), sub), BlockId(id).ToString()),
+            std::string(size, 'b'));
+  };
+  block(d0, "00", 0x10, 400);   // key column
+  block(d1, "01", 0x11, 300);   // name column, in the second directory
+  block(d0, "00", 0x12, 100);   // key index
+  block(d1, "01", 0x13, 50);    // bloom
+  block(d0, "00", 0x14, 20);    // undo
+  block(d0, "00", 0x99, 1000);  // named by no superblock
+  Rewrite(JoinPath(JoinPath(JoinPath(d0, "wals"), "t1"), "wal-000000001"), std::string(64, 'w'));
+  TabletSuperBlock sb = TestSuperBlock("t1");
+  sb.rowsets[0].undo_blocks = {BlockId(0x14)};
+  sb.rowsets[0].num_rows = 100;
+  const std::string sb_path = JoinPath(JoinPath(JoinPath(d0, "tablets"), "t1"), "superblock");
+  BASALT_ASSERT_OK(WriteSuperBlock(env_, sb_path, sb));
+
+  const std::string saved_format = FLAGS_format;
+  FLAGS_format = "csv";
+  auto space = [&](const std::string& dirs) {
+    out_.str("");
+    err_.str("");
+    return RunTool(AllCommands(), {"fs", "space", dirs}, false, &out_, &err_);
+  };
+  ASSERT_EQ(space(d0 + "," + d1), 0) << err_.str();
+  EXPECT_EQ(out_.str(),
+            "kind,bytes,bytes_per_row,rows\n"
+            "column key,400,4.000,100\n"
+            "column name,300,3.000,100\n"
+            "key index,100,1.000,100\n"
+            "bloom,50,0.500,100\n"
+            "undo deltas,20,0.200,100\n"
+            "rowsets total,870,8.700,100\n"
+            "other blocks,1000,10.000,100\n"
+            "wal,64,0.640,100\n");
+  // Without the second directory its blocks are not found: counted nowhere.
+  ASSERT_EQ(space(d0), 0) << err_.str();
+  EXPECT_NE(out_.str().find("rowsets total,520,5.200,100"), std::string::npos) << out_.str();
+
+  // A corrupt superblock is an error naming it; so is a directory that is not a data directory.
+  const std::string good = Read(sb_path);
+  Rewrite(sb_path, good.substr(0, good.size() - 5));
+  EXPECT_EQ(space(d0), 1);
+  EXPECT_NE(err_.str().find(sb_path), std::string::npos) << err_.str();
+  EXPECT_EQ(space(JoinPath(dir_, "missing")), 1);
+  EXPECT_NE(err_.str().find("missing"), std::string::npos) << err_.str();
+  FLAGS_format = saved_format;
 }
 
 std::string WriteEntryData(uint32_t schema_version, size_t row_bytes) {
