@@ -11,6 +11,7 @@
 #include "tablet/diskrowset_iterator.h"
 #include "tablet/row_changelist.h"
 #include "tablet/row_outcome.h"
+#include "tablet/scan_key_range.h"
 
 namespace basalt {
 
@@ -246,6 +247,13 @@ absl::Status DiskRowSet::OrdinalRange(const EncodedKeyRange& range, rowid_t* sta
                                       rowid_t* end) const {
   *start = 0;
   *end = num_rows();
+  if (IsSingleKeyRange(range)) {
+    // A point lookup: the bloom filter usually answers "not here" without the key index.
+    BASALT_ASSIGN_OR_RETURN(std::optional<rowid_t> row, FindRow(range.lower));
+    *start = row.value_or(0);
+    *end = row.has_value() ? *row + 1 : 0;
+    return absl::OkStatus();
+  }
   if (!range.lower.empty()) {
     BASALT_ASSIGN_OR_RETURN(*start, LowerBound(range.lower));
   }

@@ -21,6 +21,7 @@
 #include "tablet/row_changelist.h"
 #include "tablet/row_state.h"
 #include "tablet/rowset_tree.h"
+#include "tablet/scan_key_range.h"
 #include "tablet/tablet_components.h"
 #include "tablet/union_iterator.h"
 
@@ -478,19 +479,22 @@ absl::StatusOr<std::unique_ptr<RowBlockIterator>> Tablet::NewIterator(const Sche
                                          std::move(to_user), projection.num_columns());
   const Schema* proj = iter->internal();
 
+  // Predicates on the key narrow the key range, so that stores seek instead of filtering.
+  ScanSpec narrowed = spec;
+  NarrowKeyRange(schema, &narrowed);
   std::vector<std::unique_ptr<RowBlockIterator>> children;
   for (const auto& store : {c->frozen, c->mrs}) {
     if (store == nullptr) continue;
-    std::unique_ptr<RowBlockIterator> it = store->mrs->NewIterator(proj, snap, spec.range);
-    if (!spec.predicates.empty()) {
-      it = std::make_unique<FilterIterator>(std::move(it), proj, spec.predicates);
+    std::unique_ptr<RowBlockIterator> it = store->mrs->NewIterator(proj, snap, narrowed.range);
+    if (!narrowed.predicates.empty()) {
+      it = std::make_unique<FilterIterator>(std::move(it), proj, narrowed.predicates);
     }
     children.push_back(std::move(it));
   }
   std::vector<int> overlapping;
-  c->tree->FindOverlapping(spec.range.lower, spec.range.upper, &overlapping);
+  c->tree->FindOverlapping(narrowed.range.lower, narrowed.range.upper, &overlapping);
   for (int idx : overlapping) {
-    BASALT_ASSIGN_OR_RETURN(auto it, c->drs[idx]->NewIterator(proj, snap, spec));
+    BASALT_ASSIGN_OR_RETURN(auto it, c->drs[idx]->NewIterator(proj, snap, narrowed));
     children.push_back(std::move(it));
   }
   // Only now: every store the scan reads is pinned (tablet_history.cc, point 2).
