@@ -44,4 +44,22 @@ std::string MessageToString(const RaftMessage& m) {
   return out;
 }
 
+std::vector<RaftMessage> TakeMessagesSendableBeforePersist(Ready* ready, const HardState& durable) {
+  std::vector<RaftMessage> early;
+  if (ready->hard_state.has_value() &&
+      (ready->hard_state->term != durable.term || ready->hard_state->vote != durable.vote)) {
+    return early;
+  }
+  for (const LogEntry& e : ready->entries) {
+    if (e.type == EntryType::kConfigChange) return early;
+  }
+  std::vector<RaftMessage> rest;
+  for (RaftMessage& m : ready->messages) {
+    const bool leader_message = m.type == MessageType::kAppend || m.type == MessageType::kHeartbeat;
+    (leader_message ? early : rest).push_back(std::move(m));
+  }
+  ready->messages = std::move(rest);
+  return early;
+}
+
 }  // namespace basalt

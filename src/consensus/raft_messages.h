@@ -70,7 +70,8 @@ std::string MessageToString(const RaftMessage& m);
 // A batch of work the caller of RaftCore must carry out, in this order:
 //   1. persist hard_state (if set) and append entries to the log (an entry whose index is at or
 //      below the log's last index replaces that entry and everything after it), durably;
-//   2. send messages (they may depend on step 1, never before it is durable);
+//   2. send messages (they may depend on step 1, never before it is durable), except those
+//      TakeMessagesSendableBeforePersist returns, which may go before step 1;
 //   3. start tablet copies for snapshots_needed;
 //   4. apply committed_entries in order (they may include entries from step 1);
 //   5. call RaftCore::Advance(ready).
@@ -88,5 +89,20 @@ struct Ready {
            snapshots_needed.empty();
   }
 };
+
+// Moves out of `ready` the messages that may be sent before step 1 (persisting) is durable: a
+// leader's appends and heartbeats, when the term and vote it persisted (`durable`) stay as they
+// are and none of the new entries changes the configuration. Raft thesis §10.2.1: the leader then
+// writes its own log in parallel with its followers, which is safe because it counts its own
+// entries toward a commit only once Advance reports them durable, and an append promises nothing
+// about the sender's disk. Everything else (votes, acknowledgements, any message of a Ready that
+// changes the term or the vote) stays in `ready`.
+//
+// Configuration entries wait for the leader's write because a configuration takes effect when
+// appended: a follower that adopted one the crashed leader lost could be stuck for good (seen in
+// the simulation: a voter demoted to learner by an entry only it held, whose longer log made it
+// refuse the restarted leader, while as a learner it would not campaign itself). A follower
+// holding log entries its leader lost is otherwise ordinary Raft: the longest log wins.
+std::vector<RaftMessage> TakeMessagesSendableBeforePersist(Ready* ready, const HardState& durable);
 
 }  // namespace basalt

@@ -454,6 +454,13 @@ void RaftNode::MaybeDeliverSafeTime(const RaftMessage& m) {
 
 absl::Status RaftNode::HandleReady() {
   Ready ready = core_->GetReady();
+  // A leader's appends go out before its own write, so that its followers' fsyncs overlap its
+  // own (raft_messages.h, TakeMessagesSendableBeforePersist).
+  std::vector<RaftMessage> early = TakeMessagesSendableBeforePersist(&ready, cmeta_->hard_state());
+  if (!early.empty()) {
+    StampSafeTime(&early);
+    transport_->SendBatch(options_.group_id, std::move(early));
+  }
   BASALT_RETURN_IF_ERROR(Persist(ready));
   // Entries at or below the old last index replaced a suffix (Ready contract), and the new
   // leader's log may end before proposals this replica made as a leader. Only after Persist: were

@@ -19,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/env_memory.h"
+#include "common/fault_injection_env.h"
 #include "common/random.h"
 #include "common/status_test_util.h"
 #include "common/strings.h"
@@ -185,8 +186,9 @@ class RaftNodeTest : public ::testing::Test {
   void StartNode(const PeerId& id) {
     BASALT_ASSERT_OK(env_->CreateDirs(JoinPath(root_, id)));
     sms_[id] = std::make_unique<KvStateMachine>(durable_state_machines_);
+    Env* env = env_of_.contains(id) ? env_of_.at(id) : env_;
     absl::StatusOr<std::unique_ptr<RaftNode>> node =
-        RaftNode::Open(env_, Options(id), &transport_, sms_[id].get());
+        RaftNode::Open(env, Options(id), &transport_, sms_[id].get());
     BASALT_ASSERT_OK(node);
     BASALT_ASSERT_OK((*node)->Start());
     nodes_[id] = std::move(*node);
@@ -298,6 +300,10 @@ class RaftNodeTest : public ::testing::Test {
   uint64_t segment_size_bytes_ = 1 << 20;
   bool durable_state_machines_ = false;
   std::map<PeerId, std::unique_ptr<KvStateMachine>> sms_;
+  // A node's own Env instead of env_ (over the same files), for faults of one node; the node
+  // must not outlive it (nodes_ is declared after, so it is destroyed first).
+  std::map<PeerId, Env*> env_of_;
+  std::map<PeerId, std::unique_ptr<FaultInjectionEnv>> fault_envs_;
   // Adjusts the options of node `id` before it opens (e.g. safe time hooks).
   std::function<void(const PeerId& id, RaftNodeOptions* options)> customize_;
   // Safe time hooks' recorder for the tests that install them (customize_). A member, not a
@@ -361,6 +367,40 @@ TEST_F(RaftNodeTest, ApplyFailureStopsTheReplicaAndTheOthersGoOn) {
   StopNode(bad);
   ASSERT_TRUE(WriteAll(10, 20));
   ExpectConverged(21, 20);  // 20 keys and the "fail=" entry, applied by the healthy two.
+}
+
+// A leader sends its appends before its own WAL write (raft_messages.h,
+// TakeMessagesSendableBeforePersist), so its followers write in parallel with it: when the
+// leader's write then fails, the followers already hold the entry, and the next leader commits
+// it. (Sending only after the write, the entry would have been lost with the leader's write.)
+TEST_F(RaftNodeTest, ALeadersAppendReachesTheFollowersBeforeItsOwnWrite) {
+  for (const PeerId& id : ids_) {
+    fault_envs_[id] = std::make_unique<FaultInjectionEnv>(&mem_env_);
+    env_of_[id] = fault_envs_[id].get();
+  }
+  customize_ = [](const PeerId&, RaftNodeOptions* o) { o->log.force_fsync = true; };
+  StartAll();
+  ASSERT_TRUE(WriteAll(0, 10));
+  RaftNode* leader = WaitForLeader();
+  ASSERT_NE(leader, nullptr);
+  const PeerId bad = leader->peer_id();
+  // Every sync of the leader's files fails from now on: its next WAL write fails and stops it.
+  fault_envs_.at(bad)->FailAfter(0, FaultInjectionEnv::OpKind::kSync);
+  absl::StatusOr<uint64_t> r = leader->ProposeAndWait(Kv(100), kDeadline);
+  EXPECT_FALSE(r.ok()) << "a leader whose WAL write failed acknowledged the entry";
+  EXPECT_FALSE(leader->health().ok());
+  StopNode(bad);
+  // The other two elect one of themselves, whose log holds the entry, and commit it.
+  ExpectConverged(11, 10);
+  for (const PeerId& id : ids_) {
+    if (id == bad) continue;
+    EXPECT_EQ(sms_.at(id)->Get(Key(100)), "v100") << id << " lacks the entry the leader sent";
+  }
+  // Healthy again, the failed node catches up.
+  fault_envs_.at(bad)->ClearFailures();
+  StartNode(bad);
+  ExpectConverged(11, 10);
+  EXPECT_EQ(sms_.at(bad)->Get(Key(100)), "v100");
 }
 
 // Entries are applied off the Raft worker: an apply that takes many election timeouts delays no

@@ -366,12 +366,18 @@ const RaftConfig& Simulation::LogConfig(const SimNode& n) const {
 void Simulation::Process(SimNode* n) {
   while (ok() && n->core && n->core->HasReady()) {
     Ready ready = n->core->GetReady();
+    // As RaftNode does: a leader's appends leave before its own write is durable.
+    for (RaftMessage& m : TakeMessagesSendableBeforePersist(&ready, n->durable_hard_state)) {
+      Send(std::move(m));
+    }
     CheckNewEntries(n, ready.entries);
     n->log.Append(ready.entries);
     TrackLogConfigs(n, ready.entries);
     const bool wrote = ready.hard_state.has_value() || !ready.entries.empty();
     if (faulty_ && wrote && Chance(rates_.crash_mid_ready_per_mille)) {
-      Crash(n);  // Before the sync: the write is lost, and nothing that depends on it was sent.
+      // Before the sync: the write is lost, and nothing that depends on it was sent (a leader's
+      // appends may have been).
+      Crash(n);
       return;
     }
     n->log.Sync();
