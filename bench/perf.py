@@ -10,7 +10,8 @@ goes to stderr. Every cluster is destroyed at the end, also on failure.
   W2  the same rows, AUTO_FLUSH_BACKGROUND, one client
   W3  full scan of integer_val, summed in the client
   W4  random point lookups by key, 1 thread and 8 threads
-  W5  bytes on disk per row per replica once W1's rows are flushed (fs space)
+  W5  bytes on disk per row per replica once W1's rows are flushed (fs space), and again once
+      their history (UNDO files) is collected
   W6  two AUTO_FLUSH_BACKGROUND writers into two tables at once, tablet servers at
       --memory_limit_bytes=268435456, against one writer alone at the same limit; peak RSS
 
@@ -131,9 +132,9 @@ def loadgen(cluster, table, rows, mode, key_start=0):
                         f"--key_start={key_start}", "--timeout_ms=120000")
 
 
-def space(cluster, flushed_rows, wait_secs):
-    """W5: the space of every tablet server once its rowsets hold `flushed_rows` rows (each
-    replica a share: the sum over servers is 3 x rows), waiting up to `wait_secs` for flushes."""
+def space(cluster, done, wait_secs, waiting_for):
+    """W5: bytes per row of each replica, by kind (`basalt fs space` on every tablet server), once
+    done(rows_on_disk, bytes_by_kind) holds or `wait_secs` ran out."""
     deadline = time.time() + wait_secs
     while True:
         per_server = []
@@ -145,14 +146,13 @@ def space(cluster, flushed_rows, wait_secs):
             for r in rows:
                 kinds[r["kind"]] = kinds.get(r["kind"], 0) + r["bytes"]
         on_disk = sum(rows[0]["rows"] for rows in per_server)
-        if on_disk >= 3 * flushed_rows or time.time() > deadline:
+        if done(on_disk, kinds) or time.time() > deadline:
             break
-        log(f"W5: {on_disk} of {3 * flushed_rows} replica rows flushed; waiting")
+        log(f"W5: waiting for {waiting_for} ({on_disk} replica rows on disk)")
         time.sleep(5)
-    # Per row of each replica: bytes over the rows the rowsets hold (all of them unless the wait
-    # ran out, which replica_rows_on_disk then shows).
+    # Per row of each replica: bytes over the rows the rowsets hold.
     replica_rows = max(on_disk, 1)
-    result = {"replica_rows_on_disk": on_disk, "replica_rows_written": 3 * flushed_rows}
+    result = {"replica_rows_on_disk": on_disk}
     for kind, b in kinds.items():
         key = kind.replace(" ", "_").replace("<", "").replace(">", "")
         result[f"{key}_bytes_per_row"] = round(b / replica_rows, 3)
@@ -176,11 +176,15 @@ def run(args):
         },
     }
     small_flags = ["--flush_threshold_secs=2"] if args.scale == "small" else []
+    # History kept for snapshot reads: long enough for W5's first measurement to see W1's UNDO
+    # files at full scale, short enough for the second to see them collected.
+    history_secs = 240 if args.scale == "full" else 5
+    main_flags = small_flags + [f"--tablet_history_max_age_sec={history_secs}"]
     clusters = []
     want = set(args.workloads.split(","))
     try:
         if want & {"W1", "W2", "W3", "W4", "W5"}:
-            c = Cluster(basalt, root, "main", small_flags)
+            c = Cluster(basalt, root, "main", main_flags)
             clusters.append(c)
             if want & {"W1", "W3", "W4", "W5"}:  # W3-W5 read W1's table.
                 c.create_table("w1")
@@ -199,8 +203,14 @@ def run(args):
                         "lookup", "w1", f"--num_lookups={n}", f"--num_threads={threads}",
                         f"--key_range={rows}", "--perf_seed=1")
             if "W5" in want:
-                log("W5: waiting for W1's rows to be flushed")
-                result["W5"] = space(c, rows, 200 if args.scale == "full" else 60)
+                flush_wait = 200 if args.scale == "full" else 60
+                result["W5"] = space(c, lambda on_disk, _: on_disk >= 3 * rows, flush_wait,
+                                     "W1's rows to be flushed")
+                result["W5"]["replica_rows_written"] = 3 * rows
+                # Once the history is older than --tablet_history_max_age_sec, the UNDO GC drops it.
+                result["W5_after_history_gc"] = space(
+                    c, lambda _, kinds: kinds.get("undo deltas", 0) == 0,
+                    history_secs + flush_wait, "the UNDO files to be collected")
             if "W2" in want:
                 c.create_table("w2")
                 log(f"W2: {rows} rows, AUTO_FLUSH_BACKGROUND")

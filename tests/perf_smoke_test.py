@@ -37,6 +37,10 @@ def main():
     for kind in ("column_key", "column_integer_val", "column_non_null_with_default",
                  "key_index", "bloom", "rowsets_total"):
         assert w5[f"{kind}_bytes_per_row"] > 0, (kind, w5)
+    gc = r["W5_after_history_gc"]
+    assert gc["replica_rows_on_disk"] == 3 * rows, gc
+    assert gc.get("undo_deltas_bytes_per_row", 0) == 0, gc
+    assert gc["rowsets_total_bytes_per_row"] > 0, gc
     w6 = r["W6"]
     assert w6["rows"] == 2 * rows and w6["share_of_one_writer"] > 0, w6
     assert w6["peak_tserver_rss_bytes"] > 0, w6

@@ -36,7 +36,7 @@ class CFileWriter;
 class DiskRowSetWriter {
  public:
   // `bm` and `schema` (the tablet schema: every column is written, by column id) are borrowed and
-  // must outlive the writer. The bloom filter targets --cfile_bloom_fpr (0.0001): up to 2^20 rows
+  // must outlive the writer. The bloom filter targets --cfile_bloom_fpr (0.001): up to 2^20 rows
   // it is sized for the rows written; beyond, for max(expected_rows, twice the rows at that
   // point), and writing more rows than that raises the false-positive rate.
   DiskRowSetWriter(BlockManager* bm, const Schema* schema, int64_t rowset_id,
