@@ -99,6 +99,7 @@ void RaftCore::BecomeFollower(uint64_t term, const PeerId& leader) {
   progress_.clear();
   lead_transferee_.clear();
   broadcast_pending_ = false;
+  commit_unsent_ = false;
   ResetElectionTimer();
 }
 
@@ -431,7 +432,13 @@ void RaftCore::HandleAppendResponse(const RaftMessage& m, Progress* pr) {
   }
   if (pr->state() == Progress::State::kProbe) pr->BecomeReplicate();
   if (MaybeCommit()) {
-    BroadcastAppend();
+    // The commit index goes with the next append to each follower (HasUnsentCommit); entries
+    // already waiting for one go now.
+    commit_unsent_ = true;
+    for (auto& [peer, other] : progress_) {
+      while (SendAppend(peer, &other, /*send_if_empty=*/false)) {
+      }
+    }
   } else if (was_paused) {
     SendAppend(m.from, pr, /*send_if_empty=*/false);
   }
@@ -484,6 +491,7 @@ bool RaftCore::SendAppend(const PeerId& to, Progress* pr, bool send_if_empty) {
 
 void RaftCore::BroadcastAppend() {
   broadcast_pending_ = false;
+  commit_unsent_ = false;
   for (auto& [peer, pr] : progress_) {
     if (!SendAppend(peer, &pr, /*send_if_empty=*/true)) continue;
     while (SendAppend(peer, &pr, /*send_if_empty=*/false)) {  // Fill the pipeline window.
@@ -716,6 +724,10 @@ void RaftCore::Send(RaftMessage m) {
   outbox_.push_back(std::move(m));
 }
 
+void RaftCore::PropagateCommit() {
+  if (HasUnsentCommit()) broadcast_pending_ = true;
+}
+
 bool RaftCore::HasReady() const {
   return broadcast_pending_ || !outbox_.empty() || hard_state() != handed_out_hard_state_ ||
          log_.HasEntriesToPersist() || log_.HasEntriesToApply() || !snapshots_needed_.empty();
@@ -741,7 +753,7 @@ void RaftCore::Advance(const Ready& ready) {
   if (!ready.entries.empty()) {
     log_.StableTo(ready.entries.back().index, ready.entries.back().term);
     // The leader's own entries count toward a majority only once durable.
-    if (role_ == Role::kLeader && MaybeCommit()) broadcast_pending_ = true;
+    if (role_ == Role::kLeader && MaybeCommit()) commit_unsent_ = true;
   }
 }
 

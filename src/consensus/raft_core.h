@@ -125,6 +125,15 @@ class RaftCore {
   // Ready::snapshots_needed, once (until the copy is reported done or failed). Ignored on a
   // non-leader, for non-members and for peers already waiting for a copy.
   void ReportPeerMissing(const PeerId& peer);
+  // Leader: the commit index advanced without an append to every follower since. A leader does
+  // not send commit-only appends at once when followers acknowledge (that doubled the consensus
+  // messages of small synchronous batches): the next append carries the commit index, and the
+  // caller calls PropagateCommit() when none went out for a short while (RaftNode:
+  // --raft_commit_propagation_delay_ms). Heartbeats carry it too, up to each follower's match.
+  bool HasUnsentCommit() const { return role_ == Role::kLeader && commit_unsent_; }
+  // Sends every follower an append carrying the commit index in the next Ready (empty when it
+  // has nothing new). No-op unless HasUnsentCommit().
+  void PropagateCommit();
 
   // --- Outputs ---
   bool HasReady() const;
@@ -236,6 +245,7 @@ class RaftCore {
   std::map<PeerId, Progress> progress_;  // Leader: every member but itself.
   PeerId lead_transferee_;               // Leader: transfer in progress to this peer.
   bool broadcast_pending_ = false;       // Leader: new entries not yet sent (batched).
+  bool commit_unsent_ = false;           // Leader: see HasUnsentCommit().
 
   std::vector<RaftMessage> outbox_;
   std::vector<PeerId> snapshots_needed_;

@@ -203,6 +203,38 @@ void Preload(Network* net, const PeerId& id, std::vector<OpId> ops, uint64_t ter
 // ---------------------------------------------------------------------------------------------
 // Elections (§5.2).
 
+// A leader holds back commit-only appends: the next append carries the commit index, or
+// PropagateCommit() sends it (RaftNode calls it after --raft_commit_propagation_delay_ms).
+TEST(RaftCoreTest, TheCommitIndexRidesOnTheNextAppendOrPropagateCommit) {
+  Network net(Voters({"a", "b", "c"}));
+  ASSERT_EQ(net.Campaign("a"), Role::kLeader);
+  net.core("a").PropagateCommit();  // The election's no-op entry, so that the followers start even.
+  net.Process("a");
+  net.Deliver();
+  ASSERT_TRUE(net.Propose("a", "x").ok());
+  // Committed and applied by the leader; the followers hold the entry without knowing that.
+  EXPECT_EQ(AppliedData(net.node("a")), (std::vector<std::string>{"x"}));
+  EXPECT_TRUE(AppliedData(net.node("b")).empty());
+  EXPECT_TRUE(net.core("a").HasUnsentCommit());
+  EXPECT_TRUE(net.queue().empty()) << "a commit-only append went out";
+  // The next append carries it.
+  ASSERT_TRUE(net.Propose("a", "y").ok());
+  for (const char* f : {"b", "c"}) {
+    EXPECT_EQ(AppliedData(net.node(f)), (std::vector<std::string>{"x"})) << f;
+  }
+  EXPECT_TRUE(net.core("a").HasUnsentCommit());  // y's own commit.
+  // PropagateCommit sends it on its own.
+  net.core("a").PropagateCommit();
+  net.Process("a");
+  net.Deliver();
+  for (const char* f : {"b", "c"}) {
+    EXPECT_EQ(AppliedData(net.node(f)), (std::vector<std::string>{"x", "y"})) << f;
+  }
+  EXPECT_FALSE(net.core("a").HasUnsentCommit());
+  // A follower's core never holds one back.
+  EXPECT_FALSE(net.core("b").HasUnsentCommit());
+}
+
 TEST(RaftCoreTest, LeaderElectedInThreeNodeGroup) {
   Network net(Voters({"a", "b", "c"}));
   EXPECT_EQ(net.Campaign("a"), Role::kLeader);

@@ -259,6 +259,9 @@ class RaftNode {
   std::unique_ptr<RaftCore> core_;
 
   int ticks_since_gc_ = 0;
+  // When the worker sends a commit index no append carried (RaftCore::HasUnsentCommit); infinite
+  // when there is none.
+  absl::Time commit_propagation_due_ = absl::InfiniteFuture();
   // Tablet copies to one peer (an entry exists from the first copy until one succeeds).
   struct PeerCopy {
     bool in_flight = false;

@@ -364,6 +364,9 @@ const RaftConfig& Simulation::LogConfig(const SimNode& n) const {
 }
 
 void Simulation::Process(SimNode* n) {
+  // RaftNode sends a held-back commit index after a delay unless an append carries it first: here
+  // at a random later step (heartbeats carry it too).
+  if (n->core && rng_.OneIn(2)) n->core->PropagateCommit();
   while (ok() && n->core && n->core->HasReady()) {
     Ready ready = n->core->GetReady();
     // As RaftNode does: a leader's appends leave before its own write is durable.
