@@ -89,6 +89,9 @@ void RaftCore::ResetElectionTimer() {
 }
 
 void RaftCore::BecomeFollower(uint64_t term, const PeerId& leader) {
+  // A leader stepping down first sends the commit index it held back (HasUnsentCommit), in its
+  // own term: the followers would otherwise apply acknowledged writes only under the next leader.
+  if (HasUnsentCommit()) BroadcastAppend();
   if (term != term_) {
     term_ = term;
     vote_.clear();

@@ -130,7 +130,11 @@ class RaftCore {
   // messages of small synchronous batches): the next append carries the commit index, and the
   // caller calls PropagateCommit() when none went out for a short while (RaftNode:
   // --raft_commit_propagation_delay_ms). Heartbeats carry it too, up to each follower's match.
-  bool HasUnsentCommit() const { return role_ == Role::kLeader && commit_unsent_; }
+  // A leader that steps down sends it first. Followers that are paused (probing, waiting for a
+  // copy) get it from their next append or heartbeat.
+  bool HasUnsentCommit() const {
+    return role_ == Role::kLeader && commit_unsent_ && !progress_.empty();
+  }
   // Sends every follower an append carrying the commit index in the next Ready (empty when it
   // has nothing new). No-op unless HasUnsentCommit().
   void PropagateCommit();

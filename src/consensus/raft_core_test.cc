@@ -233,6 +233,15 @@ TEST(RaftCoreTest, TheCommitIndexRidesOnTheNextAppendOrPropagateCommit) {
   EXPECT_FALSE(net.core("a").HasUnsentCommit());
   // A follower's core never holds one back.
   EXPECT_FALSE(net.core("b").HasUnsentCommit());
+  // A leader stepping down sends the commit index it held back.
+  ASSERT_TRUE(net.Propose("a", "z").ok());
+  ASSERT_TRUE(net.core("a").HasUnsentCommit());
+  ASSERT_TRUE(net.core("a").StepDown().ok());
+  net.Process("a");
+  net.Deliver();
+  for (const char* f : {"b", "c"}) {
+    EXPECT_EQ(AppliedData(net.node(f)), (std::vector<std::string>{"x", "y", "z"})) << f;
+  }
 }
 
 TEST(RaftCoreTest, LeaderElectedInThreeNodeGroup) {

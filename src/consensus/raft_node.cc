@@ -354,7 +354,7 @@ void RaftNode::WorkerLoop() {
     absl::Status failed;
     {
       absl::MutexLock l(&mu_);
-      // Wakes for input, or when a held-back commit index is due (PropagateCommitWhenDue).
+      // Wakes for input, or when a held-back commit index is due (commit_propagation_due_).
       mu_.AwaitWithDeadline(absl::Condition(this, &RaftNode::HasInputLocked),
                             commit_propagation_due_);
       if (stopping_) return;
