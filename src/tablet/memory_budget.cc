@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/metrics.h"
 #include "common/strings.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -175,7 +176,8 @@ MemoryBudget::MemoryBudget(const MemoryBudgetOptions& options, int64_t limit_byt
       pressure_bytes_(PercentOf(limit_bytes, options.pressure_percentage)),
       soft_limit_bytes_(PercentOf(limit_bytes, options.soft_limit_percentage)),
       max_write_delay_(options.max_write_delay),
-      clock_(options.clock != nullptr ? options.clock : Clock::Default()) {}
+      clock_(options.clock != nullptr ? options.clock : Clock::Default()),
+      write_delay_seconds_(options.write_delay_seconds) {}
 
 MemoryBudget::~MemoryBudget() {
   absl::MutexLock l(&mu_);
@@ -245,11 +247,16 @@ absl::Status MemoryBudget::AdmitWrite() {
     clock_->SleepForMicros(absl::ToInt64Microseconds(max_write_delay_));
     total_delay_micros_.fetch_add(absl::ToInt64Microseconds(max_write_delay_),
                                   std::memory_order_relaxed);
+    if (write_delay_seconds_ != nullptr) write_delay_seconds_->ObserveDuration(max_write_delay_);
     if (consumption() >= limit_bytes_) {
       writes_rejected_.fetch_add(1, std::memory_order_relaxed);
-      return absl::UnavailableError(absl::StrFormat(
+      const std::string message = absl::StrFormat(
           "tablet memory limit reached (%d of %d bytes used by in-memory stores); retry later",
-          consumption(), limit_bytes_));
+          consumption(), limit_bytes_);
+      if (const int64_t n = refusal_log_.Record(absl::Now()); n > 0) {
+        LOG(WARNING) << "write refused: " << message << LogThrottle::Times(n);
+      }
+      return absl::UnavailableError(message);
     }
     writes_delayed_.fetch_add(1, std::memory_order_relaxed);
     return absl::OkStatus();
@@ -259,6 +266,13 @@ absl::Status MemoryBudget::AdmitWrite() {
     const int64_t micros = absl::ToInt64Microseconds(delay);
     writes_delayed_.fetch_add(1, std::memory_order_relaxed);
     total_delay_micros_.fetch_add(micros, std::memory_order_relaxed);
+    if (write_delay_seconds_ != nullptr) write_delay_seconds_->ObserveDuration(delay);
+    if (const int64_t n = delay_log_.Record(absl::Now()); n > 0) {
+      LOG(WARNING) << "write delayed " << absl::FormatDuration(delay) << ": " << consumption()
+                   << " of " << limit_bytes_ << " bytes used by in-memory stores (delays start at "
+                   << soft_limit_bytes_ << ", --memory_limit_soft_percentage)"
+                   << LogThrottle::Times(n);
+    }
     clock_->SleepForMicros(micros);
   }
   return absl::OkStatus();

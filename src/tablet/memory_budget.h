@@ -39,8 +39,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/log_throttle.h"
 
 namespace basalt {
+
+class Histogram;
 
 struct MemoryBudgetOptions {
   // The hard limit in bytes. 0 means DefaultMemoryLimitBytes().
@@ -54,6 +57,9 @@ struct MemoryBudgetOptions {
   // Time source for the write delays. Null means Clock::Default(). Not owned; must outlive the
   // budget.
   Clock* clock = nullptr;
+  // Where each write delay is observed, in seconds (the tablet server's
+  // basalt_tserver_write_delay_seconds). Null: nowhere. Not owned; must outlive the budget.
+  Histogram* write_delay_seconds = nullptr;
 
   // Options from --memory_limit_bytes, --memory_pressure_percentage,
   // --memory_limit_soft_percentage and --memory_limit_max_write_delay_ms.
@@ -180,6 +186,11 @@ class MemoryBudget {
   const int64_t soft_limit_bytes_;
   const absl::Duration max_write_delay_;
   Clock* const clock_;
+  Histogram* const write_delay_seconds_;
+  // Throttled warnings (one line a minute at most each) when writes are delayed or refused, so
+  // that an operator sees throttling in the log, not only on /metrics.
+  LogThrottle delay_log_;
+  LogThrottle refusal_log_;
 
   // The sum of the consumers' bytes. An atomic is enough: each consumer adds exactly the
   // difference between the value it publishes and the one it replaced, so the sum is exact once

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/metrics.h"
 #include "common/random.h"
 #include "common/status_test_util.h"
 
@@ -35,6 +36,7 @@ class MemoryBudgetTest : public ::testing::Test {
     options.limit_bytes = kLimit;
     options.max_write_delay = absl::Milliseconds(100);
     options.clock = &clock_;
+    options.write_delay_seconds = &delays_;
     absl::StatusOr<std::unique_ptr<MemoryBudget>> budget = MemoryBudget::Create(options);
     BASALT_ASSERT_OK(budget);
     budget_ = std::move(*budget);
@@ -45,6 +47,7 @@ class MemoryBudgetTest : public ::testing::Test {
   int64_t ElapsedMicros() { return clock_.MonotonicMicros() - ManualClock::kDefaultStartMicros; }
 
   HookClock clock_;
+  Histogram delays_{{0.01, 0.05, 0.1}};
   std::unique_ptr<MemoryBudget> budget_;
   std::unique_ptr<MemoryBudget::Consumer> consumer_;
 };
@@ -160,6 +163,11 @@ TEST_F(MemoryBudgetTest, AdmitWriteSleepsTheDelay) {
   EXPECT_EQ(stats.writes_delayed, 1);
   EXPECT_EQ(stats.writes_rejected, 0);
   EXPECT_EQ(stats.total_delay_micros, 25000);
+  // The histogram an operator sees (basalt_tserver_write_delay_seconds) has the one delay.
+  EXPECT_EQ(delays_.count(), 1u);
+  EXPECT_DOUBLE_EQ(delays_.sum(), 0.025);
+  EXPECT_EQ(delays_.CumulativeCount(0), 0u);  // <= 10 ms
+  EXPECT_EQ(delays_.CumulativeCount(1), 1u);  // <= 50 ms
 }
 
 TEST_F(MemoryBudgetTest, HardLimitRefusesOnlyWhenNothingWasFreed) {
@@ -173,6 +181,8 @@ TEST_F(MemoryBudgetTest, HardLimitRefusesOnlyWhenNothingWasFreed) {
   EXPECT_EQ(wakeups, 2);  // The flushers were woken before refusing.
   EXPECT_EQ(ElapsedMicros(), 100000);
   EXPECT_EQ(budget_->GetStats().writes_rejected, 1);
+  EXPECT_EQ(delays_.count(), 1u);  // The wait before the refusal is a delay too.
+  EXPECT_DOUBLE_EQ(delays_.sum(), 0.1);
 
   // A flush frees memory while the write waits: the write goes through.
   clock_.hook_ = [&] { consumer_->Set(700); };

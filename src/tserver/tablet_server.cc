@@ -99,6 +99,11 @@ absl::Status TabletServer::Start() {
   clock_ = std::make_unique<HybridClock>(Clock::Default());
   MemoryBudgetOptions mem = MemoryBudgetOptions::FromFlags();
   if (options_.memory_limit_bytes > 0) mem.limit_bytes = options_.memory_limit_bytes;
+  mem.write_delay_seconds = MetricRegistry::Global()->GetHistogram(
+      "basalt_tserver_write_delay_seconds",
+      "Delays of write batches by the memory budget: above its soft limit, and the one wait at "
+      "the hard limit before a batch is refused.",
+      {}, {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5});
   BASALT_ASSIGN_OR_RETURN(memory_budget_, MemoryBudget::Create(mem));
   if (options_.enable_maintenance) {
     MaintenanceManager::Options mm = MaintenanceManager::Options::FromFlags();
@@ -461,6 +466,36 @@ void TabletServer::RegisterMetrics() {
         for (const auto& [state, n] : by_state) out.push_back({{{"state", state}}, double(n)});
         return out;
       }));
+  // Write throttling by the memory budget (docs/tablet.md "Memory budget"); the delays
+  // themselves are the histogram basalt_tserver_write_delay_seconds (MemoryBudgetOptions).
+  const MemoryBudget* budget = memory_budget_.get();
+  auto budget_series = [&](const char* name, const char* help, MetricType type, MetricLabels labels,
+                           std::function<double(const MemoryBudget&)> fn) {
+    metric_handles_.push_back(reg->RegisterCallbackFamily(
+        name, help, type, [budget, labels = std::move(labels), fn = std::move(fn)] {
+          return std::vector<MetricSample>{{labels, fn(*budget)}};
+        }));
+  };
+  budget_series("basalt_tserver_memory_budget_used_bytes",
+                "Bytes the tablets' in-memory stores (MemRowSets, DeltaMemStores) hold.",
+                MetricType::kGauge, {},
+                [](const MemoryBudget& b) { return static_cast<double>(b.consumption()); });
+  budget_series("basalt_tserver_memory_budget_limit_bytes",
+                "The memory budget's limits (--memory_limit_bytes): writes are delayed above "
+                "the soft one and refused at the hard one.",
+                MetricType::kGauge, {{"limit", "hard"}},
+                [](const MemoryBudget& b) { return static_cast<double>(b.limit_bytes()); });
+  budget_series("basalt_tserver_memory_budget_limit_bytes", "", MetricType::kGauge,
+                {{"limit", "soft"}},
+                [](const MemoryBudget& b) { return static_cast<double>(b.soft_limit_bytes()); });
+  budget_series(
+      "basalt_tserver_writes_delayed_total", "Write batches delayed by the memory budget.",
+      MetricType::kCounter, {},
+      [](const MemoryBudget& b) { return static_cast<double>(b.GetStats().writes_delayed); });
+  budget_series("basalt_tserver_writes_refused_total", "Write batches refused, by reason.",
+                MetricType::kCounter, {{"reason", "memory_limit"}}, [](const MemoryBudget& b) {
+                  return static_cast<double>(b.GetStats().writes_rejected);
+                });
 }
 
 std::string TabletServer::TabletsPage() const {

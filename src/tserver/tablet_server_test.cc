@@ -22,6 +22,7 @@
 
 #include "common/injecting_env.h"
 #include "common/key_encoder.h"
+#include "common/metrics.h"
 #include "common/status_test_util.h"
 #include "tablet/tablet.h"
 #include "tserver/scanner_manager.h"
@@ -785,6 +786,18 @@ TEST_F(TabletServerTest, WritesAreRefusedOnlyPastTheHardMemoryLimit) {
   ASSERT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
   EXPECT_EQ(DetailCode(refused), pb::ErrorDetailPB::SERVER_OVERLOADED);
   EXPECT_GT(server_->memory_budget()->GetStats().writes_rejected, 0);
+  // An operator sees the throttling on /metrics.
+  const std::string metrics = MetricRegistry::Global()->RenderPrometheus();
+  for (const char* series :
+       {"basalt_tserver_writes_refused_total{reason=\"memory_limit\"}",
+        "basalt_tserver_writes_delayed_total", "basalt_tserver_write_delay_seconds_count",
+        "basalt_tserver_memory_budget_used_bytes",
+        "basalt_tserver_memory_budget_limit_bytes{limit=\"soft\"}"}) {
+    EXPECT_NE(metrics.find(series), std::string::npos) << series << " missing";
+  }
+  EXPECT_EQ(metrics.find("basalt_tserver_writes_refused_total{reason=\"memory_limit\"} 0\n"),
+            std::string::npos)
+      << "no refusal counted";
   // Every acknowledged row is there.
   absl::StatusOr<std::vector<TestRow>> rows = ScanAll(NewScan());
   BASALT_ASSERT_OK(rows);
