@@ -13,7 +13,7 @@ JOBS ?= $(shell nproc)
 # Tests run two per core: most cluster tests wait on timeouts, elections and fsyncs (the default
 # suite keeps about 1.1 of 2 cores busy this way; one per core left a core idle most of the time).
 TEST_JOBS ?= $(shell echo $$(( $$(nproc) * 2 )))
-# `make perf`: full (the issue's sizes, ~15 min) or small (seconds; what the default suite runs).
+# `make perf`: full (the issue's sizes, ~6 min for W1-W5 plus W6) or small (seconds; what the default suite runs).
 PERF_SCALE ?= full
 
 .PHONY: all deps configure build test cluster chaos test-all asan tsan tsa bench perf format clean

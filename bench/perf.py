@@ -16,7 +16,8 @@ goes to stderr. Every cluster is destroyed at the end, also on failure.
       --memory_limit_bytes=268435456, against one writer alone at the same limit; peak RSS
 
 --scale=small runs every workload with a few thousand rows (the default suite does, so that
-this keeps working); --scale=full is the issue's sizes (10 M rows; about 15 minutes here).
+this keeps working); --scale=full is the issue's sizes (10 M rows; W1-W5 about 6 minutes here,
+W6 up to 11 more).
 """
 
 import argparse
