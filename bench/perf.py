@@ -127,10 +127,10 @@ class RssSampler:
         return self.peak
 
 
-def loadgen(cluster, table, rows, mode, key_start=0):
+def loadgen(cluster, table, rows, mode):
     return cluster.perf("loadgen", f"--table_name={table}", f"--num_rows_per_thread={rows}",
                         "--num_threads=1", f"--flush_mode={mode}", "--flush_every=1000",
-                        f"--key_start={key_start}", "--timeout_ms=120000")
+                        "--timeout_ms=120000")
 
 
 def space(cluster, done, wait_secs, waiting_for):

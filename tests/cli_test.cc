@@ -100,13 +100,18 @@ TEST_F(CliTest, PerfFlushModesLookupAndScan) {
                                "\"flush_mode\": \"sync\", \"threads\": 1, \"rows\": 50,"))
       << sync;
   EXPECT_NE(sync.find("\"waits\": 50,"), std::string::npos) << sync;
+  // A sync insert of a key already there fails that row; the run goes on and reports them all.
+  CliResult dup_sync = Basalt({"perf", "loadgen", master_, "--table_name=w", "--num_threads=1",
+                               "--num_rows_per_thread=5", "--key_start=1048", "--flush_mode=sync"});
+  EXPECT_EQ(dup_sync.rc, 1);
+  EXPECT_NE(dup_sync.err.find("2 insert(s) failed"), std::string::npos) << dup_sync.err;
   CliResult bad = Basalt({"perf", "loadgen", master_, "--table_name=w", "--flush_mode=eventually"});
   EXPECT_EQ(bad.rc, 1);
   EXPECT_NE(bad.err.find("--flush_mode: 'eventually' is not one of background, manual, sync"),
             std::string::npos)
       << bad.err;
 
-  // Lookups: every key of [0, 1050) is there; none of [5000, 5100).
+  // Lookups: every key of [0, 1053) is there; none of [5000, 5100).
   const std::string found = MustRun(
       {"perf", "lookup", master_, "w", "--num_lookups=100", "--num_threads=2", "--perf_seed=7"});
   EXPECT_NE(found.find("Looked up 100 keys (100 found) in "), std::string::npos) << found;
@@ -122,13 +127,13 @@ TEST_F(CliTest, PerfFlushModesLookupAndScan) {
   CliResult no_table = Basalt({"perf", "lookup", master_, "nope"});
   EXPECT_EQ(no_table.rc, 1);
 
-  // Scan: integer_val of row i is i, so the sum over rows 0..1049 is 1049 * 1050 / 2.
+  // Scan: integer_val of row i is i, so the sum over rows 0..1052 is 1052 * 1053 / 2.
   const std::string scan = MustRun({"perf", "scan", master_, "w", "--columns=integer_val"});
-  EXPECT_NE(scan.find("Scanned 1050 rows (0.0 MB) of integer_val in "), std::string::npos) << scan;
-  EXPECT_NE(scan.find("; integer sum 550725\n"), std::string::npos) << scan;
+  EXPECT_NE(scan.find("Scanned 1053 rows (0.0 MB) of integer_val in "), std::string::npos) << scan;
+  EXPECT_NE(scan.find("; integer sum 553878\n"), std::string::npos) << scan;
   const std::string scan_json = MustRun(
       {"perf", "scan", master_, "w", "--columns=key", "--predicates=key >= 1000", "--format=json"});
-  EXPECT_NE(scan_json.find("\"rows\": 50, \"bytes\": 200,"), std::string::npos) << scan_json;
+  EXPECT_NE(scan_json.find("\"rows\": 53, \"bytes\": 212,"), std::string::npos) << scan_json;
   CliResult bad_column = Basalt({"perf", "scan", master_, "w", "--columns=nope"});
   EXPECT_EQ(bad_column.rc, 1);
   EXPECT_NE(bad_column.err.find("nope"), std::string::npos) << bad_column.err;

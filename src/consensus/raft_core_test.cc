@@ -211,14 +211,14 @@ TEST(RaftCoreTest, TheCommitIndexRidesOnTheNextAppendOrPropagateCommit) {
   net.core("a").PropagateCommit();  // The election's no-op entry, so that the followers start even.
   net.Process("a");
   net.Deliver();
-  ASSERT_TRUE(net.Propose("a", "x").ok());
+  BASALT_ASSERT_OK(net.Propose("a", "x"));
   // Committed and applied by the leader; the followers hold the entry without knowing that.
   EXPECT_EQ(AppliedData(net.node("a")), (std::vector<std::string>{"x"}));
   EXPECT_TRUE(AppliedData(net.node("b")).empty());
   EXPECT_TRUE(net.core("a").HasUnsentCommit());
   EXPECT_TRUE(net.queue().empty()) << "a commit-only append went out";
   // The next append carries it.
-  ASSERT_TRUE(net.Propose("a", "y").ok());
+  BASALT_ASSERT_OK(net.Propose("a", "y"));
   for (const char* f : {"b", "c"}) {
     EXPECT_EQ(AppliedData(net.node(f)), (std::vector<std::string>{"x"})) << f;
   }
@@ -234,9 +234,9 @@ TEST(RaftCoreTest, TheCommitIndexRidesOnTheNextAppendOrPropagateCommit) {
   // A follower's core never holds one back.
   EXPECT_FALSE(net.core("b").HasUnsentCommit());
   // A leader stepping down sends the commit index it held back.
-  ASSERT_TRUE(net.Propose("a", "z").ok());
+  BASALT_ASSERT_OK(net.Propose("a", "z"));
   ASSERT_TRUE(net.core("a").HasUnsentCommit());
-  ASSERT_TRUE(net.core("a").StepDown().ok());
+  BASALT_ASSERT_OK(net.core("a").StepDown());
   net.Process("a");
   net.Deliver();
   for (const char* f : {"b", "c"}) {

@@ -387,8 +387,8 @@ TEST_F(RaftNodeTest, ALeadersAppendReachesTheFollowersBeforeItsOwnWrite) {
   // Every sync of the leader's files fails from now on: its next WAL write fails and stops it.
   fault_envs_.at(bad)->FailAfter(0, FaultInjectionEnv::OpKind::kSync);
   absl::StatusOr<uint64_t> r = leader->ProposeAndWait(Kv(100), kDeadline);
-  EXPECT_FALSE(r.ok()) << "a leader whose WAL write failed acknowledged the entry";
-  EXPECT_FALSE(leader->health().ok());
+  EXPECT_FALSE(r.ok()) << "a leader whose WAL write failed acknowledged the entry at " << *r;
+  EXPECT_FALSE(leader->health().ok()) << "the leader whose WAL sync failed still reports healthy";
   StopNode(bad);
   // The other two elect one of themselves, whose log holds the entry, and commit it.
   ExpectConverged(11, 10);

@@ -9,7 +9,7 @@
 namespace basalt {
 namespace {
 
-// Tightens [*lower, *upper) (an empty upper means unbounded) by [lower, upper).
+// Narrows `range` to its intersection with [lower, upper) (an empty upper means unbounded).
 void Intersect(const std::string& lower, const std::string& upper, EncodedKeyRange* range) {
   range->lower = std::max(range->lower, lower);
   if (!upper.empty() && (range->upper.empty() || upper < range->upper)) range->upper = upper;
@@ -68,8 +68,7 @@ void NarrowKeyRange(const Schema& schema, ScanSpec* spec) {
 }
 
 bool IsSingleKeyRange(const EncodedKeyRange& range) {
-  return !range.upper.empty() && range.upper.size() == range.lower.size() + 1 &&
-         range.upper.back() == '\0' && range.upper.compare(0, range.lower.size(), range.lower) == 0;
+  return !range.upper.empty() && range.upper == KeySuccessor(range.lower);
 }
 
 }  // namespace basalt

@@ -12,6 +12,7 @@
 //
 // The narrowed range is always a superset of the matching rows: the predicates stay in the spec
 // and are still evaluated, so the narrowing only saves work and never changes a result.
+// Stateless functions; thread-safe.
 
 #include "common/schema.h"
 #include "tablet/row_iterator.h"

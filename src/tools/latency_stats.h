@@ -4,7 +4,7 @@
 //
 // Each worker thread records into its own LatencyStats; the caller merges them after the threads
 // joined. Samples are kept exactly (8 bytes each: 80 MB for 10 M operations), so percentiles are
-// exact rather than bucketed.
+// exact rather than bucketed. Not thread-safe.
 
 #include <cstdint>
 #include <vector>

@@ -27,6 +27,7 @@
 #include "tools/command.h"
 #include "tools/output.h"
 #include "tools/tool_common.h"
+#include "tserver/replica_file.h"
 
 DEFINE_string(fs_wal_dir, "",
               "fs space: the server's WAL directory (its --fs_wal_dir); empty: <first data dir>.");
@@ -48,7 +49,9 @@ absl::StatusOr<std::map<std::string, uint64_t>> BlockSizes(Env* env,
       absl::StatusOr<std::vector<std::string>> files = env->GetChildren(subdir);
       if (!files.ok()) continue;
       for (const std::string& f : *files) {
-        if (f.size() != 16) continue;  // Temporary files of blocks being written.
+        // Finalized blocks are named BlockId::ToString() (16 hex digits); others are temporary
+        // files of blocks being written.
+        if (f.size() != 16) continue;
         absl::StatusOr<uint64_t> size = env->GetFileSize(JoinPath(subdir, f));
         if (size.ok()) sizes[f] = *size;
       }
@@ -97,7 +100,7 @@ absl::Status Space(const ActionContext& ctx) {
   uint64_t rows = 0;
   int num_tablets = 0;
   for (const std::string& t : tablets) {
-    const std::string path = JoinPath(JoinPath(tablets_dir, t), "superblock");
+    const std::string path = JoinPath(JoinPath(tablets_dir, t), kSuperBlockFileName);
     if (!env->FileExists(path)) continue;  // A replica being created, or a tombstone.
     BASALT_ASSIGN_OR_RETURN(TabletSuperBlock sb, ReadSuperBlock(env, path));
     ++num_tablets;
