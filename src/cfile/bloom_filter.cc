@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_format.h"
 #include "common/coding.h"
@@ -22,9 +23,9 @@ DEFINE_validator(cfile_bloom_fpr, [](const char*, double value) { return value >
 namespace basalt {
 namespace {
 
-// Format version 1: SBBF with the salts below, XXH64 with kBloomHashSeed.
+// Format version 1: kind 1 is the SBBF with the salts below, XXH64 with kBloomHashSeed; kind 2
+// the key bitmap. The kind only changes what the pages mean, so it is not a new version.
 constexpr uint8_t kFormatVersion = 1;
-constexpr uint8_t kHashXxh64 = 1;
 constexpr char kMagic[4] = {'B', 'S', 'B', 'F'};
 constexpr size_t kWordsPerBlock = kBloomBlockSize / 4;
 constexpr size_t kWordsPerPage = kBloomPageSize / 4;
@@ -61,6 +62,25 @@ absl::Status Corrupt(std::string_view context, std::string_view what) {
 }
 
 uint32_t MaskedCrc(std::string_view data) { return crc32c::Mask(crc32c::Value(data)); }
+
+// Appends the tail (page CRC table and trailer) to `out`, which holds exactly the num_pages pages.
+// The one writer of the tail for both kinds, so they cannot drift apart.
+void AppendTail(std::string* out, uint32_t num_pages, uint64_t num_keys, KeyFilterKind kind) {
+  DCHECK_EQ(out->size(), size_t{num_pages} * kBloomPageSize);
+  out->reserve(out->size() + BloomFilterLayout::TailSize(num_pages));
+  const size_t tail_start = out->size();
+  for (uint32_t p = 0; p < num_pages; ++p) {
+    PutFixed32(out, MaskedCrc(std::string_view(*out).substr(p * kBloomPageSize, kBloomPageSize)));
+  }
+  PutFixed64(out, num_keys);
+  PutFixed32(out, num_pages);
+  out->push_back(static_cast<char>(kFormatVersion));
+  out->push_back(static_cast<char>(kind));
+  out->append(2, '\0');  // Reserved.
+  // Covers the CRC table and the trailer so far: a flipped page CRC or count is caught here.
+  PutFixed32(out, MaskedCrc(std::string_view(*out).substr(tail_start)));
+  out->append(kMagic, sizeof(kMagic));
+}
 
 }  // namespace
 
@@ -111,22 +131,57 @@ void BloomFilterBuilder::AddHash(uint64_t hash) {
 std::string BloomFilterBuilder::Finish() {
   CHECK(!finished_) << "BloomFilterBuilder::Finish called twice";
   finished_ = true;
-  const size_t pages_bytes = size_t{num_pages_} * kBloomPageSize;
   std::string out;
-  out.reserve(pages_bytes + BloomFilterLayout::TailSize(num_pages_));
+  out.reserve(size_t{num_pages_} * kBloomPageSize + BloomFilterLayout::TailSize(num_pages_));
   for (uint32_t w : words_) PutFixed32(&out, w);  // Little-endian words.
-  const size_t tail_start = out.size();
-  for (uint32_t p = 0; p < num_pages_; ++p) {
-    PutFixed32(&out, MaskedCrc(std::string_view(out).substr(p * kBloomPageSize, kBloomPageSize)));
-  }
-  PutFixed64(&out, num_keys_);
-  PutFixed32(&out, num_pages_);
-  out.push_back(static_cast<char>(kFormatVersion));
-  out.push_back(static_cast<char>(kHashXxh64));
-  out.append(2, '\0');  // Reserved.
-  PutFixed32(&out, MaskedCrc(std::string_view(out).substr(tail_start)));
-  out.append(kMagic, sizeof(kMagic));
+  AppendTail(&out, num_pages_, num_keys_, KeyFilterKind::kBloom);
   words_ = {};
+  return out;
+}
+
+// ---- KeyBitmapBuilder ---------------------------------------------------------------------------
+
+namespace {
+
+// NumPagesFor, checked against the limit before the constructor allocates anything.
+uint32_t CheckedBitmapPages(uint64_t num_bits) {
+  const uint32_t pages = KeyBitmapBuilder::NumPagesFor(num_bits);
+  CHECK_LE(pages, kMaxBloomPages) << "key bitmap of " << num_bits << " bits needs " << pages
+                                  << " pages; callers must check KeyBitmapBuilder::NumPagesFor";
+  return pages;
+}
+
+}  // namespace
+
+KeyBitmapBuilder::KeyBitmapBuilder(uint64_t num_bits)
+    : num_bits_(num_bits),
+      num_pages_(CheckedBitmapPages(num_bits)),
+      pages_(size_t{num_pages_} * kBloomPageSize, '\0') {}
+
+uint32_t KeyBitmapBuilder::NumPagesFor(uint64_t num_bits) {
+  // Written as a quotient plus a remainder test: (num_bits + 32767) would overflow near 2^64.
+  const uint64_t pages =
+      num_bits / kKeyBitmapBitsPerPage + (num_bits % kKeyBitmapBitsPerPage != 0 ? 1 : 0);
+  return static_cast<uint32_t>(
+      std::clamp<uint64_t>(pages, 1, std::numeric_limits<uint32_t>::max()));
+}
+
+void KeyBitmapBuilder::Add(uint64_t offset) {
+  DCHECK(!finished_);
+  CHECK_LT(offset, num_bits_) << "key offset outside the key bitmap's range";
+  auto& byte = reinterpret_cast<uint8_t&>(pages_[offset / 8]);
+  const auto mask = static_cast<uint8_t>(1u << (offset % 8));
+  // Counts only newly set bits, so num_keys is the number of distinct keys, which a reader checks
+  // against the rowset's row count.
+  num_keys_ += (byte & mask) == 0;
+  byte |= mask;
+}
+
+std::string KeyBitmapBuilder::Finish() {
+  CHECK(!finished_) << "KeyBitmapBuilder::Finish called twice";
+  finished_ = true;
+  std::string out = std::move(pages_);
+  AppendTail(&out, num_pages_, num_keys_, KeyFilterKind::kKeyBitmap);
   return out;
 }
 
@@ -142,10 +197,13 @@ absl::StatusOr<uint32_t> BloomFilterLayout::ParseNumPages(std::string_view trail
     return Corrupt(context, "bad magic");
   }
   const auto version = static_cast<uint8_t>(trailer[12]);
-  const auto hash = static_cast<uint8_t>(trailer[13]);
-  if (version != kFormatVersion || hash != kHashXxh64 || trailer[14] != 0 || trailer[15] != 0) {
+  const auto kind = static_cast<uint8_t>(trailer[13]);
+  const bool known_kind = kind == static_cast<uint8_t>(KeyFilterKind::kBloom) ||
+                          kind == static_cast<uint8_t>(KeyFilterKind::kKeyBitmap);
+  if (version != kFormatVersion || !known_kind || trailer[14] != 0 || trailer[15] != 0) {
     return Corrupt(
-        context, absl::StrFormat("unsupported format version %d, hash %d or flags", version, hash));
+        context,
+        absl::StrFormat("unsupported format version %d, filter kind %d or flags", version, kind));
   }
   const uint32_t num_pages = DecodeFixed32(trailer.data() + 8);
   if (num_pages == 0 || num_pages > kMaxBloomPages) {
@@ -176,15 +234,24 @@ absl::StatusOr<BloomFilterLayout> BloomFilterLayout::Parse(std::string_view tail
   }
   BloomFilterLayout layout;
   layout.context_ = std::string(context);
+  layout.kind_ = static_cast<KeyFilterKind>(trailer[13]);  // ParseNumPages checked it.
   layout.num_keys_ = DecodeFixed64(trailer.data());
   layout.page_crcs_.resize(*num_pages);
   for (uint32_t p = 0; p < *num_pages; ++p) {
     layout.page_crcs_[p] = crc32c::Unmask(DecodeFixed32(tail.data() + 4 * p));
   }
+  // After page_crcs_ is filled: num_bits() counts its pages. The CRC matched, so this is a
+  // writer's bug rather than a flipped bit; either way the filter cannot be trusted. (A bloom
+  // filter's count is informational: any value is possible.)
+  if (layout.kind_ == KeyFilterKind::kKeyBitmap && layout.num_keys_ > layout.num_bits()) {
+    return Corrupt(context, absl::StrFormat("key bitmap of %d bits claims %d keys",
+                                            layout.num_bits(), layout.num_keys_));
+  }
   return layout;
 }
 
 uint32_t BloomFilterLayout::PageForHash(uint64_t hash) const {
+  DCHECK(kind_ == KeyFilterKind::kBloom) << "hash probe of a key bitmap";
   return static_cast<uint32_t>(BlockIndex(hash, uint64_t{num_pages()} * kBloomBlocksPerPage) /
                                kBloomBlocksPerPage);
 }
@@ -205,6 +272,7 @@ absl::Status BloomFilterLayout::VerifyPage(uint32_t page, std::string_view bytes
 }
 
 bool BloomFilterLayout::PageMayContain(std::string_view page_bytes, uint64_t hash) const {
+  DCHECK(kind_ == KeyFilterKind::kBloom) << "hash probe of a key bitmap";
   DCHECK_EQ(page_bytes.size(), kBloomPageSize);
   const uint64_t block = BlockIndex(hash, uint64_t{num_pages()} * kBloomBlocksPerPage);
   const char* p = page_bytes.data() + (block % kBloomBlocksPerPage) * kBloomBlockSize;
@@ -215,6 +283,26 @@ bool BloomFilterLayout::PageMayContain(std::string_view page_bytes, uint64_t has
     missing |= ~DecodeFixed32(p + 4 * i) & mask;
   }
   return missing == 0;
+}
+
+uint64_t BloomFilterLayout::num_bits() const {
+  DCHECK(kind_ == KeyFilterKind::kKeyBitmap) << "num_bits of a bloom filter";
+  return uint64_t{num_pages()} * kKeyBitmapBitsPerPage;
+}
+
+uint32_t BloomFilterLayout::PageForOffset(uint64_t offset) const {
+  DCHECK(kind_ == KeyFilterKind::kKeyBitmap) << "offset probe of a bloom filter";
+  DCHECK_LT(offset, num_bits());
+  return static_cast<uint32_t>(offset / kKeyBitmapBitsPerPage);
+}
+
+bool BloomFilterLayout::PageHasOffset(std::string_view page_bytes, uint64_t offset) const {
+  DCHECK(kind_ == KeyFilterKind::kKeyBitmap) << "offset probe of a bloom filter";
+  DCHECK_LT(offset, num_bits());
+  DCHECK_EQ(page_bytes.size(), kBloomPageSize);
+  // Bit `offset` of the whole bitmap is bit `bit` of its page: byte bit / 8, LSB first.
+  const uint64_t bit = offset % kKeyBitmapBitsPerPage;
+  return (static_cast<uint8_t>(page_bytes[bit / 8]) >> (bit % 8)) & 1;
 }
 
 // ---- BloomFilter --------------------------------------------------------------------------------
@@ -238,9 +326,16 @@ absl::StatusOr<BloomFilter> BloomFilter::Parse(std::string data, std::string_vie
 }
 
 bool BloomFilter::MayContainHash(uint64_t hash) const {
+  DCHECK(kind() == KeyFilterKind::kBloom) << "hash probe of a key bitmap";
   const uint32_t page = layout_.PageForHash(hash);
   return layout_.PageMayContain(
       std::string_view(data_).substr(BloomFilterLayout::PageOffset(page), kBloomPageSize), hash);
+}
+
+bool BloomFilter::HasOffset(uint64_t offset) const {
+  const uint32_t page = layout_.PageForOffset(offset);
+  return layout_.PageHasOffset(
+      std::string_view(data_).substr(BloomFilterLayout::PageOffset(page), kBloomPageSize), offset);
 }
 
 }  // namespace basalt

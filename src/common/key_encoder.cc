@@ -325,4 +325,30 @@ std::string PrefixSuccessor(std::string_view prefix) {
   return s;
 }
 
+int IntegerKeyWidth(DataType type) {
+  switch (GetTypeInfo(type).physical_type()) {
+    case PhysicalType::kInt8:
+      return 1;
+    case PhysicalType::kInt16:
+      return 2;
+    case PhysicalType::kInt32:
+      return 4;
+    case PhysicalType::kInt64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+int SingleIntegerKeyWidth(const Schema& schema) {
+  return schema.num_key_columns() == 1 ? IntegerKeyWidth(schema.column(0).type()) : 0;
+}
+
+uint64_t EncodedIntegerKeyValue(std::string_view encoded) {
+  DCHECK(!encoded.empty() && encoded.size() <= 8) << encoded.size() << " bytes";
+  uint64_t v = 0;
+  for (char c : encoded) v = (v << 8) | static_cast<uint8_t>(c);
+  return v;
+}
+
 }  // namespace basalt

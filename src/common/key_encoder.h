@@ -89,4 +89,19 @@ std::string KeySuccessor(std::string_view key);
 // `prefix` is empty or all 0xFF.
 std::string PrefixSuccessor(std::string_view prefix);
 
+// ---- Single integer keys ----
+//
+// An integer-backed key column (INT8..INT64, DATE, UNIXTIME_MICROS, DECIMAL32/64) encodes to a
+// fixed number of bytes that, read as a big-endian unsigned integer, order like the values. A
+// rowset whose primary key is one such column needs no separate key index (the column file, a
+// sorted key file, is one) and may filter keys with an exact bitmap over [min key, max key]
+// (docs/tablet.md "DiskRowSet layout").
+
+// The encoded width (1..8) of a key column of `type`, or 0 for any other type.
+int IntegerKeyWidth(DataType type);
+// IntegerKeyWidth of the schema's only key column; 0 with several key columns.
+int SingleIntegerKeyWidth(const Schema& schema);
+// The big-endian unsigned value of an encoded integer key. REQUIRES: 1 <= encoded.size() <= 8.
+uint64_t EncodedIntegerKeyValue(std::string_view encoded);
+
 }  // namespace basalt

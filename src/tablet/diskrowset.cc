@@ -84,15 +84,29 @@ absl::Status DiskRowSet::OpenColumns() {
 }
 
 absl::Status DiskRowSet::OpenKeyIndex() {
-  auto reader = OpenFile(options_, meta_.key_index_block);
-  if (!reader.ok()) return PrependToStatus(reader.status(), StrCat(name_, ": key index"));
-  key_index_ = std::move(*reader);
-  if (key_index_->type() != DataType::kBinary || !key_index_->is_sorted() ||
-      key_index_->nullable() || key_index_->num_rows() != meta_.num_rows) {
-    return Corruption(StrCat("key index ", key_index_->name(), " is not a BINARY key file of ",
-                             meta_.num_rows, " rows"));
+  if (!meta_.key_index_block.valid()) {
+    // The writer's choice for a key of one integer column: that column's file is the index.
+    const ColumnId id = meta_.column_blocks.empty() ? ColumnId() : meta_.column_blocks[0].first;
+    const CFileReader* reader = meta_.column_blocks.empty() ? nullptr : columns_.at(id).get();
+    if (reader == nullptr || IntegerKeyWidth(reader->type()) == 0 || !reader->is_sorted() ||
+        reader->nullable()) {
+      return Corruption(
+          StrCat("no key index, and its first column ", id, " is not a sorted integer key file"));
+    }
+    key_reader_ = reader;
+    key_width_ = IntegerKeyWidth(reader->type());
+  } else {
+    auto reader = OpenFile(options_, meta_.key_index_block);
+    if (!reader.ok()) return PrependToStatus(reader.status(), StrCat(name_, ": key index"));
+    key_index_ = std::move(*reader);
+    if (key_index_->type() != DataType::kBinary || !key_index_->is_sorted() ||
+        key_index_->nullable() || key_index_->num_rows() != meta_.num_rows) {
+      return Corruption(StrCat("key index ", key_index_->name(), " is not a BINARY key file of ",
+                               meta_.num_rows, " rows"));
+    }
+    base_size_bytes_ += key_index_->file_size();
+    key_reader_ = key_index_.get();
   }
-  base_size_bytes_ += key_index_->file_size();
   BASALT_ASSIGN_OR_RETURN(std::string first, ReadKeyAt(0));
   BASALT_ASSIGN_OR_RETURN(std::string last, ReadKeyAt(num_rows() - 1));
   if (first != meta_.min_key || last != meta_.max_key) {
@@ -113,8 +127,32 @@ absl::StatusOr<Datum> DiskRowSet::ReadValue(const CFileReader& reader, rowid_t o
 }
 
 absl::StatusOr<std::string> DiskRowSet::ReadKeyAt(rowid_t ordinal) const {
-  BASALT_ASSIGN_OR_RETURN(Datum key, ReadValue(*key_index_, ordinal));
-  return std::string(key.string_value());
+  BASALT_ASSIGN_OR_RETURN(Datum key, ReadValue(*key_reader_, ordinal));
+  if (key_width_ == 0) return std::string(key.string_value());
+  std::string encoded;
+  EncodeKeyCell(key_reader_->type(), key.cell(), /*is_last=*/true, &encoded);
+  return encoded;
+}
+
+absl::Status DiskRowSet::SeekKey(CFileIterator* it, std::string_view key, bool* exact) const {
+  if (key_width_ == 0) return it->SeekAtOrAfter(&key, exact);
+  const size_t width = key_width_;
+  if (key.size() == width) return it->SeekAtOrAfterEncoded(key, exact);
+  // A bound of another length (a scan's range or a successor) equals no key.
+  *exact = false;
+  bool found = false;
+  if (key.size() < width) {
+    // The smallest key of `width` bytes with `key` as its prefix is the first one >= `key`.
+    std::string padded(key);
+    padded.resize(width, '\0');
+    return it->SeekAtOrAfterEncoded(padded, &found);
+  }
+  // Longer than every key: the first key >= it is the first key > its first `width` bytes.
+  BASALT_RETURN_IF_ERROR(it->SeekAtOrAfterEncoded(key.substr(0, width), &found));
+  if (!found) return absl::OkStatus();
+  if (it->ordinal() + 1 < num_rows()) return it->SeekToOrdinal(it->ordinal() + 1);
+  BASALT_RETURN_IF_ERROR(it->SeekToOrdinal(num_rows()));
+  return absl::NotFoundError(StrCat(name_, ": every key is smaller"));
 }
 
 absl::Status DiskRowSet::InferKeyColumns() {
@@ -164,6 +202,20 @@ absl::Status DiskRowSet::OpenBloom() {
     return absl::DataLossError(
         StrCat(context, ": holds ", layout.num_keys(), " keys, not ", meta_.num_rows));
   }
+  if (layout.kind() == KeyFilterKind::kKeyBitmap) {
+    // Bit i is the key min_key + i: only a key of one integer column has such offsets.
+    if (key_width_ == 0) {
+      return absl::DataLossError(
+          StrCat(context, ": a key bitmap, but the key is not one integer column"));
+    }
+    const uint64_t span =
+        EncodedIntegerKeyValue(meta_.max_key) - EncodedIntegerKeyValue(meta_.min_key);
+    if (span >= layout.num_bits()) {
+      return absl::DataLossError(StrCat(context, ": a key bitmap of ", layout.num_bits(),
+                                        " bits cannot cover a key range of ", span + 1));
+    }
+    key_bitmap_base_ = EncodedIntegerKeyValue(meta_.min_key);
+  }
   bloom_ = std::move(layout);
   // Not value-initialized: pages never probed cost no memory.
   bloom_data_.reset(new char[size_t{pages} * kBloomPageSize]);
@@ -188,22 +240,30 @@ absl::Status DiskRowSet::LoadBloomPage(uint32_t page) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> DiskRowSet::BloomMayContain(uint64_t hash) const {
-  const uint32_t page = bloom_->PageForHash(hash);
+absl::StatusOr<bool> DiskRowSet::FilterMayContain(std::string_view key, uint64_t hash) const {
+  const bool bitmap = bloom_->kind() == KeyFilterKind::kKeyBitmap;
+  uint64_t offset = 0;
+  if (bitmap) {
+    // Every key of this rowset has the key column's width; the caller checked the bounds, so
+    // the offset is inside the bitmap (Open checked its size).
+    if (key.size() != static_cast<size_t>(key_width_)) return false;
+    offset = EncodedIntegerKeyValue(key) - key_bitmap_base_;
+  }
+  const uint32_t page = bitmap ? bloom_->PageForOffset(offset) : bloom_->PageForHash(hash);
   if (bloom_page_state_[page].load(std::memory_order_acquire) != kBloomPageReady) {
     BASALT_RETURN_IF_ERROR(LoadBloomPage(page));
   }
-  return bloom_->PageMayContain(
-      std::string_view(bloom_data_.get() + BloomFilterLayout::PageOffset(page), kBloomPageSize),
-      hash);
+  const std::string_view bytes(bloom_data_.get() + BloomFilterLayout::PageOffset(page),
+                               kBloomPageSize);
+  return bitmap ? bloom_->PageHasOffset(bytes, offset) : bloom_->PageMayContain(bytes, hash);
 }
 
 absl::StatusOr<std::optional<rowid_t>> DiskRowSet::SeekKeyIndex(std::string_view key) const {
   // A fresh iterator per lookup: a kept one would pin its key index page in the block cache
   // between lookups.
-  std::unique_ptr<CFileIterator> it = key_index_->NewIterator();
+  std::unique_ptr<CFileIterator> it = key_reader_->NewIterator();
   bool exact = false;
-  const absl::Status s = it->SeekAtOrAfter(&key, &exact);
+  const absl::Status s = SeekKey(it.get(), key, &exact);
   if (!s.ok() && !absl::IsNotFound(s)) return PrependToStatus(s, name_);
   if (!s.ok() || !exact) return std::nullopt;
   return static_cast<rowid_t>(it->ordinal());
@@ -221,7 +281,7 @@ absl::StatusOr<std::optional<rowid_t>> DiskRowSet::FindRow(std::string_view key,
   if (key == meta_.min_key) return rowid_t{0};
   if (key == meta_.max_key) return num_rows() - 1;
   bloom_probes_.fetch_add(1, std::memory_order_relaxed);
-  BASALT_ASSIGN_OR_RETURN(bool may_contain, BloomMayContain(key_hash));
+  BASALT_ASSIGN_OR_RETURN(bool may_contain, FilterMayContain(key, key_hash));
   if (!may_contain) {
     bloom_rejections_.fetch_add(1, std::memory_order_relaxed);
     return std::nullopt;
@@ -235,9 +295,9 @@ absl::StatusOr<std::optional<rowid_t>> DiskRowSet::FindRow(std::string_view key,
 absl::StatusOr<rowid_t> DiskRowSet::LowerBound(std::string_view key) const {
   if (key <= meta_.min_key) return rowid_t{0};
   if (key > meta_.max_key) return num_rows();
-  std::unique_ptr<CFileIterator> it = key_index_->NewIterator();
+  std::unique_ptr<CFileIterator> it = key_reader_->NewIterator();
   bool exact = false;
-  absl::Status s = it->SeekAtOrAfter(&key, &exact);
+  absl::Status s = SeekKey(it.get(), key, &exact);
   if (absl::IsNotFound(s)) return Corruption("key index ends before max_key");
   BASALT_RETURN_IF_ERROR_PREPEND(s, name_);
   return static_cast<rowid_t>(it->ordinal());

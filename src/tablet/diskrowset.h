@@ -5,9 +5,10 @@
 //
 // Files (all blocks of the block manager, named by RowSetMetadata): one column file per column of
 // the schema the rowset was written with (matched to readers' schemas by column id), the key index
-// (a BINARY key column file of the encoded primary keys with a value index), and a bloom filter
-// over the encoded keys. Base rows are sorted by key and addressed by ordinal (rowid_t, from 0).
-// Mutations of base rows live in the DeltaTracker (REDO DeltaMemStore and files, UNDO files).
+// (a BINARY key column file of the encoded primary keys with a value index; when the key is one
+// integer column there is none and that column's file, a sorted key file, serves), and a bloom
+// filter over the encoded keys. Base rows are sorted by key and addressed by ordinal (rowid_t, from
+// 0). Mutations of base rows live in the DeltaTracker (REDO DeltaMemStore and files, UNDO files).
 //
 // Lookups: [min_key, max_key] bounds, then the bloom filter, then a key index seek. The bloom
 // filter is resident: Open reads and verifies its tail; each 4 KiB page is read and its CRC
@@ -144,14 +145,18 @@ class DiskRowSet {
   absl::StatusOr<Datum> ReadValue(const CFileReader& reader, rowid_t ordinal) const;
   // Reads the key at `ordinal` of the key index.
   absl::StatusOr<std::string> ReadKeyAt(rowid_t ordinal) const;
-  // Whether the bloom filter may hold the key with bloom hash `hash`.
-  absl::StatusOr<bool> BloomMayContain(uint64_t hash) const;
-  // Reads and verifies bloom page `page` into bloom_data_ unless another thread did (slow path
-  // of BloomMayContain).
+  // Whether the filter may hold `key` (bloom hash `hash`): the bloom filter's answer, or the key
+  // bitmap's exact one. REQUIRES: min_key <= key <= max_key.
+  absl::StatusOr<bool> FilterMayContain(std::string_view key, uint64_t hash) const;
+  // Reads and verifies filter page `page` into bloom_data_ unless another thread did (slow path
+  // of FilterMayContain).
   absl::Status LoadBloomPage(uint32_t page) const ABSL_LOCKS_EXCLUDED(bloom_load_mu_);
   // MutateRow's checks and update once the row is known; `reinsert`: the list is a REINSERT.
   absl::Status ApplyMutation(HybridTime ts, rowid_t row, bool reinsert, std::string_view changes,
                              int64_t op_index);
+  // Positions `it` (over key_reader_) at the first row whose encoded key is >= `key` (any byte
+  // string) and sets *exact to whether it equals `key`. NOT_FOUND, at the end, if none is.
+  absl::Status SeekKey(CFileIterator* it, std::string_view key, bool* exact) const;
   // Key index seek for `key`: the ordinal holding it, or nullopt.
   absl::StatusOr<std::optional<rowid_t>> SeekKeyIndex(std::string_view key) const;
   // The ordinals [*start, *end) of base rows with keys in `range`.
@@ -167,9 +172,14 @@ class DiskRowSet {
   const DiskRowSetOptions options_;
   const std::string name_;
   absl::flat_hash_map<ColumnId, std::unique_ptr<CFileReader>> columns_;
-  std::unique_ptr<CFileReader> key_index_;
+  std::unique_ptr<CFileReader> key_index_;  // The BINARY key index; nullptr when a column serves.
+  // The key index: key_index_, or the integer key column's file (then key_width_ is its encoded
+  // width, else 0).
+  const CFileReader* key_reader_ = nullptr;
+  int key_width_ = 0;
   std::unique_ptr<ReadableBlock> bloom_block_;
-  std::optional<BloomFilterLayout> bloom_;
+  std::optional<BloomFilterLayout> bloom_;  // The filter: a bloom filter or a key bitmap.
+  uint64_t key_bitmap_base_ = 0;            // A key bitmap's bit 0: min_key's integer value.
   // The resident bloom pages: num_pages * kBloomPageSize bytes, page p valid once
   // bloom_page_state_[p] is kBloomPageReady (release-stored after the bytes are written and
   // verified; written once, under bloom_load_mu_). Memory of pages never loaded is not touched.

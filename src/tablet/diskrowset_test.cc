@@ -10,7 +10,10 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/escaping.h"
 #include "cfile/block_cache.h"
+#include "cfile/bloom_filter.h"
+#include "cfile/cfile_writer.h"
 #include "common/key_encoder.h"
 #include "common/random.h"
 #include "common/status_test_util.h"
@@ -559,6 +562,158 @@ TEST_F(DiskRowSetTest, ConcurrentScansSeeOneSnapshot) {
   writer.join();
 }
 
+// A key of one integer column has no separate key index: the column's own file (a sorted key
+// file) answers lookups and maps range bounds of any byte length to ordinals.
+TEST_F(DiskRowSetTest, AnIntegerKeyColumnIsItsOwnKeyIndex) {
+  WriteAndOpen(EvenKeys(5000));
+  EXPECT_FALSE(meta_.key_index_block.valid());
+  EXPECT_EQ(meta_.AllBlocks().size(), meta_.column_blocks.size() + 1);  // Columns and bloom.
+  for (int32_t k = -3; k < 10003; k += 5) {
+    auto row = rs_->FindRow(Key(k));
+    BASALT_ASSERT_OK(row);
+    EXPECT_EQ(*row,
+              k % 2 == 0 && k >= 0 && k < 10000 ? std::optional<rowid_t>(k / 2) : std::nullopt)
+        << k;
+  }
+  // Bounds: whole keys, their successors (5 bytes), prefixes (1-3 bytes) and none.
+  auto bound = [&](int kind) -> std::string {
+    const std::string key = Key(static_cast<int32_t>(rng_.UniformRange(-20, 10020)));
+    switch (kind) {
+      case 0:
+        return key;
+      case 1:
+        return KeySuccessor(key);
+      case 2:
+        return key.substr(0, 1 + rng_.Uniform(3));
+      default:
+        return "";
+    }
+  };
+  for (int i = 0; i < 300; ++i) {
+    ScanSpec spec;
+    spec.range.lower = bound(static_cast<int>(rng_.Uniform(4)));
+    spec.range.upper = bound(static_cast<int>(rng_.Uniform(4)));
+    auto got = Scan(*rs_, schema_, Before(1), spec, 1 + rng_.Uniform(700));
+    BASALT_ASSERT_OK(got);
+    const std::vector<TestRow> want =
+        model_.Scan(1, INT32_MIN, int64_t{INT32_MAX} + 1, [&](const TestRow& r) {
+          const std::string key = Key(static_cast<int32_t>(r[0].int_value()));
+          return key >= spec.range.lower && (spec.range.upper.empty() || key < spec.range.upper);
+        });
+    ASSERT_EQ(*got, want) << "range " << absl::CHexEscape(spec.range.lower) << " .. "
+                          << absl::CHexEscape(spec.range.upper);
+  }
+}
+
+KeyFilterKind FilterKindOf(BlockManager* bm, BlockId id) {
+  auto block = bm->OpenBlock(id);
+  CHECK(block.ok()) << block.status();
+  std::string data;
+  const absl::Status s = (*block)->ReadAt(0, (*block)->size(), &data);
+  CHECK(s.ok()) << s;
+  auto filter = BloomFilter::Parse(std::move(data), "filter");
+  CHECK(filter.ok()) << filter.status();
+  return filter->kind();
+}
+
+// Dense integer keys get an exact key bitmap (here 2 bits per key, against about 17 for the
+// bloom filter): an absent key never reaches the key column. Sparse ones keep the bloom filter.
+TEST_F(DiskRowSetTest, DenseIntegerKeysGetAnExactKeyBitmap) {
+  WriteAndOpen(EvenKeys(20000));
+  EXPECT_EQ(FilterKindOf(bm_.get(), meta_.bloom_block), KeyFilterKind::kKeyBitmap);
+  const DiskRowSetLookupStats before = rs_->lookup_stats();
+  for (int32_t k = 1; k < 39998; k += 2) {
+    auto row = rs_->FindRow(Key(k));
+    BASALT_ASSERT_OK(row);
+    ASSERT_FALSE(row->has_value()) << k;
+  }
+  const DiskRowSetLookupStats after = rs_->lookup_stats();
+  EXPECT_EQ(after.bloom_probes - before.bloom_probes, 19999);
+  EXPECT_EQ(after.bloom_rejections - before.bloom_rejections, 19999);
+  EXPECT_EQ(after.key_index_seeks - before.key_index_seeks, 0);
+  for (int32_t k = 2; k < 39998; k += 2) {
+    auto row = rs_->FindRow(Key(k));
+    BASALT_ASSERT_OK(row);
+    ASSERT_EQ(*row, std::optional<rowid_t>(k / 2));
+  }
+
+  std::vector<int32_t> sparse;
+  for (int32_t k = -5'000'000; k < 5'000'000; k += 1000) sparse.push_back(k);
+  model_ = Model();
+  WriteAndOpen(sparse);
+  EXPECT_EQ(FilterKindOf(bm_.get(), meta_.bloom_block), KeyFilterKind::kBloom);
+  for (int32_t k : {-5'000'000, -4'999'999, 0, 1, 4'999'000}) {
+    auto row = rs_->FindRow(Key(k));
+    BASALT_ASSERT_OK(row);
+    EXPECT_EQ(row->has_value(), k % 1000 == 0) << k;
+  }
+}
+
+// A key bitmap too small for the rowset's key range is DATA_LOSS at Open.
+TEST_F(DiskRowSetTest, AKeyBitmapThatCannotCoverTheKeysIsDataLoss) {
+  std::vector<int32_t> keys;
+  for (int32_t k = 0; k < 100 * 1000; k += 100) keys.push_back(k);  // A range of 99,901.
+  WriteAndOpen(keys);
+  KeyBitmapBuilder small(kKeyBitmapBitsPerPage);  // One page: 32,768 bits.
+  for (uint64_t i = 0; i < keys.size(); ++i) small.Add(i);
+  auto block = bm_->CreateBlock();
+  BASALT_ASSERT_OK(block);
+  BASALT_ASSERT_OK((*block)->Append(small.Finish()));
+  BASALT_ASSERT_OK((*block)->Finalize());
+  RowSetMetadata m = meta_;
+  m.bloom_block = (*block)->id();
+  absl::Status s = DiskRowSet::Open(m, Options()).status();
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_NE(s.message().find("cannot cover a key range of 99901"), std::string::npos) << s;
+}
+
+// Rowsets written before integer keys lost their key index still open and answer through it.
+TEST_F(DiskRowSetTest, AnIntegerKeyRowSetWithAKeyIndexStillOpens) {
+  WriteAndOpen(EvenKeys(3000));
+  CFileWriterOptions o;
+  o.type = DataType::kBinary;
+  o.is_key = true;
+  o.storage.encoding = EncodingType::kPrefix;
+  auto block = bm_->CreateBlock();
+  BASALT_ASSERT_OK(block);
+  CFileWriter index(o, std::move(*block));
+  BASALT_ASSERT_OK(index.Start());
+  for (int32_t k : EvenKeys(3000)) {
+    const std::string key = Key(k);
+    const std::string_view cell = key;
+    BASALT_ASSERT_OK(index.AppendValues(&cell, nullptr, 1));
+  }
+  // ...and a bloom filter: a key bitmap needs the key column as the index.
+  BloomFilterBuilder bloom(3000);
+  for (int32_t k : EvenKeys(3000)) bloom.AddKey(Key(k));
+  auto bloom_block = bm_->CreateBlock();
+  BASALT_ASSERT_OK(bloom_block);
+  BASALT_ASSERT_OK((*bloom_block)->Append(bloom.Finish()));
+  BASALT_ASSERT_OK(index.Finish());
+  RowSetMetadata legacy = meta_;
+  legacy.key_index_block = index.block_id();
+  absl::Status s = DiskRowSet::Open(legacy, Options()).status();
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;  // The new rowset's key bitmap.
+  EXPECT_NE(s.message().find("not one integer column"), std::string::npos) << s;
+  legacy.bloom_block = (*bloom_block)->id();
+  BASALT_ASSERT_OK((*bloom_block)->Finalize());
+  auto rs = DiskRowSet::Open(legacy, Options());
+  BASALT_ASSERT_OK(rs);
+  EXPECT_GT((*rs)->base_size_bytes(), rs_->base_size_bytes());  // The index is counted.
+  for (int32_t k : {-1, 0, 1, 2, 2999, 3000, 5998, 5999}) {
+    auto row = (*rs)->FindRow(Key(k));
+    BASALT_ASSERT_OK(row);
+    EXPECT_EQ(*row, k % 2 == 0 && k >= 0 && k < 6000 ? std::optional<rowid_t>(k / 2) : std::nullopt)
+        << k;
+  }
+  ScanSpec spec;
+  spec.range.lower = Key(100);
+  spec.range.upper = KeySuccessor(Key(200));
+  auto got = Scan(**rs, schema_, Before(1), spec);
+  BASALT_ASSERT_OK(got);
+  EXPECT_EQ(got->size(), 51u);
+}
+
 // Corruption: a rowset whose blocks are missing or damaged fails cleanly.
 class DiskRowSetCorruptionTest : public DiskRowSetTest {
  protected:
@@ -620,6 +775,12 @@ TEST_F(DiskRowSetCorruptionTest, MetadataThatDisagreesWithTheFiles) {
   m = meta_;
   m.num_rows = 0;
   EXPECT_TRUE(absl::IsDataLoss(DiskRowSet::Open(m, Options()).status()));
+  // Without a key index the first column must be a sorted integer key file: `val` is not.
+  m = meta_;
+  std::swap(m.column_blocks[0], m.column_blocks[1]);
+  absl::Status s = DiskRowSet::Open(m, Options()).status();
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_NE(s.message().find("not a sorted integer key file"), std::string::npos) << s;
 }
 
 TEST_F(DiskRowSetCorruptionTest, DamagedFilesGiveDataLoss) {

@@ -4,8 +4,9 @@
 //
 // A DiskRowSet's base data is one column file per column of the tablet schema (by column id), a
 // key index (a BINARY key column file of the encoded primary keys, PREFIX encoded, with a value
-// index) and a bloom filter block over the encoded keys. Rows are appended in strictly ascending
-// key order and numbered from 0 (their ordinal, rowid_t).
+// index; none when the key is one integer column, whose column file is then written as a sorted
+// key file and serves as the index) and a bloom filter block over the encoded keys. Rows are
+// appended in strictly ascending key order and numbered from 0 (their ordinal, rowid_t).
 //
 // Lifecycle: construct, Open(), AppendBlock()*, FinishWithoutFinalize(). The returned blocks are
 // written but not finalized: the caller finalizes them together with its delta files in one
@@ -38,7 +39,9 @@ class DiskRowSetWriter {
   // `bm` and `schema` (the tablet schema: every column is written, by column id) are borrowed and
   // must outlive the writer. The bloom filter targets --cfile_bloom_fpr (0.001): up to 2^20 rows
   // it is sized for the rows written; beyond, for max(expected_rows, twice the rows at that
-  // point), and writing more rows than that raises the false-positive rate.
+  // point), and writing more rows than that raises the false-positive rate. When the key is one
+  // integer column and an exact bitmap over [min key, max key] takes no more pages than that
+  // bloom filter, the filter block is the bitmap instead (cfile/bloom_filter.h, kKeyBitmap).
   DiskRowSetWriter(BlockManager* bm, const Schema* schema, int64_t rowset_id,
                    uint64_t expected_rows);
   ~DiskRowSetWriter();
@@ -77,6 +80,10 @@ class DiskRowSetWriter {
                            absl::Span<const std::string_view> keys, size_t n) const;
   absl::Status Fail(absl::Status s);
   void AddToBloom(absl::Span<const std::string_view> keys);
+  // Sets the keys' bits in key_bits_, or drops it once it cannot beat the bloom filter.
+  void AddToKeyBitmap(absl::Span<const std::string_view> keys);
+  // The filter block's bytes: the key bitmap when it is no larger than the bloom filter.
+  std::string FinishFilter();
   // Finishes the column writers and the key index into *blocks, filling meta's block ids.
   absl::Status FinishFiles(RowSetMetadata* meta,
                            std::vector<std::unique_ptr<WritableBlock>>* blocks);
@@ -90,10 +97,14 @@ class DiskRowSetWriter {
   enum class State { kNew, kWriting, kDone, kFailed };
   State state_ = State::kNew;
   std::vector<std::unique_ptr<CFileWriter>> column_writers_;  // One per schema column.
-  std::unique_ptr<CFileWriter> key_writer_;
+  std::unique_ptr<CFileWriter> key_writer_;  // nullptr when column 0 is the key index.
   // Hashes of the keys so far, until there are too many (then bloom_ takes them).
   std::vector<uint64_t> bloom_hashes_;
   std::unique_ptr<BloomFilterBuilder> bloom_;
+  // For a key of one integer column, the exact bitmap of the keys (bit i: the key min + i) while
+  // it may still end up smaller than the bloom filter; cleared and dropped once it cannot.
+  bool key_bitmap_live_ = false;
+  std::vector<uint64_t> key_bits_;
   uint64_t bloom_bytes_ = 0;
   uint64_t rows_written_ = 0;
   std::string min_key_;

@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "common/coding.h"
 #include "common/crc32c.h"
+#include "common/key_encoder.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "proto/tablet_metadata.pb.h"
@@ -43,9 +44,13 @@ Violation AddBlock(BlockId id, std::string_view what, absl::flat_hash_set<BlockI
   return std::nullopt;
 }
 
-Violation CheckRowSetBlocks(const RowSetMetadata& rs, const std::string& where,
-                            absl::flat_hash_set<BlockId>* seen) {
-  Violation v = AddBlock(rs.key_index_block, StrCat(where, " key index"), seen);
+Violation CheckRowSetBlocks(const RowSetMetadata& rs, const Schema& schema,
+                            const std::string& where, absl::flat_hash_set<BlockId>* seen) {
+  // A key of one integer column has no key index: that column's file serves (DiskRowSet checks
+  // it). Key columns never change, so the tablet schema tells for every rowset.
+  Violation v = rs.key_index_block.valid() || SingleIntegerKeyWidth(schema) == 0
+                    ? AddBlock(rs.key_index_block, StrCat(where, " key index"), seen)
+                    : std::nullopt;
   if (!v) v = AddBlock(rs.bloom_block, StrCat(where, " bloom filter"), seen);
   for (size_t i = 0; !v && i < rs.column_blocks.size(); ++i) {
     v = AddBlock(rs.column_blocks[i].second, StrCat(where, " column ", rs.column_blocks[i].first),
@@ -93,7 +98,7 @@ Violation CheckRowSet(const TabletSuperBlock& sb, size_t index,
     return StrCat(where, " has an invalid base_snapshot_before");
   }
   Violation v = CheckRowSetColumns(rs, sb.schema, where);
-  if (!v) v = CheckRowSetBlocks(rs, where, blocks);
+  if (!v) v = CheckRowSetBlocks(rs, sb.schema, where, blocks);
   return v;
 }
 

@@ -21,11 +21,11 @@ constexpr char kPath[] = "/tablet/superblock";
 
 // (key INT32, name STRING NULL, gone INT64 NULL) with ids 0, 1, 2, then "gone" dropped: rowsets
 // written before the drop still list column 2.
-Schema TestSchema() {
-  auto s = Schema::Create(
-      {ColumnSchema("key", DataType::kInt32), ColumnSchema("name", DataType::kString, true),
-       ColumnSchema("gone", DataType::kInt64, true)},
-      1);
+Schema TestSchema(DataType key_type = DataType::kInt32) {
+  auto s =
+      Schema::Create({ColumnSchema("key", key_type), ColumnSchema("name", DataType::kString, true),
+                      ColumnSchema("gone", DataType::kInt64, true)},
+                     1);
   CHECK(s.ok()) << s.status();
   auto dropped = s->DropColumn("gone");
   CHECK(dropped.ok()) << dropped.status();
@@ -98,6 +98,17 @@ TEST_F(TabletMetadataTest, RoundTrip) {
   EXPECT_FALSE(env_.FileExists(StrCat(kPath, ".tmp")));
 }
 
+// Rowsets of a key of one integer column may have no key index (the column file serves).
+TEST_F(TabletMetadataTest, AnIntegerKeyNeedsNoKeyIndex) {
+  TabletSuperBlock sb = TestSuperBlock();
+  sb.rowsets[0].key_index_block = BlockId();
+  BASALT_ASSERT_OK(WriteSuperBlock(&env_, kPath, sb));
+  auto read = ReadSuperBlock(&env_, kPath);
+  BASALT_ASSERT_OK(read);
+  EXPECT_EQ(*read, sb);
+  EXPECT_FALSE(read->rowsets[0].key_index_block.valid());
+}
+
 TEST_F(TabletMetadataTest, EmptyTablet) {
   TabletSuperBlock sb;
   sb.tablet_id = "t";
@@ -154,8 +165,11 @@ TEST_F(TabletMetadataTest, InvalidSuperBlocksAreRejected) {
        }},
       {"invalid column block",
        [](TabletSuperBlock* sb) { sb->rowsets[0].column_blocks[1].second = BlockId(); }},
-      {"invalid key index block",
-       [](TabletSuperBlock* sb) { sb->rowsets[1].key_index_block = BlockId(); }},
+      {"no key index for a STRING key",
+       [](TabletSuperBlock* sb) {
+         sb->schema = TestSchema(DataType::kString);
+         sb->rowsets[1].key_index_block = BlockId();
+       }},
       {"invalid bloom block", [](TabletSuperBlock* sb) { sb->rowsets[1].bloom_block = BlockId(); }},
       {"invalid redo block",
        [](TabletSuperBlock* sb) { sb->rowsets[0].redo_blocks[1] = BlockId(); }},

@@ -101,7 +101,9 @@ void PrintRowSet(const Schema& schema, const RowSetMetadata& rs, std::ostream* o
     const std::string name = idx >= 0 ? schema.column(idx).name() : "<dropped>";
     *out << "    column " << col_id << " (" << name << "): " << block.ToString() << "\n";
   }
-  *out << "    key index: " << rs.key_index_block.ToString() << "\n";
+  *out << "    key index: "
+       << (rs.key_index_block.valid() ? rs.key_index_block.ToString() : "none (the key column)")
+       << "\n";
   *out << "    bloom: " << rs.bloom_block.ToString() << "\n";
   *out << "    redo deltas: " << JoinBlocks(rs.redo_blocks) << "\n";
   *out << "    undo deltas: " << JoinBlocks(rs.undo_blocks) << "\n";

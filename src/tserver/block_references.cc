@@ -13,7 +13,7 @@ namespace {
 
 void AddRowSetBlocks(const RowSetMetadata& rs, std::vector<RowSetBlock>* out) {
   for (const auto& [column, id] : rs.column_blocks) out->push_back({id, RowSetBlockKind::kColumn});
-  out->push_back({rs.key_index_block, RowSetBlockKind::kKeyIndex});
+  if (rs.key_index_block.valid()) out->push_back({rs.key_index_block, RowSetBlockKind::kKeyIndex});
   out->push_back({rs.bloom_block, RowSetBlockKind::kBloom});
   for (BlockId id : rs.redo_blocks) out->push_back({id, RowSetBlockKind::kRedo});
   for (BlockId id : rs.undo_blocks) out->push_back({id, RowSetBlockKind::kUndo});

@@ -17,6 +17,30 @@ using block_test::kTabletsDir;
 
 class BlockReferencesTest : public DataDirTest {};
 
+// A key of one integer column has no key index block: nothing of that kind is listed.
+TEST_F(BlockReferencesTest, ARowSetOfAnIntegerKeyListsNoKeyIndex) {
+  TabletSuperBlock sb;
+  sb.tablet_id = "t1";
+  sb.schema = *Schema::Create({ColumnSchema("key", DataType::kInt64)}, 1);
+  RowSetMetadata rs;
+  rs.column_blocks = {{0, BlockId(0x10)}};
+  rs.bloom_block = BlockId(0x11);
+  rs.min_key = rs.max_key = std::string(8, '\x80');
+  rs.num_rows = 1;
+  rs.base_snapshot_before = HybridTime::FromMicros(1);
+  sb.rowsets = {rs};
+  sb.next_rowset_id = 1;
+  BASALT_ASSERT_OK(env()->CreateDirs(TabletDir("t1")));
+  SetReplicaState("t1", ReplicaDataState::kReady);
+  BASALT_ASSERT_OK(WriteSuperBlock(env(), JoinPath(TabletDir("t1"), kSuperBlockFileName), sb));
+  const TabletBlockRefs refs = ReadTabletBlockRefs(env(), kTabletsDir, "t1");
+  BASALT_ASSERT_OK(refs.status);
+  ASSERT_EQ(refs.rowset_blocks.size(), 2u);
+  EXPECT_EQ(refs.rowset_blocks[0].kind, RowSetBlockKind::kColumn);
+  EXPECT_EQ(refs.rowset_blocks[1].id, BlockId(0x11));
+  EXPECT_EQ(refs.rowset_blocks[1].kind, RowSetBlockKind::kBloom);
+}
+
 TEST_F(BlockReferencesTest, ARowSetNamesEachOfItsBlocksWithItsKind) {
   Tablet* t = AddTabletWithEveryKindOfBlock("t1");
   const TabletBlockRefs refs = ReadTabletBlockRefs(env(), kTabletsDir, "t1");

@@ -35,12 +35,15 @@ namespace basalt::block_test {
 inline constexpr char kDataDir[] = "/data";
 inline constexpr char kTabletsDir[] = "/data/tablets";
 
-// (key INT32, val INT32 NULL, s STRING NULL).
+// (key INT32, part INT32, val INT32 NULL, s STRING NULL), primary key (key, part): a key of two
+// columns, so rowsets have a key index block and a bloom filter (a key of one integer column has
+// neither: its column file is the index and its filter usually a key bitmap).
 inline Schema BlockTestSchema() {
-  return *Schema::Create({ColumnSchema("key", DataType::kInt32),
-                          ColumnSchema("val", DataType::kInt32, /*is_nullable=*/true),
-                          ColumnSchema("s", DataType::kString, /*is_nullable=*/true)},
-                         1);
+  return *Schema::Create(
+      {ColumnSchema("key", DataType::kInt32), ColumnSchema("part", DataType::kInt32),
+       ColumnSchema("val", DataType::kInt32, /*is_nullable=*/true),
+       ColumnSchema("s", DataType::kString, /*is_nullable=*/true)},
+      2);
 }
 
 class DataDirTest : public ::testing::Test {
@@ -100,6 +103,7 @@ class DataDirTest : public ::testing::Test {
     for (int k = first; k < first + n; ++k) {
       PartialRow row(&schema);
       BASALT_ASSERT_OK(row.SetInt32("key", k));
+      BASALT_ASSERT_OK(row.SetInt32("part", 0));
       BASALT_ASSERT_OK(row.SetInt32("val", k * mult));
       if (type == RowOperationType::kInsert) {
         BASALT_ASSERT_OK(row.SetString("s", "row" + std::to_string(k)));
