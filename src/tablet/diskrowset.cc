@@ -278,6 +278,8 @@ absl::StatusOr<std::optional<rowid_t>> DiskRowSet::FindRow(std::string_view key,
                                                            uint64_t key_hash) const {
   DCHECK_EQ(key_hash, BloomKeyHash(key));
   if (key < meta_.min_key || key > meta_.max_key) return std::nullopt;
+  // An integer key column holds keys of one width only.
+  if (key_width_ > 0 && key.size() != static_cast<size_t>(key_width_)) return std::nullopt;
   if (key == meta_.min_key) return rowid_t{0};
   if (key == meta_.max_key) return num_rows() - 1;
   bloom_probes_.fetch_add(1, std::memory_order_relaxed);

@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -195,44 +196,59 @@ std::vector<int32_t> EvenKeys(int n) {
   return keys;
 }
 
+// The kind of the key filter in block `id`.
+KeyFilterKind FilterKindOf(BlockManager* bm, BlockId id) {
+  auto block = bm->OpenBlock(id);
+  CHECK(block.ok()) << block.status();
+  std::string data;
+  const absl::Status s = (*block)->ReadAt(0, (*block)->size(), &data);
+  CHECK(s.ok()) << s;
+  auto filter = BloomFilter::Parse(std::move(data), "filter");
+  CHECK(filter.ok()) << filter.status();
+  return filter->kind();
+}
+
+// Keys 40 apart: a key bitmap would take 40 bits per key, so the rowset gets a bloom filter.
 TEST_F(DiskRowSetTest, FindRowWithBloomFilter) {
+  std::vector<int32_t> keys;
+  for (int32_t i = 0; i < 20000; ++i) keys.push_back(40 * i);
   for (bool cached : {false, true}) {
     SCOPED_TRACE(cached);
     BlockCache cache(8 << 20);
     model_ = Model();
-    WriteAndOpen(EvenKeys(20000), cached ? &cache : nullptr);
+    WriteAndOpen(keys, cached ? &cache : nullptr);
+    EXPECT_EQ(FilterKindOf(bm_.get(), meta_.bloom_block), KeyFilterKind::kBloom);
     EXPECT_EQ(rs_->num_rows(), 20000u);
     EXPECT_EQ(rs_->min_key(), Key(0));
-    EXPECT_EQ(rs_->max_key(), Key(39998));
+    EXPECT_EQ(rs_->max_key(), Key(799960));
     for (int32_t i = 0; i < 20000; i += 7) {
-      auto row = rs_->FindRow(Key(2 * i));
+      auto row = rs_->FindRow(Key(40 * i));
       BASALT_ASSERT_OK(row);
       ASSERT_EQ(*row, std::optional<rowid_t>(i));
     }
     // Keys outside [min, max] are answered without probing the bloom filter.
-    for (int32_t k : {-5, -1, 39999, 100000}) {
+    for (int32_t k : {-5, -1, 799961, 1000000}) {
       auto row = rs_->FindRow(Key(k));
       BASALT_ASSERT_OK(row);
       EXPECT_FALSE(row->has_value());
     }
     const DiskRowSetLookupStats before = rs_->lookup_stats();
-    for (int32_t i = 0; i < 20000; ++i) {
-      if (i == 19999) continue;  // 39999 is above max_key.
-      auto row = rs_->FindRow(Key(2 * i + 1));
+    for (int32_t i = 0; i < 19999; ++i) {
+      auto row = rs_->FindRow(Key(40 * i + 1));
       BASALT_ASSERT_OK(row);
-      ASSERT_FALSE(row->has_value()) << 2 * i + 1;
+      ASSERT_FALSE(row->has_value()) << 40 * i + 1;
     }
     const DiskRowSetLookupStats after = rs_->lookup_stats();
     EXPECT_EQ(after.bloom_probes - before.bloom_probes, 19999);
     const int64_t fps = after.bloom_false_positives - before.bloom_false_positives;
     EXPECT_EQ(after.bloom_rejections - before.bloom_rejections + fps, 19999);
     EXPECT_EQ(after.key_index_seeks - before.key_index_seeks, fps);
-    // The expected count is 2 (rate 0.0001); 20 would be a broken filter.
-    EXPECT_LE(fps, 20);
-    auto present = rs_->CheckRowPresent(Key(10), nullptr);
+    // The expected count is 20 (rate 0.001); 100 would be a broken filter.
+    EXPECT_LE(fps, 100);
+    auto present = rs_->CheckRowPresent(Key(40), nullptr);
     BASALT_ASSERT_OK(present);
     EXPECT_TRUE(*present);
-    present = rs_->CheckRowPresent(Key(11), nullptr);
+    present = rs_->CheckRowPresent(Key(41), nullptr);
     BASALT_ASSERT_OK(present);
     EXPECT_FALSE(*present);
   }
@@ -605,17 +621,6 @@ TEST_F(DiskRowSetTest, AnIntegerKeyColumnIsItsOwnKeyIndex) {
   }
 }
 
-KeyFilterKind FilterKindOf(BlockManager* bm, BlockId id) {
-  auto block = bm->OpenBlock(id);
-  CHECK(block.ok()) << block.status();
-  std::string data;
-  const absl::Status s = (*block)->ReadAt(0, (*block)->size(), &data);
-  CHECK(s.ok()) << s;
-  auto filter = BloomFilter::Parse(std::move(data), "filter");
-  CHECK(filter.ok()) << filter.status();
-  return filter->kind();
-}
-
 // Dense integer keys get an exact key bitmap (here 2 bits per key, against about 17 for the
 // bloom filter): an absent key never reaches the key column. Sparse ones keep the bloom filter.
 TEST_F(DiskRowSetTest, DenseIntegerKeysGetAnExactKeyBitmap) {
@@ -665,6 +670,112 @@ TEST_F(DiskRowSetTest, AKeyBitmapThatCannotCoverTheKeysIsDataLoss) {
   absl::Status s = DiskRowSet::Open(m, Options()).status();
   EXPECT_TRUE(absl::IsDataLoss(s)) << s;
   EXPECT_NE(s.message().find("cannot cover a key range of 99901"), std::string::npos) << s;
+}
+
+// Every integer-backed key type, negative keys and the types' extremes: dense keys get a key
+// bitmap, sparse ones a bloom filter, and lookups and range scans agree with the keys written.
+class IntegerKeyTest : public drs_test::DiskRowSetTestBase {};
+
+Datum IntegerDatum(DataType type, int64_t v) {
+  switch (type) {
+    case DataType::kInt8:
+      return Datum::Int8(static_cast<int8_t>(v));
+    case DataType::kInt16:
+      return Datum::Int16(static_cast<int16_t>(v));
+    case DataType::kInt32:
+      return Datum::Int32(static_cast<int32_t>(v));
+    case DataType::kDate:
+      return Datum::Date(static_cast<int32_t>(v));
+    case DataType::kUnixtimeMicros:
+      return Datum::UnixtimeMicros(v);
+    case DataType::kDecimal64:
+      return Datum::Decimal64(v);
+    default:
+      return Datum::Int64(v);
+  }
+}
+
+TEST_F(IntegerKeyTest, EveryWidthSignAndExtreme) {
+  Random rng(SeedFromEnvOrTime());
+  auto stepped = [](int64_t lo, int64_t hi, int64_t step) {
+    std::vector<int64_t> v;
+    for (int64_t k = lo; k <= hi; k += step) v.push_back(k);
+    return v;
+  };
+  struct Case {
+    DataType type;
+    std::vector<int64_t> keys;
+    KeyFilterKind kind;
+  };
+  std::vector<int64_t> int8_keys;
+  for (int64_t k = -128; k <= 127; ++k) {
+    if (k % 5 != 0) int8_keys.push_back(k);
+  }
+  const std::vector<Case> cases = {
+      {DataType::kInt8, int8_keys, KeyFilterKind::kKeyBitmap},
+      {DataType::kInt16, stepped(-30000, 30000, 7), KeyFilterKind::kKeyBitmap},
+      {DataType::kInt64, stepped(-1'000'000, -990'000, 3), KeyFilterKind::kKeyBitmap},
+      {DataType::kInt64,
+       {INT64_MIN, INT64_MIN + 1, -1, 0, 1, INT64_MAX - 1, INT64_MAX},
+       KeyFilterKind::kBloom},
+      {DataType::kDate, stepped(-1000, 1000, 2), KeyFilterKind::kKeyBitmap},
+      {DataType::kUnixtimeMicros, stepped(-5'000'000'000, 5'000'000'000, 1'000'000),
+       KeyFilterKind::kBloom},
+      {DataType::kDecimal64, stepped(-500, 500, 1), KeyFilterKind::kKeyBitmap},
+  };
+  int64_t id = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(StrCat(DataTypeName(c.type), ", ", c.keys.size(), " keys"));
+    const TypeAttributes attrs =
+        c.type == DataType::kDecimal64 ? TypeAttributes{18, 2, 0} : TypeAttributes{};
+    const Schema schema = *Schema::Create({ColumnSchema("k", c.type, false, std::nullopt, attrs),
+                                           ColumnSchema("v", DataType::kInt32, true)},
+                                          1);
+    auto key = [&](int64_t v) { return EncodeKey(schema, {IntegerDatum(c.type, v)}); };
+    std::vector<TestRow> rows;
+    for (int64_t k : c.keys) rows.push_back({IntegerDatum(c.type, k), Datum::Int32(7)});
+    auto meta = WriteRowSet(schema, rows, ++id, &rng);
+    BASALT_ASSERT_OK(meta);
+    EXPECT_FALSE(meta->key_index_block.valid());
+    EXPECT_EQ(FilterKindOf(bm_.get(), meta->bloom_block), c.kind);
+    auto rs = DiskRowSet::Open(*meta, Options());
+    BASALT_ASSERT_OK(rs);
+    const std::set<int64_t> present(c.keys.begin(), c.keys.end());
+    for (size_t i = 0; i < c.keys.size(); ++i) {
+      auto row = (*rs)->FindRow(key(c.keys[i]));
+      BASALT_ASSERT_OK(row);
+      ASSERT_EQ(*row, std::optional<rowid_t>(i)) << c.keys[i];
+      for (int64_t d : {-1, 1}) {
+        absl::int128 lo, hi;
+        IntegerStorageRange(c.type, &lo, &hi);
+        const absl::int128 other_wide = absl::int128(c.keys[i]) + d;
+        if (other_wide < lo || other_wide > hi) continue;  // Outside the type.
+        const auto other = static_cast<int64_t>(other_wide);
+        if (present.contains(other)) continue;
+        row = (*rs)->FindRow(key(other));
+        BASALT_ASSERT_OK(row);
+        ASSERT_FALSE(row->has_value()) << other;
+      }
+    }
+    // Keys of another width inside [min, max] are no row's key.
+    for (const std::string& odd : {KeySuccessor(key(c.keys[0])), key(c.keys[1]).substr(1)}) {
+      if (odd <= (*rs)->min_key() || odd >= (*rs)->max_key()) continue;
+      auto row = (*rs)->FindRow(odd);
+      BASALT_ASSERT_OK(row);
+      EXPECT_FALSE(row->has_value());
+    }
+    for (int i = 0; i < 30; ++i) {
+      const size_t a = rng.Uniform(c.keys.size());
+      const size_t b = a + rng.Uniform(c.keys.size() - a + 1);
+      ScanSpec spec;
+      spec.range.lower = key(c.keys[a]);
+      if (b < c.keys.size()) spec.range.upper = key(c.keys[b]);
+      auto got = Scan(**rs, schema, Before(1), spec);
+      BASALT_ASSERT_OK(got);
+      ASSERT_EQ(got->size(), b - a);
+      if (b > a) EXPECT_EQ((*got)[0][0], rows[a][0]);
+    }
+  }
 }
 
 // Rowsets written before integer keys lost their key index still open and answer through it.

@@ -9,7 +9,10 @@
 #include "common/key_encoder.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
+#include "gflags/gflags.h"
 #include "glog/logging.h"
+
+DECLARE_double(cfile_bloom_fpr);  // cfile/bloom_filter.cc
 
 namespace basalt {
 
@@ -27,8 +30,8 @@ constexpr int32_t kKeyIndexPageSizeBytes = 32 * 1024;
 constexpr size_t kMaxBufferedBloomHashes = size_t{1} << 20;
 
 // The key bitmap is kept while it spans at most this many bits per row written plus the slack;
-// beyond, it cannot beat a bloom filter (about 17 bits per key at 0.001, 26 at 0.0001) and is
-// dropped. This also bounds its memory to 4 bytes per row.
+// beyond, it would lose to a bloom filter at any rate down to about 1e-5 (17 bits per key at
+// 0.001, 26 at 0.0001) and is dropped. This also bounds its memory to 4 bytes per row.
 constexpr uint64_t kMaxKeyBitmapBitsPerRow = 32;
 constexpr uint64_t kKeyBitmapSlackBits = uint64_t{1} << 20;
 
@@ -157,15 +160,15 @@ void DiskRowSetWriter::AddToKeyBitmap(absl::Span<const std::string_view> keys) {
 }
 
 std::string DiskRowSetWriter::FinishFilter() {
-  if (bloom_ == nullptr) {
-    // Every hash is still buffered: size the filter for the rows actually written.
-    bloom_ = std::make_unique<BloomFilterBuilder>(rows_written_);
-    for (uint64_t h : bloom_hashes_) bloom_->AddHash(h);
-  }
   if (key_bitmap_live_) {
+    // Against the bloom filter this rowset would get: sized for the rows written while every hash
+    // is still buffered, else the one already being fed.
+    const uint32_t bloom_pages =
+        bloom_ != nullptr ? bloom_->num_pages()
+                          : BloomFilterBuilder::NumPagesFor(rows_written_, FLAGS_cfile_bloom_fpr);
     const uint64_t num_bits =
         EncodedIntegerKeyValue(last_key_) - EncodedIntegerKeyValue(min_key_) + 1;
-    if (KeyBitmapBuilder::NumPagesFor(num_bits) <= bloom_->num_pages()) {
+    if (KeyBitmapBuilder::NumPagesFor(num_bits) <= bloom_pages) {
       KeyBitmapBuilder bitmap(num_bits);
       for (size_t w = 0; w < key_bits_.size(); ++w) {
         for (uint64_t bits = key_bits_[w]; bits != 0; bits &= bits - 1) {
@@ -175,6 +178,11 @@ std::string DiskRowSetWriter::FinishFilter() {
       DCHECK_EQ(bitmap.num_keys(), rows_written_);
       return bitmap.Finish();
     }
+  }
+  if (bloom_ == nullptr) {
+    // Every hash is still buffered: size the filter for the rows actually written.
+    bloom_ = std::make_unique<BloomFilterBuilder>(rows_written_);
+    for (uint64_t h : bloom_hashes_) bloom_->AddHash(h);
   }
   return bloom_->Finish();
 }

@@ -20,8 +20,11 @@ struct RowSetMetadata {
   // Base data: one column file per column of the schema the rowset was written with, by id.
   std::vector<std::pair<ColumnId, BlockId>> column_blocks;
   // The key index: a key column file (BINARY, sorted, value index) of the encoded primary keys.
+  // Invalid (0) when the key is one integer column: that column's file (column_blocks[0]) is
+  // written as a sorted key file and serves as the index.
   BlockId key_index_block;
-  // The bloom filter over the encoded keys (cfile/bloom_filter.h).
+  // The key filter (cfile/bloom_filter.h): a bloom filter over the encoded keys, or a key bitmap
+  // over [min_key, max_key] for a key of one integer column.
   BlockId bloom_block;
   // Delta files: REDO oldest first; UNDO in any order.
   std::vector<BlockId> redo_blocks;

@@ -34,7 +34,8 @@ namespace basalt {
 //  - tablet_id is not empty; the schema is valid (Schema::FromPB rules).
 //  - Rowset ids are distinct and in [0, next_rowset_id).
 //  - Each rowset: num_rows > 0; min_key <= max_key; base_snapshot_before is a valid HybridTime;
-//    a valid key index and bloom block; a column block for every key column of the schema; each
+//    a valid key index (or none, block id 0, when the schema's key is one integer column) and
+//    bloom block; a column block for every key column of the schema; each
 //    column id at most once and either in the schema or below schema.next_column_id() (a column
 //    dropped since the rowset was written: its id is never reused).
 //  - Every block id is valid (non-zero) and listed once across all rowsets and orphaned_blocks.

@@ -36,9 +36,16 @@ inline constexpr char kDataDir[] = "/data";
 inline constexpr char kTabletsDir[] = "/data/tablets";
 
 // (key INT32, part INT32, val INT32 NULL, s STRING NULL), primary key (key, part): a key of two
-// columns, so rowsets have a key index block and a bloom filter (a key of one integer column has
-// neither: its column file is the index and its filter usually a key bitmap).
-inline Schema BlockTestSchema() {
+// columns, so rowsets have a key index block and a bloom filter. With `integer_key`, (key INT32,
+// val INT32 NULL, s STRING NULL), primary key (key): no key index block (the key column's file
+// is the index) and a key bitmap as the filter.
+inline Schema BlockTestSchema(bool integer_key = false) {
+  if (integer_key) {
+    return *Schema::Create({ColumnSchema("key", DataType::kInt32),
+                            ColumnSchema("val", DataType::kInt32, /*is_nullable=*/true),
+                            ColumnSchema("s", DataType::kString, /*is_nullable=*/true)},
+                           1);
+  }
   return *Schema::Create(
       {ColumnSchema("key", DataType::kInt32), ColumnSchema("part", DataType::kInt32),
        ColumnSchema("val", DataType::kInt32, /*is_nullable=*/true),
@@ -77,9 +84,10 @@ class DataDirTest : public ::testing::Test {
   }
 
   // Creates tablets/<id>/ with a replica file in `state` and an empty tablet's superblock.
-  Tablet* AddTablet(const std::string& id, ReplicaDataState state = ReplicaDataState::kReady) {
+  Tablet* AddTablet(const std::string& id, ReplicaDataState state = ReplicaDataState::kReady,
+                    bool integer_key = false) {
     EXPECT_TRUE(env_.CreateDirs(TabletDir(id)).ok());
-    auto t = Tablet::Create(Options(id), id, BlockTestSchema());
+    auto t = Tablet::Create(Options(id), id, BlockTestSchema(integer_key));
     EXPECT_TRUE(t.ok()) << t.status();
     SetReplicaState(id, state);
     tablets_[id] = *std::move(t);
@@ -103,7 +111,7 @@ class DataDirTest : public ::testing::Test {
     for (int k = first; k < first + n; ++k) {
       PartialRow row(&schema);
       BASALT_ASSERT_OK(row.SetInt32("key", k));
-      BASALT_ASSERT_OK(row.SetInt32("part", 0));
+      if (schema.find_column("part") >= 0) BASALT_ASSERT_OK(row.SetInt32("part", 0));
       BASALT_ASSERT_OK(row.SetInt32("val", k * mult));
       if (type == RowOperationType::kInsert) {
         BASALT_ASSERT_OK(row.SetString("s", "row" + std::to_string(k)));
@@ -121,8 +129,9 @@ class DataDirTest : public ::testing::Test {
 
   // A tablet with blocks of every kind: two overlapping rowsets compacted into one (base data,
   // key index, bloom filter, UNDO files), then updates flushed to a REDO file.
-  Tablet* AddTabletWithEveryKindOfBlock(const std::string& id, int rows = 200) {
-    Tablet* t = AddTablet(id);
+  Tablet* AddTabletWithEveryKindOfBlock(const std::string& id, int rows = 200,
+                                        bool integer_key = false) {
+    Tablet* t = AddTablet(id, ReplicaDataState::kReady, integer_key);
     Write(t, RowOperationType::kInsert, 0, rows / 2);
     BASALT_EXPECT_OK(t->FlushMemRowSet());
     Write(t, RowOperationType::kInsert, rows / 2, rows - rows / 2);

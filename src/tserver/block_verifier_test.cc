@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cfile/bloom_filter.h"
 #include "common/random.h"
 #include "common/status_test_util.h"
 #include "common/strings.h"
@@ -68,6 +69,28 @@ TEST_F(BlockVerifierTest, EveryCorruptedByteOfEveryKindIsDataLossNamingTheBlock)
       }
     }
   }
+}
+
+// A tablet keyed by one integer column: its key column file is the key index and its filter a
+// key bitmap. Both verify, and a flipped byte in the bitmap's pages is DATA_LOSS.
+TEST_F(BlockVerifierTest, AnIntegerKeyTabletsBlocksVerify) {
+  AddTabletWithEveryKindOfBlock("t1", 200, /*integer_key=*/true);
+  std::set<RowSetBlockKind> kinds;
+  for (const RowSetBlock& b : RowSetBlocks("t1")) {
+    BASALT_EXPECT_OK(Verify(b.id, b.kind)) << RowSetBlockKindName(b.kind);
+    kinds.insert(b.kind);
+  }
+  EXPECT_FALSE(kinds.contains(RowSetBlockKind::kKeyIndex));
+  const BlockId filter = FirstBlockOf("t1", RowSetBlockKind::kBloom);
+  const std::string bytes = ReadBlockFile(filter);
+  auto parsed = BloomFilter::Parse(bytes, "filter");
+  BASALT_ASSERT_OK(parsed);
+  EXPECT_EQ(parsed->kind(), KeyFilterKind::kKeyBitmap);
+  std::string bad = bytes;
+  bad[10] ^= 1;  // Inside page 0: keys 0..199 set bits 0..199.
+  const BlockId id = WriteUnnamedBlock(bad);
+  const absl::Status s = Verify(id, RowSetBlockKind::kBloom);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
 }
 
 TEST_F(BlockVerifierTest, ABlockOfAnotherKindIsDataLoss) {
