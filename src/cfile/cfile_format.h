@@ -30,9 +30,12 @@ inline constexpr size_t kMaxZoneMapValueBytes = 64;
 // A page holds at most this many rows (NULLs included), bounding its null bitmap.
 inline constexpr size_t kMaxRowsPerPage = kMaxValuesPerPage;
 // Pages of key files end at this many rows too: a seek decodes within one page, so the page's
-// row count bounds its cost (decoder Init and binary search), and dense encodings of sequential
-// keys (BIT_PACKED: under 1 bit per key) would otherwise make 2^20-row pages.
-inline constexpr size_t kMaxRowsPerKeyPage = 64 * 1024;
+// row count bounds its cost (decoder Init, BIT_PACKED's walk over its variable-size blocks up to
+// the position, and the binary search), and dense encodings of sequential keys (BIT_PACKED: under
+// 1 bit per key) would otherwise make 2^20-row pages. 64 Ki rows made the walk 6% of a tablet
+// server's CPU in point lookups (W4 of docs/performance.md); 8 Ki rows cost ~1% more bytes.
+// Readers accept any row count up to kMaxRowsPerPage (files written with 64 Ki-row pages).
+inline constexpr size_t kMaxRowsPerKeyPage = 8 * 1024;
 // Bounds on a page's target size (--cfile_default_block_size or the column's block_size_bytes)
 // and on the uncompressed bytes a page may declare: a page ends at its target size plus at most
 // one value (kMaxCellBytes), plus its null bitmap. A larger declared size is corruption.
