@@ -16,6 +16,10 @@ function(basalt_add_library name)
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
 endfunction()
 
+# Test code itself is compiled at -O1 in optimized builds (the libraries it tests keep -O2):
+# about 20% less compile time for the half of the build that is tests.
+set(BASALT_TEST_OPT_FLAGS $<$<CONFIG:RelWithDebInfo,Release>:-O1>)
+
 # basalt_add_test(NAME DEPS...): one gtest binary per directory from every *_test.cc in it,
 # registered with ctest test by test and labelled "unit".
 function(basalt_add_test name)
@@ -25,7 +29,7 @@ function(basalt_add_test name)
     return()
   endif()
   add_executable(${name} ${_tests})
-  target_compile_options(${name} PRIVATE ${BASALT_WARNING_FLAGS})
+  target_compile_options(${name} PRIVATE ${BASALT_WARNING_FLAGS} ${BASALT_TEST_OPT_FLAGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
   if(NOT ARG_LABELS)
     set(ARG_LABELS unit)
