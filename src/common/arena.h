@@ -14,7 +14,10 @@
 // MADV_HUGEPAGE, so transparent huge pages back it and first touches fault once per 2 MiB instead
 // of once per 4 KiB. Where mmap fails the block comes from the heap, and where THP is unavailable
 // (madvise fails, or THP is disabled) the mapping simply keeps normal pages; either way the
-// arena behaves the same. Mapped blocks are unmapped by Reset() and destruction like any other.
+// arena behaves the same. Mapped blocks are freed by Reset() and destruction like any other: into
+// a process-wide cache of mapped blocks when SetMappedBlockCacheLimit allowed one (the next arena
+// needing a block of that size reuses it without page faults or kernel zeroing; its contents are
+// then whatever the last arena wrote), else unmapped.
 //
 // Invariants: every pointer returned stays valid (and is never moved) until Reset() or the
 // destructor; MemoryUsage() is at least the sum of all block sizes.
@@ -75,6 +78,12 @@ class Arena {
     void* mem = AllocateAligned(sizeof(T), alignof(T));
     return new (mem) T(std::forward<Args>(args)...);
   }
+
+  // Lets up to `bytes` of freed mapped blocks be kept for reuse, process-wide (0, the default:
+  // none; lowering it unmaps the oldest kept blocks). Thread-safe.
+  static void SetMappedBlockCacheLimit(size_t bytes);
+  // Bytes of mapped blocks kept for reuse now. Thread-safe.
+  static size_t MappedBlockCacheBytes();
 
   // Returns the bytes of memory held by this arena (all blocks plus bookkeeping).
   size_t MemoryUsage() const;

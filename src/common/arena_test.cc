@@ -232,6 +232,46 @@ TEST(ArenaTest, HugePagesOnlyForLargeBlocks) {
   EXPECT_LT(heap.MemoryUsage(), Arena::kHugePageSize + 4096);
 }
 
+// Freed mapped blocks are kept up to the cache limit and handed to the next arena needing a block
+// of the same size; lowering the limit releases them; with no limit nothing is kept.
+TEST(ArenaTest, FreedMappedBlocksAreReusedUpToTheCacheLimit) {
+  constexpr size_t kHuge = Arena::kHugePageSize;
+  ASSERT_EQ(Arena::MappedBlockCacheBytes(), 0u);
+  char* first;
+  {
+    Arena a(kHuge, kHuge, /*huge_pages=*/true);
+    first = a.Allocate(1);
+    std::memset(first, 0x11, kHuge);
+  }
+  EXPECT_EQ(Arena::MappedBlockCacheBytes(), 0u);  // No limit set: unmapped.
+
+  Arena::SetMappedBlockCacheLimit(3 * kHuge);
+  {
+    Arena a(kHuge, kHuge, /*huge_pages=*/true);
+    for (int i = 0; i < 4; i++) std::memset(a.Allocate(kHuge), 0x22, kHuge);  // Dedicated.
+    char* big = a.Allocate(5 * kHuge);  // A dedicated 6 MiB block: over the limit, unmapped.
+    big[0] = 1;
+  }
+  EXPECT_EQ(Arena::MappedBlockCacheBytes(), 3 * kHuge);  // Three of the four 2 MiB blocks.
+
+  std::vector<char*> reused;
+  {
+    Arena a(kHuge, kHuge, /*huge_pages=*/true);
+    for (int i = 0; i < 4; i++) {
+      char* p = a.Allocate(kHuge);
+      EXPECT_TRUE(IsAligned(p, kHuge));
+      std::memset(p, 0x33, kHuge);  // Usable as fresh memory.
+      reused.push_back(p);
+    }
+    EXPECT_EQ(Arena::MappedBlockCacheBytes(), 0u);  // Three taken, one mapped anew.
+  }
+  EXPECT_EQ(Arena::MappedBlockCacheBytes(), 3 * kHuge);
+  Arena::SetMappedBlockCacheLimit(kHuge);
+  EXPECT_EQ(Arena::MappedBlockCacheBytes(), kHuge);
+  Arena::SetMappedBlockCacheLimit(0);
+  EXPECT_EQ(Arena::MappedBlockCacheBytes(), 0u);
+}
+
 TEST(ArenaDeathTest, NonPowerOfTwoAlignmentDies) {
   Arena arena;
   EXPECT_DEATH(arena.AllocateAligned(8, 3), "power of two");
