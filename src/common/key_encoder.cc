@@ -344,6 +344,11 @@ int SingleIntegerKeyWidth(const Schema& schema) {
   return schema.num_key_columns() == 1 ? IntegerKeyWidth(schema.column(0).type()) : 0;
 }
 
+void AppendEncodedIntegerKey(uint64_t value, int width, std::string* out) {
+  DCHECK(width >= 1 && width <= 8) << width;
+  for (int i = width - 1; i >= 0; --i) out->push_back(static_cast<char>(value >> (8 * i)));
+}
+
 uint64_t EncodedIntegerKeyValue(std::string_view encoded) {
   DCHECK(!encoded.empty() && encoded.size() <= 8) << encoded.size() << " bytes";
   uint64_t v = 0;

@@ -103,5 +103,7 @@ int IntegerKeyWidth(DataType type);
 int SingleIntegerKeyWidth(const Schema& schema);
 // The big-endian unsigned value of an encoded integer key. REQUIRES: 1 <= encoded.size() <= 8.
 uint64_t EncodedIntegerKeyValue(std::string_view encoded);
+// The inverse: appends the `width` low bytes of `value`, big-endian. REQUIRES: 1 <= width <= 8.
+void AppendEncodedIntegerKey(uint64_t value, int width, std::string* out);
 
 }  // namespace basalt

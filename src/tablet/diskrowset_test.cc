@@ -711,6 +711,8 @@ TEST_F(IntegerKeyTest, EveryWidthSignAndExtreme) {
   for (int64_t k = -128; k <= 127; ++k) {
     if (k % 5 != 0) int8_keys.push_back(k);
   }
+  std::vector<int64_t> dense_then_far = stepped(0, 4999, 1);
+  dense_then_far.push_back(1'000'000'000'000);
   const std::vector<Case> cases = {
       {DataType::kInt8, int8_keys, KeyFilterKind::kKeyBitmap},
       {DataType::kInt16, stepped(-30000, 30000, 7), KeyFilterKind::kKeyBitmap},
@@ -722,6 +724,10 @@ TEST_F(IntegerKeyTest, EveryWidthSignAndExtreme) {
       {DataType::kUnixtimeMicros, stepped(-5'000'000'000, 5'000'000'000, 1'000'000),
        KeyFilterKind::kBloom},
       {DataType::kDecimal64, stepped(-500, 500, 1), KeyFilterKind::kKeyBitmap},
+      // 20 bits per key: the bitmap is kept to the end, then loses to the bloom filter (~17).
+      {DataType::kInt32, stepped(-300'000, 300'000, 20), KeyFilterKind::kBloom},
+      // Dense, then one far key: the bitmap's keys move to the bloom filter mid-way.
+      {DataType::kInt64, dense_then_far, KeyFilterKind::kBloom},
   };
   int64_t id = 0;
   for (const Case& c : cases) {

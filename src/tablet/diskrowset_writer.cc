@@ -135,9 +135,10 @@ absl::Status DiskRowSetWriter::AppendBlock(absl::Span<const ColumnBlock* const> 
     absl::Status s = key_writer_->AppendValues(keys.data(), nullptr, n);
     if (!s.ok()) return Fail(PrependToStatus(s, "key index"));
   }
-  AddToBloom(keys.first(n));
   if (rows_written_ == 0) min_key_.assign(keys[0]);
+  // Keys are hashed for the bloom filter only once the key bitmap is out of the running.
   if (key_bitmap_live_) AddToKeyBitmap(keys.first(n));
+  if (!key_bitmap_live_) AddToBloom(keys.first(n));
   last_key_.assign(keys[n - 1]);
   rows_written_ += n;
   return absl::OkStatus();
@@ -148,8 +149,7 @@ void DiskRowSetWriter::AddToKeyBitmap(absl::Span<const std::string_view> keys) {
   const uint64_t base = EncodedIntegerKeyValue(min_key_);
   const uint64_t last = EncodedIntegerKeyValue(keys.back()) - base;
   if (last >= kMaxKeyBitmapBitsPerRow * (rows_written_ + keys.size()) + kKeyBitmapSlackBits) {
-    key_bitmap_live_ = false;
-    key_bits_ = {};
+    KeyBitmapToBloom(/*finishing=*/false);  // The caller adds `keys`.
     return;
   }
   if (key_bits_.size() <= last / 64) key_bits_.resize(last / 64 + 1);  // Grows geometrically.
@@ -161,11 +161,9 @@ void DiskRowSetWriter::AddToKeyBitmap(absl::Span<const std::string_view> keys) {
 
 std::string DiskRowSetWriter::FinishFilter() {
   if (key_bitmap_live_) {
-    // Against the bloom filter this rowset would get: sized for the rows written while every hash
-    // is still buffered, else the one already being fed.
+    // Against the bloom filter this rowset would get, sized for the rows written.
     const uint32_t bloom_pages =
-        bloom_ != nullptr ? bloom_->num_pages()
-                          : BloomFilterBuilder::NumPagesFor(rows_written_, FLAGS_cfile_bloom_fpr);
+        BloomFilterBuilder::NumPagesFor(rows_written_, FLAGS_cfile_bloom_fpr);
     const uint64_t num_bits =
         EncodedIntegerKeyValue(last_key_) - EncodedIntegerKeyValue(min_key_) + 1;
     if (KeyBitmapBuilder::NumPagesFor(num_bits) <= bloom_pages) {
@@ -178,6 +176,7 @@ std::string DiskRowSetWriter::FinishFilter() {
       DCHECK_EQ(bitmap.num_keys(), rows_written_);
       return bitmap.Finish();
     }
+    KeyBitmapToBloom(/*finishing=*/true);
   }
   if (bloom_ == nullptr) {
     // Every hash is still buffered: size the filter for the rows actually written.
@@ -185,6 +184,25 @@ std::string DiskRowSetWriter::FinishFilter() {
     for (uint64_t h : bloom_hashes_) bloom_->AddHash(h);
   }
   return bloom_->Finish();
+}
+
+void DiskRowSetWriter::KeyBitmapToBloom(bool finishing) {
+  key_bitmap_live_ = false;
+  // At the finish the row count is known: size the filter for it.
+  if (finishing) bloom_ = std::make_unique<BloomFilterBuilder>(rows_written_);
+  const uint64_t base = EncodedIntegerKeyValue(min_key_);
+  const int width = static_cast<int>(min_key_.size());
+  std::string key;
+  for (size_t w = 0; w < key_bits_.size(); ++w) {
+    for (uint64_t bits = key_bits_[w]; bits != 0; bits &= bits - 1) {
+      key.clear();
+      AppendEncodedIntegerKey(base + w * 64 + static_cast<uint64_t>(std::countr_zero(bits)), width,
+                              &key);
+      const std::string_view view = key;
+      AddToBloom(absl::MakeConstSpan(&view, 1));
+    }
+  }
+  key_bits_ = {};
 }
 
 void DiskRowSetWriter::AddToBloom(absl::Span<const std::string_view> keys) {

@@ -80,8 +80,11 @@ class DiskRowSetWriter {
                            absl::Span<const std::string_view> keys, size_t n) const;
   absl::Status Fail(absl::Status s);
   void AddToBloom(absl::Span<const std::string_view> keys);
-  // Sets the keys' bits in key_bits_, or drops it once it cannot beat the bloom filter.
+  // Sets the keys' bits in key_bits_, or turns to the bloom filter once it cannot beat it.
   void AddToKeyBitmap(absl::Span<const std::string_view> keys);
+  // Feeds every key of the bitmap to the bloom filter (built now, for the rows written, when
+  // `finishing`) and drops the bitmap.
+  void KeyBitmapToBloom(bool finishing);
   // The filter block's bytes: the key bitmap when it is no larger than the bloom filter.
   std::string FinishFilter();
   // Finishes the column writers and the key index into *blocks, filling meta's block ids.
@@ -102,7 +105,8 @@ class DiskRowSetWriter {
   std::vector<uint64_t> bloom_hashes_;
   std::unique_ptr<BloomFilterBuilder> bloom_;
   // For a key of one integer column, the exact bitmap of the keys (bit i: the key min + i) while
-  // it may still end up smaller than the bloom filter; cleared and dropped once it cannot.
+  // it may still end up smaller than the bloom filter (no key is hashed meanwhile); its keys go
+  // to the bloom filter once it cannot.
   bool key_bitmap_live_ = false;
   std::vector<uint64_t> key_bits_;
   uint64_t bloom_bytes_ = 0;
