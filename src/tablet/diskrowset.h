@@ -10,10 +10,11 @@
 // filter over the encoded keys. Base rows are sorted by key and addressed by ordinal (rowid_t, from
 // 0). Mutations of base rows live in the DeltaTracker (REDO DeltaMemStore and files, UNDO files).
 //
-// Lookups: [min_key, max_key] bounds, then the bloom filter, then a key index seek. The bloom
-// filter is resident: Open reads and verifies its tail; each 4 KiB page is read and its CRC
-// checked the first time a probe needs it, then kept in the rowset (about 3.3 bytes per row
-// once every page was probed) and probed without the block cache. Callers probing several
+// Lookups: [min_key, max_key] bounds, then the key filter (bloom filter, or the exact key bitmap
+// of an integer key), then a key index seek. The filter is resident: Open reads and verifies its
+// tail; each 4 KiB page is read and its CRC checked the first time a probe needs it, then kept in
+// the rowset (about 2.1 bytes per row for a bloom filter at 0.001 once every page was probed)
+// and probed without the block cache. Callers probing several
 // rowsets hash the key once (BloomKeyHash) and pass the hash. Scans: DiskRowSetIterator
 // (diskrowset_iterator.h) over a key range mapped to ordinals through the key index.
 //
