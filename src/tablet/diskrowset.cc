@@ -244,9 +244,9 @@ absl::StatusOr<bool> DiskRowSet::FilterMayContain(std::string_view key, uint64_t
   const bool bitmap = bloom_->kind() == KeyFilterKind::kKeyBitmap;
   uint64_t offset = 0;
   if (bitmap) {
-    // Every key of this rowset has the key column's width; the caller checked the bounds, so
-    // the offset is inside the bitmap (Open checked its size).
-    if (key.size() != static_cast<size_t>(key_width_)) return false;
+    // The caller checked the bounds and the key's width, so the offset is inside the bitmap
+    // (Open checked its size).
+    DCHECK_EQ(key.size(), static_cast<size_t>(key_width_));
     offset = EncodedIntegerKeyValue(key) - key_bitmap_base_;
   }
   const uint32_t page = bitmap ? bloom_->PageForOffset(offset) : bloom_->PageForHash(hash);

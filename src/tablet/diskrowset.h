@@ -147,7 +147,8 @@ class DiskRowSet {
   // Reads the key at `ordinal` of the key index.
   absl::StatusOr<std::string> ReadKeyAt(rowid_t ordinal) const;
   // Whether the filter may hold `key` (bloom hash `hash`): the bloom filter's answer, or the key
-  // bitmap's exact one. REQUIRES: min_key <= key <= max_key.
+  // bitmap's exact one. REQUIRES: min_key <= key <= max_key, and a key bitmap's key has the key
+  // column's width.
   absl::StatusOr<bool> FilterMayContain(std::string_view key, uint64_t hash) const;
   // Reads and verifies filter page `page` into bloom_data_ unless another thread did (slow path
   // of FilterMayContain).
