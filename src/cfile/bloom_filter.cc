@@ -114,6 +114,10 @@ uint32_t BloomFilterBuilder::NumPagesFor(uint64_t expected_keys, double fpr) {
   return std::max<uint32_t>(1, static_cast<uint32_t>(pages));
 }
 
+uint32_t BloomFilterBuilder::NumPagesFor(uint64_t expected_keys) {
+  return NumPagesFor(expected_keys, FLAGS_cfile_bloom_fpr);
+}
+
 double BloomFilterBuilder::ExpectedFpr(uint64_t num_keys, uint32_t num_pages) {
   return FprAtLoad(static_cast<double>(num_keys) /
                    (static_cast<double>(num_pages) * kBloomBlocksPerPage));

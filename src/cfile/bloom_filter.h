@@ -18,8 +18,8 @@
 // (byte i / 8, bit i % 8, LSB first) is set iff the key at offset i from the rowset's first key is
 // present. The filter does not store that first key: the caller maps a key to its offset (the
 // rowset knows its min key). Exact (no false positives) and 1 bit per value of the key range, so
-// it beats the bloom filter's ~17 bits per key when the keys are dense (every 4th integer: 4 bits
-// per key). One page covers 8 * kBloomPageSize = 32768 consecutive offsets.
+// it beats the bloom filter's ~17 bits per key when the keys are dense (about 1 integer in 4: 4
+// bits per key). One page covers 8 * kBloomPageSize = 32768 consecutive offsets.
 //
 // The byte layout (every field) is in docs/cfile_blocks.md, "Bloom filters":
 //
@@ -95,6 +95,8 @@ class BloomFilterBuilder {
   // Returns the number of pages for `expected_keys` keys at false-positive rate `fpr`: at least 1,
   // at most kMaxBloomPages. REQUIRES: 0 < fpr < 1.
   static uint32_t NumPagesFor(uint64_t expected_keys, double fpr);
+  // The same at --cfile_bloom_fpr: the size BloomFilterBuilder(expected_keys) would have.
+  static uint32_t NumPagesFor(uint64_t expected_keys);
   // Returns the expected false-positive rate of a filter of `num_pages` pages holding `num_keys`.
   static double ExpectedFpr(uint64_t num_keys, uint32_t num_pages);
 

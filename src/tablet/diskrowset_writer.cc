@@ -9,10 +9,7 @@
 #include "common/key_encoder.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
-#include "gflags/gflags.h"
 #include "glog/logging.h"
-
-DECLARE_double(cfile_bloom_fpr);  // cfile/bloom_filter.cc
 
 namespace basalt {
 
@@ -162,17 +159,12 @@ void DiskRowSetWriter::AddToKeyBitmap(absl::Span<const std::string_view> keys) {
 std::string DiskRowSetWriter::FinishFilter() {
   if (key_bitmap_live_) {
     // Against the bloom filter this rowset would get, sized for the rows written.
-    const uint32_t bloom_pages =
-        BloomFilterBuilder::NumPagesFor(rows_written_, FLAGS_cfile_bloom_fpr);
+    const uint32_t bloom_pages = BloomFilterBuilder::NumPagesFor(rows_written_);
     const uint64_t num_bits =
         EncodedIntegerKeyValue(last_key_) - EncodedIntegerKeyValue(min_key_) + 1;
     if (KeyBitmapBuilder::NumPagesFor(num_bits) <= bloom_pages) {
       KeyBitmapBuilder bitmap(num_bits);
-      for (size_t w = 0; w < key_bits_.size(); ++w) {
-        for (uint64_t bits = key_bits_[w]; bits != 0; bits &= bits - 1) {
-          bitmap.Add(w * 64 + static_cast<uint64_t>(std::countr_zero(bits)));
-        }
-      }
+      ForEachKeyBitmapOffset([&](uint64_t offset) { bitmap.Add(offset); });
       DCHECK_EQ(bitmap.num_keys(), rows_written_);
       return bitmap.Finish();
     }
@@ -193,16 +185,21 @@ void DiskRowSetWriter::KeyBitmapToBloom(bool finishing) {
   const uint64_t base = EncodedIntegerKeyValue(min_key_);
   const int width = static_cast<int>(min_key_.size());
   std::string key;
+  ForEachKeyBitmapOffset([&](uint64_t offset) {
+    key.clear();
+    AppendEncodedIntegerKey(base + offset, width, &key);
+    const std::string_view view = key;
+    AddToBloom(absl::MakeConstSpan(&view, 1));
+  });
+  key_bits_ = {};
+}
+
+void DiskRowSetWriter::ForEachKeyBitmapOffset(absl::FunctionRef<void(uint64_t)> fn) const {
   for (size_t w = 0; w < key_bits_.size(); ++w) {
     for (uint64_t bits = key_bits_[w]; bits != 0; bits &= bits - 1) {
-      key.clear();
-      AppendEncodedIntegerKey(base + w * 64 + static_cast<uint64_t>(std::countr_zero(bits)), width,
-                              &key);
-      const std::string_view view = key;
-      AddToBloom(absl::MakeConstSpan(&view, 1));
+      fn(w * 64 + static_cast<uint64_t>(std::countr_zero(bits)));
     }
   }
-  key_bits_ = {};
 }
 
 void DiskRowSetWriter::AddToBloom(absl::Span<const std::string_view> keys) {

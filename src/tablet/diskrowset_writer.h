@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -85,6 +86,8 @@ class DiskRowSetWriter {
   // Feeds every key of the bitmap to the bloom filter (built now, for the rows written, when
   // `finishing`) and drops the bitmap.
   void KeyBitmapToBloom(bool finishing);
+  // Calls fn with the offset of each key in key_bits_, ascending.
+  void ForEachKeyBitmapOffset(absl::FunctionRef<void(uint64_t)> fn) const;
   // The filter block's bytes: the key bitmap when it is no larger than the bloom filter.
   std::string FinishFilter();
   // Finishes the column writers and the key index into *blocks, filling meta's block ids.
