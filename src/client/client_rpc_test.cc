@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
@@ -152,6 +153,9 @@ class FakeTabletServer final : public pb::TabletServerService::Service {
         return ToGrpcStatus(
             Detail(absl::NotFoundError("no scanner"), pb::ErrorDetailPB::SCANNER_EXPIRED));
       }
+      const std::string tablet = it->second.tablet_id;
+      auto not_slow = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return slow_tablet_ != tablet; };
+      mu_.Await(absl::Condition(&not_slow));
       return NextBatch(req->scanner_id(), &it->second, resp);
     }
     const pb::NewScanRequestPB& n = req->new_scan_request();
@@ -183,6 +187,7 @@ class FakeTabletServer final : public pb::TabletServerService::Service {
     Scanner& sc = scanners_[id];
     sc.rows = std::move(rows);
     sc.num_columns = n.projected_columns_size();
+    sc.tablet_id = n.tablet_id();
     resp->set_snap_timestamp(n.snap_timestamp() ? n.snap_timestamp() : 777);
     return NextBatch(id, &sc, resp);
   }
@@ -200,12 +205,15 @@ class FakeTabletServer final : public pb::TabletServerService::Service {
   int keep_alives_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<pb::NewScanRequestPB> new_scans_ ABSL_GUARDED_BY(mu_);
   bool corrupt_scans_ ABSL_GUARDED_BY(mu_) = false;
+  // Continuations of scans of this tablet wait until it changes.
+  std::string slow_tablet_ ABSL_GUARDED_BY(mu_);
 
  private:
   struct Scanner {
     std::vector<std::pair<int32_t, std::optional<int32_t>>> rows;
     size_t pos = 0;
     int num_columns = 2;
+    std::string tablet_id;
   };
 
   grpc::Status NextBatch(const std::string& id, Scanner* sc, pb::ScanResponsePB* resp)
@@ -763,6 +771,13 @@ TEST_F(ClientRpcTest, TimedOutBatchesFailEveryRow) {
 
 class ClientScanTest : public ClientRpcTest {
  protected:
+  // Continuations of scans of `tablet` on ts0 (which leads every tablet) wait until the next
+  // call; "" lets them go.
+  void SlowDown(const std::string& tablet) {
+    absl::MutexLock l(&tservers_[0]->mu_);
+    tservers_[0]->slow_tablet_ = tablet;
+  }
+
   void SetUp() override {
     ClientRpcTest::SetUp();
     auto session = client_->NewSession();
@@ -857,6 +872,155 @@ TEST_F(ClientScanTest, NonFaultTolerantScanReportsAFailedContinuation) {
   BASALT_ASSERT_OK(scanner.NextBatch(&batch));
   absl::Status s = scanner.NextBatch(&batch);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_TRUE(scanner.HasMoreRows());  // One tablet at a time: the caller may try again.
+}
+
+// The buffers of a batch the caller is done with take the next answer: no fresh memory (and
+// page faults) per batch.
+TEST_F(ClientScanTest, BatchesReuseTheBuffersOfTheBatchBefore) {
+  Scanner scanner(table_.get());
+  BASALT_ASSERT_OK(scanner.Open());
+  ScanBatch batch;
+  std::set<const void*> buffers;
+  int batches = 0;
+  int64_t rows = 0;
+  while (scanner.HasMoreRows()) {
+    BASALT_ASSERT_OK(scanner.NextBatch(&batch));
+    if (batch.NumRows() == 0) continue;
+    batches++;
+    rows += batch.NumRows();
+    buffers.insert(batch.Column(0).data);
+    for (int64_t i = 0; i < batch.NumRows(); i++) {  // The reused buffers hold the new rows.
+      int32_t k;
+      BASALT_ASSERT_OK(batch.Row(i).GetInt32("key", &k));
+      ASSERT_GE(k, 0);
+      ASSERT_LT(k, 250);
+    }
+  }
+  EXPECT_EQ(rows, 250);
+  ASSERT_GE(batches, 8);
+  // The first answer and the one in flight when the first batch was handed over have their
+  // own; every later one reuses a buffer from before.
+  EXPECT_LE(buffers.size(), 2u) << batches << " batches";
+}
+
+// An unordered scan reads its tablets at once: while the server of one is slow to continue,
+// every row of the other comes through; the slow tablet's rows follow once it answers.
+TEST_F(ClientScanTest, ConcurrentScanReadsOtherTabletsWhileOneIsSlow) {
+  SlowDown("t0");  // The scan's first tablet (lowest partition key).
+  absl::Cleanup unblock = [this] { SlowDown(""); };
+  size_t rows_t0, rows_t1;
+  {
+    absl::MutexLock l0(&stores_[0].mu);
+    absl::MutexLock l1(&stores_[1].mu);
+    rows_t0 = stores_[0].rows.size();
+    rows_t1 = stores_[1].rows.size();
+  }
+  ASSERT_GT(rows_t0, static_cast<size_t>(kScanBatchRows)) << "t0 needs continuations";
+  Scanner scanner(table_.get());
+  EXPECT_EQ(scanner.SetMaxConcurrentTablets(0).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(scanner.SetMaxConcurrentTablets(Scanner::kMaxConcurrentTablets + 1).code(),
+            absl::StatusCode::kInvalidArgument);
+  BASALT_ASSERT_OK(scanner.SetMaxConcurrentTablets(4));
+  BASALT_ASSERT_OK(scanner.SetTimeoutMillis(5000));  // One tablet at a time would time out.
+  BASALT_ASSERT_OK(scanner.Open());
+  EXPECT_EQ(scanner.SetMaxConcurrentTablets(2).code(), absl::StatusCode::kFailedPrecondition);
+  std::vector<int32_t> keys;
+  ScanBatch batch;
+  // t0's first batch came with Open; then all of t1 while t0's continuations wait.
+  while (keys.size() < kScanBatchRows + rows_t1) {
+    ASSERT_TRUE(scanner.HasMoreRows());
+    BASALT_ASSERT_OK(scanner.NextBatch(&batch));
+    for (int64_t i = 0; i < batch.NumRows(); i++) {
+      int32_t k;
+      BASALT_ASSERT_OK(batch.Row(i).GetInt32("key", &k));
+      keys.push_back(k);
+    }
+  }
+  EXPECT_TRUE(scanner.HasMoreRows());
+  SlowDown("");
+  for (int32_t k : ScanKeys(&scanner)) keys.push_back(k);
+  std::sort(keys.begin(), keys.end());
+  ASSERT_EQ(keys.size(), 250u);
+  for (int i = 0; i < 250; i++) EXPECT_EQ(keys[i], i);
+}
+
+// A concurrent scan's failure comes after the batches fetched before it, and ends the scan.
+TEST_F(ClientScanTest, ConcurrentScanReturnsTheBatchesBeforeAFailureThenEnds) {
+  {
+    absl::MutexLock l(&tservers_[0]->mu_);
+    tservers_[0]->scan_failures_.push_back(absl::UnavailableError("server went away"));
+  }
+  Scanner scanner(table_.get());
+  BASALT_ASSERT_OK(scanner.SetMaxConcurrentTablets(4));
+  BASALT_ASSERT_OK(scanner.Open());
+  ScanBatch batch;
+  absl::Status s;
+  int64_t rows = 0;
+  while (scanner.HasMoreRows()) {
+    s = scanner.NextBatch(&batch);
+    if (!s.ok()) break;
+    rows += batch.NumRows();
+  }
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_GE(rows, kScanBatchRows);  // At least the first batch, opened with the scan.
+  EXPECT_LT(rows, 250);
+  EXPECT_FALSE(scanner.HasMoreRows());
+  BASALT_EXPECT_OK(scanner.NextBatch(&batch));
+  EXPECT_EQ(batch.NumRows(), 0);
+}
+
+// KeepAlive reaches the server-side scanner of every tablet whose worker waits for the caller.
+TEST_F(ClientScanTest, ConcurrentKeepAliveReachesEveryWaitingTablet) {
+  // Enough batches per tablet that neither is done when both workers wait (one worker may run
+  // ahead by the whole queue: at most 4 batches of its tablet are gone by then).
+  auto session = client_->NewSession();
+  BASALT_ASSERT_OK(session->SetFlushMode(Session::MANUAL_FLUSH));
+  for (int i = 250; i < 1000; i++) BASALT_ASSERT_OK(session->Apply(Insert(i)));
+  BASALT_ASSERT_OK(session->Flush());
+  for (auto& store : stores_) {
+    absl::MutexLock l(&store.mu);
+    ASSERT_GT(store.rows.size(), 6u * kScanBatchRows);
+  }
+  Scanner scanner(table_.get());
+  // Two workers, room for two batches: each tablet's worker ends up holding another batch while
+  // its server scanner stays open.
+  BASALT_ASSERT_OK(scanner.SetMaxConcurrentTablets(2));
+  BASALT_ASSERT_OK(scanner.Open());
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  for (;;) {
+    int before;
+    {
+      absl::MutexLock l(&tservers_[0]->mu_);
+      before = tservers_[0]->keep_alives_;
+    }
+    BASALT_ASSERT_OK(scanner.KeepAlive());
+    {
+      absl::MutexLock l(&tservers_[0]->mu_);
+      if (tservers_[0]->keep_alives_ - before == kNumTablets) break;
+    }
+    ASSERT_LT(absl::Now(), deadline) << "the workers never both waited";
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(ScanKeys(&scanner).size(), 1000u);
+  BASALT_EXPECT_OK(scanner.KeepAlive());
+}
+
+// Closing a concurrent scan cancels the RPCs in flight instead of waiting them out.
+TEST_F(ClientScanTest, ClosingAConcurrentScanCancelsItsRpcs) {
+  SlowDown("t0");
+  // Lets the server's handler finish before the server shuts down.
+  absl::Cleanup unblock = [this] { SlowDown(""); };
+  auto scanner = std::make_unique<Scanner>(table_.get());
+  BASALT_ASSERT_OK(scanner->SetMaxConcurrentTablets(4));
+  BASALT_ASSERT_OK(scanner->SetTimeoutMillis(60000));
+  BASALT_ASSERT_OK(scanner->Open());
+  ScanBatch batch;
+  BASALT_ASSERT_OK(scanner->NextBatch(&batch));
+  const absl::Time start = absl::Now();
+  scanner->Close();
+  scanner.reset();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20)) << "Close waited for a blocked RPC";
 }
 
 TEST_F(ClientScanTest, MalformedResponsesAreDataLoss) {

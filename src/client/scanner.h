@@ -7,8 +7,11 @@
 // after Open() is FAILED_PRECONDITION.
 //
 // The scanner visits the tablets whose partitions can hold matching rows (partition pruning from
-// the predicates and key bounds) in partition-key order, one at a time. Rows come back in primary
-// key order within a tablet only when ordered (SetOrderMode(ORDERED) or SetFaultTolerant()).
+// the predicates and key bounds). An ordered scan (SetOrderMode(ORDERED) or SetFaultTolerant())
+// or one with a limit reads them one at a time in partition-key order, and rows come back in
+// primary key order within a tablet. Any other scan with SetMaxConcurrentTablets(n > 1) reads up
+// to n tablets at once on background threads, fetching their batches ahead of the caller;
+// batches then come in the order they arrive, tablets interleaved.
 //
 // Read modes: READ_LATEST (the default) reads what each replica has applied; READ_AT_SNAPSHOT
 // reads a repeatable snapshot (SetSnapshotMicros/Raw, or one picked by the first tablet and used
@@ -22,7 +25,8 @@
 //
 // Errors: INVALID_ARGUMENT for bad configuration (naming the column or value), the failing RPC's
 // status, DEADLINE_EXCEEDED when the scanner timeout (per NextBatch call) runs out, DATA_LOSS for a
-// malformed response.
+// malformed response. A concurrent scan returns the batches fetched before a failure, then the
+// failure, which ends it (HasMoreRows() turns false).
 //
 // Not thread-safe; the caller serializes.
 
@@ -71,6 +75,11 @@ class BASALT_EXPORT Scanner {
   absl::Status SetBatchSizeBytes(uint32_t bytes);
   // At most this many rows in total (0: no limit).
   absl::Status SetLimit(int64_t limit);
+  // How many tablets an unordered scan without a limit reads at once, in [1,
+  // kMaxConcurrentTablets] (default 1: one at a time). Each costs a thread and up
+  // to two batches of memory while the scan is open.
+  static constexpr int kMaxConcurrentTablets = 64;
+  absl::Status SetMaxConcurrentTablets(int tablets);
   // Deadline of Open() and of each NextBatch() call (default: the client's RPC timeout).
   absl::Status SetTimeoutMillis(int millis);
 

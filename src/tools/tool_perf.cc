@@ -58,6 +58,8 @@ DEFINE_int64(key_range, 0,
              "perf lookup asks for keys uniformly in [key_start, key_start + key_range); 0: the "
              "table's row count (counted first), which fits a table filled by loadgen.");
 DEFINE_uint64(perf_seed, 0, "Seed of perf lookup's random keys; 0: a random seed (printed).");
+DEFINE_int32(scan_tablets_at_once, 1,
+             "How many tablets perf scan reads at once (1: one at a time, in partition order).");
 DECLARE_string(columns);     // tool_table.cc
 DECLARE_string(predicates);  // tool_table.cc
 
@@ -464,6 +466,7 @@ absl::Status Scan(const ActionContext& ctx) {
     BASALT_RETURN_IF_ERROR(AddScanPredicates(FLAGS_predicates, table.get(), &scanner));
   }
   BASALT_RETURN_IF_ERROR(scanner.SetTimeoutMillis(static_cast<int>(OperationTimeout().count())));
+  BASALT_RETURN_IF_ERROR(scanner.SetMaxConcurrentTablets(FLAGS_scan_tablets_at_once));
   const Clock::time_point start = Clock::now();
   BASALT_RETURN_IF_ERROR(scanner.Open());
   int64_t rows = 0;
@@ -552,7 +555,7 @@ Command PerfCommand() {
        "integer cells so that every value is touched. MB are the bytes of the cells as the "
        "client received them.",
        {MasterAddressesArg(), TableNameArg()},
-       {"columns", "predicates", "format"},
+       {"columns", "predicates", "scan_tablets_at_once", "format"},
        Scan});
   return c;
 }

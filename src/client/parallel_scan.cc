@@ -1,0 +1,174 @@
+#include "client/parallel_scan.h"
+
+#include <utility>
+
+#include "absl/time/clock.h"
+#include "client/tablet_scanner.h"
+#include "proto/tserver.pb.h"
+
+namespace basalt::client::internal {
+
+ParallelScan::ParallelScan(ScanConfig* config, PartitionPruner* pruner,
+                           std::unique_ptr<TabletScanner> first, int num_workers,
+                           absl::Duration timeout)
+    : config_(config),
+      timeout_(timeout),
+      capacity_(static_cast<size_t>(num_workers)),
+      pruner_(pruner) {
+  {
+    absl::MutexLock l(&mu_);
+    workers_.resize(num_workers);
+    running_ = num_workers;
+  }
+  if (first != nullptr && !first->has_more()) first.reset();
+  for (int i = 0; i < num_workers; i++) {
+    threads_.emplace_back(&ParallelScan::Run, this, i, i == 0 ? std::move(first) : nullptr);
+  }
+}
+
+ParallelScan::~ParallelScan() { Stop(); }
+
+bool ParallelScan::SetScanner(int index, TabletScanner* scanner) {
+  absl::MutexLock l(&mu_);
+  workers_[index].scanner = scanner;
+  return !stopping_;
+}
+
+void ParallelScan::Run(int index, std::unique_ptr<TabletScanner> scanner) {
+  if (!SetScanner(index, scanner.get()) && scanner != nullptr) scanner->Cancel();
+  for (;;) {
+    absl::Status s;
+    if (scanner == nullptr) {
+      {
+        absl::MutexLock l(&mu_);
+        if (stopping_) break;
+      }
+      absl::StatusOr<std::shared_ptr<RemoteTablet>> tablet;
+      {
+        absl::MutexLock l(&claim_mu_);
+        tablet = ClaimNextTablet(*config_, pruner_, absl::Now() + timeout_);
+      }
+      if (!tablet.ok()) {
+        Fail(tablet.status());
+        break;
+      }
+      if (*tablet == nullptr) break;  // No tablet left.
+      scanner = std::make_unique<TabletScanner>(config_, std::move(*tablet));
+      if (!SetScanner(index, scanner.get())) break;
+      s = scanner->Open(absl::Now() + timeout_, /*limit=*/0);
+    } else if (scanner->has_more()) {
+      s = scanner->Continue(absl::Now() + timeout_, /*limit=*/0);
+    } else {
+      SetScanner(index, nullptr);
+      scanner.reset();
+      continue;
+    }
+    if (!s.ok()) {
+      Fail(std::move(s));
+      break;
+    }
+    if (!Push(index, scanner->TakeResponse())) break;
+  }
+  if (scanner != nullptr) {
+    SetScanner(index, nullptr);
+    scanner->Close();
+  }
+  absl::MutexLock l(&mu_);
+  running_--;
+}
+
+bool ParallelScan::Push(int index, std::unique_ptr<pb::ScanResponsePB> resp) {
+  absl::MutexLock l(&mu_);
+  workers_[index].waiting = true;
+  mu_.Await(absl::Condition(
+      +[](ParallelScan* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) {
+        return p->stopping_ || p->queue_.size() < p->capacity_;
+      },
+      this));
+  workers_[index].waiting = false;
+  if (stopping_) return false;
+  queue_.push_back(std::move(resp));
+  return true;
+}
+
+void ParallelScan::Fail(absl::Status s) {
+  absl::MutexLock l(&mu_);
+  if (stopping_) return;  // Stopped by the caller or by another failure: nobody reads this one.
+  failed_ = true;
+  queue_.push_back(std::move(s));
+  StopLocked();
+}
+
+void ParallelScan::StopLocked() {
+  stopping_ = true;
+  for (Worker& w : workers_) {
+    if (w.scanner != nullptr) w.scanner->Cancel();
+  }
+}
+
+absl::StatusOr<std::unique_ptr<pb::ScanResponsePB>> ParallelScan::Next(absl::Time deadline) {
+  absl::MutexLock l(&mu_);
+  if (ended_) return std::unique_ptr<pb::ScanResponsePB>();
+  const bool ready =
+      mu_.AwaitWithDeadline(absl::Condition(
+                                +[](ParallelScan* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) {
+                                  return !p->queue_.empty() || p->running_ == 0;
+                                },
+                                this),
+                            deadline);
+  if (!ready) {
+    return absl::DeadlineExceededError(
+        "no tablet of the scan answered within the scanner's timeout");
+  }
+  if (queue_.empty()) {
+    ended_ = true;
+    return std::unique_ptr<pb::ScanResponsePB>();
+  }
+  if (!queue_.front().ok()) {
+    absl::Status failure = queue_.front().status();
+    queue_.pop_front();
+    ended_ = true;
+    return failure;
+  }
+  std::unique_ptr<pb::ScanResponsePB> next = std::move(*queue_.front());
+  queue_.pop_front();
+  return next;
+}
+
+bool ParallelScan::HasMore() const {
+  absl::MutexLock l(&mu_);
+  return !ended_ && (!queue_.empty() || running_ > 0);
+}
+
+absl::Status ParallelScan::KeepAlive(absl::Time deadline) {
+  // Copies, taken while the workers they belong to wait in Push (they cannot leave it without
+  // mu_): the RPCs below then touch no state a worker may change.
+  std::vector<std::pair<std::string, std::string>> idle;
+  {
+    absl::MutexLock l(&mu_);
+    for (const Worker& w : workers_) {
+      if (w.waiting && w.scanner != nullptr && w.scanner->has_more()) {
+        idle.emplace_back(w.scanner->server(), w.scanner->scanner_id());
+      }
+    }
+  }
+  absl::Status first;
+  for (const auto& [server, id] : idle) {
+    absl::Status s = SendKeepAlive(config_->client, server, id, deadline);
+    if (first.ok()) first = s;
+  }
+  return first;
+}
+
+void ParallelScan::Stop() {
+  {
+    absl::MutexLock l(&mu_);
+    StopLocked();
+  }
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
+}
+
+}  // namespace basalt::client::internal
