@@ -38,11 +38,12 @@ function(basalt_add_test name)
 endfunction()
 
 # basalt_add_executable(NAME SOURCE DEPS...): a program (daemon, tool, example) built into
-# ${CMAKE_BINARY_DIR}/bin, where test harnesses and scripts find it.
+# ${CMAKE_BINARY_DIR}/bin, where test harnesses and scripts find it; linked with tcmalloc unless
+# BASALT_TCMALLOC is off or sanitizers are on.
 function(basalt_add_executable name source)
   cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
   add_executable(${name} ${source})
   target_compile_options(${name} PRIVATE ${BASALT_WARNING_FLAGS})
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} ${BASALT_MALLOC_LIBRARY})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
 endfunction()

@@ -71,7 +71,8 @@ DEFINE_validator(scanner_default_batch_size_bytes, &ValidatePositive);
 namespace {
 
 // Fewer, larger malloc arenas and no trimming of freed memory: the write path allocates and
-// frees large buffers (RPC payloads, decoded rows) on many threads.
+// frees large buffers (RPC payloads, decoded rows) on many threads. For glibc's malloc only, in
+// builds without tcmalloc (BASALT_TCMALLOC=OFF); tcmalloc, linked by default, ignores mallopt.
 void TuneMalloc() {
   mallopt(M_ARENA_MAX, 4);
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
