@@ -39,13 +39,11 @@ void ParallelScan::Run(int index, std::unique_ptr<TabletScanner> scanner) {
   for (;;) {
     absl::Status s;
     if (scanner == nullptr) {
-      {
-        absl::MutexLock l(&mu_);
-        if (stopping_) break;
-      }
+      if (Stopping()) break;
       absl::StatusOr<std::shared_ptr<RemoteTablet>> tablet;
       {
         absl::MutexLock l(&claim_mu_);
+        if (Stopping()) break;  // Workers queue here; a stopped scan must not make them wait.
         tablet = ClaimNextTablet(*config_, pruner_, absl::Now() + timeout_);
       }
       if (!tablet.ok()) {
@@ -67,7 +65,7 @@ void ParallelScan::Run(int index, std::unique_ptr<TabletScanner> scanner) {
       Fail(std::move(s));
       break;
     }
-    if (!Push(index, scanner->TakeResponse())) break;
+    if (!Push(index, *scanner)) break;
   }
   if (scanner != nullptr) {
     SetScanner(index, nullptr);
@@ -77,14 +75,31 @@ void ParallelScan::Run(int index, std::unique_ptr<TabletScanner> scanner) {
   running_--;
 }
 
-bool ParallelScan::Push(int index, std::unique_ptr<pb::ScanResponsePB> resp) {
+bool ParallelScan::Stopping() const {
+  absl::MutexLock l(&mu_);
+  return stopping_;
+}
+
+// How often a worker waiting for room keeps its server-side scanner alive: well inside the
+// servers' default --scanner_ttl_ms (60 s). Without it, n workers each waiting n times the
+// caller's time per batch would lose their scanners long before the caller paused that long.
+constexpr absl::Duration kWaitingKeepAliveInterval = absl::Seconds(15);
+
+bool ParallelScan::Push(int index, TabletScanner& scanner) {
+  std::unique_ptr<pb::ScanResponsePB> resp = scanner.TakeResponse();
   absl::MutexLock l(&mu_);
   workers_[index].waiting = true;
-  mu_.Await(absl::Condition(
+  const absl::Condition room(
       +[](ParallelScan* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) {
         return p->stopping_ || p->queue_.size() < p->capacity_;
       },
-      this));
+      this);
+  while (!mu_.AwaitWithTimeout(room, kWaitingKeepAliveInterval)) {
+    mu_.Unlock();
+    // Best effort: an expired scanner shows at the next Continue.
+    (void)scanner.KeepAlive(absl::Now() + absl::Seconds(5));
+    mu_.Lock();
+  }
   workers_[index].waiting = false;
   if (stopping_) return false;
   queue_.push_back(std::move(resp));
@@ -94,7 +109,6 @@ bool ParallelScan::Push(int index, std::unique_ptr<pb::ScanResponsePB> resp) {
 void ParallelScan::Fail(absl::Status s) {
   absl::MutexLock l(&mu_);
   if (stopping_) return;  // Stopped by the caller or by another failure: nobody reads this one.
-  failed_ = true;
   queue_.push_back(std::move(s));
   StopLocked();
 }

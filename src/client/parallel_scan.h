@@ -10,9 +10,13 @@
 //
 // What must stay true:
 // - Memory is bounded: at most one queued answer per worker plus one in flight per worker.
-// - Every answer a worker fetched before a failure reaches the caller before the failure, and
-//   the failure ends the scan (the other workers stop; nothing after it is returned).
-// - Stop() returns promptly: RPCs in flight are cancelled, never waited out.
+// - Every answer queued before a failure reaches the caller before the failure, and the failure
+//   ends the scan (the other workers stop; answers they still held are dropped, nothing after
+//   the failure is returned).
+// - Stop() does not wait out RPCs: those in flight are cancelled. (A claim that is asking the
+//   master for locations, or a worker's last keep-alive or close, still runs to its end.)
+// - A worker waiting for room keeps its server-side scanner alive, so a scan that the caller
+//   reads at any pace never loses a tablet's scanner to its TTL.
 //
 // Thread-safe for one caller thread (Next, HasMore, KeepAlive, Stop) beside the workers.
 
@@ -73,8 +77,10 @@ class ParallelScan {
   };
 
   void Run(int index, std::unique_ptr<TabletScanner> scanner) ABSL_LOCKS_EXCLUDED(mu_);
-  // Queues an answer, waiting for room; false when the scan is stopping.
-  bool Push(int index, std::unique_ptr<pb::ScanResponsePB> resp) ABSL_LOCKS_EXCLUDED(mu_);
+  // Queues `scanner`'s answer, waiting for room (and keeping its server-side scanner alive
+  // meanwhile); false when the scan is stopping.
+  bool Push(int index, TabletScanner& scanner) ABSL_LOCKS_EXCLUDED(mu_);
+  bool Stopping() const ABSL_LOCKS_EXCLUDED(mu_);
   // Makes `scanner` worker `index`'s (null: none); false when the scan is stopping.
   bool SetScanner(int index, TabletScanner* scanner) ABSL_LOCKS_EXCLUDED(mu_);
   void Fail(absl::Status s) ABSL_LOCKS_EXCLUDED(mu_);
@@ -94,8 +100,7 @@ class ParallelScan {
   std::vector<Worker> workers_ ABSL_GUARDED_BY(mu_);
   int running_ ABSL_GUARDED_BY(mu_) = 0;  // Workers not yet finished.
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool failed_ ABSL_GUARDED_BY(mu_) = false;  // A failure is queued (or was returned).
-  bool ended_ ABSL_GUARDED_BY(mu_) = false;   // Next() returned the failure or the end.
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;  // Next() returned the failure or the end.
 
   std::vector<std::thread> threads_;  // Touched by the constructor and Stop() only.
 };

@@ -18,6 +18,7 @@ namespace basalt::client::internal {
 // SerializationTraits (below) are the ones that parse it.
 struct ReusedScanResponse {
   pb::ScanResponsePB* msg;
+  bool malformed = false;  // gRPC reports a failed parse as UNIMPLEMENTED; this tells them apart.
 };
 
 }  // namespace basalt::client::internal
@@ -45,6 +46,7 @@ class SerializationTraits<basalt::client::internal::ReusedScanResponse> {
       protobuf::io::CodedInputStream input(&reader);
       input.SetTotalBytesLimit(INT_MAX);  // As gRPC's own; the channel caps message sizes.
       if (!m->MergeFromCodedStream(&input)) {
+        out->malformed = true;
         result = Status(StatusCode::INTERNAL, "malformed Scan response");
       }
     }
@@ -94,10 +96,12 @@ absl::Status CallScan(const std::shared_ptr<grpc::Channel>& channel, grpc::Clien
   const grpc::internal::RpcMethod method(kScanMethod, grpc::internal::RpcMethod::NORMAL_RPC,
                                          channel);
   ReusedScanResponse out{resp};
-  return FromGrpcStatus(
+  absl::Status s = FromGrpcStatus(
       grpc::internal::BlockingUnaryCall<pb::ScanRequestPB, ReusedScanResponse,
                                         grpc::protobuf::MessageLite, ReusedScanResponse>(
           channel.get(), method, ctx, req, &out));
+  if (out.malformed) return absl::DataLossError("the server's Scan response does not parse");
+  return s;
 }
 
 }  // namespace basalt::client::internal

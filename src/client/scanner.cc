@@ -265,6 +265,7 @@ absl::Status Scanner::Open() {
     return s;
   }
   if (d.Parallel() && d.tablet != nullptr) {
+    d.config.snapshot_fixed = true;
     // A block per worker queued and in flight, and the caller's.
     d.blocks.SetCapacity(2 * d.max_concurrent_tablets + 2);
     d.parallel = std::make_unique<internal::ParallelScan>(
@@ -324,6 +325,7 @@ void Scanner::Close() {
   if (!data_->open) return;
   data_->CloseServerScanners();
   data_->parallel.reset();
+  data_->blocks.SetCapacity(2);  // Frees what a concurrent scan kept.
   data_->pending.reset();
   data_->tablet.reset();
   data_->open = false;

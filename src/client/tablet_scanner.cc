@@ -53,7 +53,8 @@ void TabletScanner::Accept(const std::string& address, std::unique_ptr<pb::ScanR
   server_ = address;
   scanner_id_ = resp->scanner_id();
   has_more_ = resp->has_more_results() && !scanner_id_.empty();
-  if (config_->read_mode != Scanner::READ_LATEST && config_->snapshot == 0) {
+  if (config_->read_mode != Scanner::READ_LATEST && config_->snapshot == 0 &&
+      !config_->snapshot_fixed) {
     config_->snapshot = resp->snap_timestamp();
   }
   config_->client->ObserveTimestamp(resp->propagated_timestamp());
@@ -119,6 +120,7 @@ absl::Status TabletScanner::NewScan(absl::Time deadline, uint64_t limit) {
   const absl::Duration attempt_timeout = AttemptTimeout(deadline - absl::Now(), kScanAttemptFloor);
   absl::Status last;
   for (;;) {
+    if (Cancelled()) return absl::CancelledError("the scan was closed");
     const std::vector<ReplicaLocation> replicas = tablet_->ReplicasInOrder();
     if (replicas.empty()) {
       last = absl::UnavailableError(StrCat("tablet ", tablet_->tablet_id(), " has no replica"));
@@ -163,14 +165,18 @@ absl::Status TabletScanner::NewScan(absl::Time deadline, uint64_t limit) {
       if (absl::Now() >= deadline) break;
     }
     if (!backoff.Sleep()) return TimedOut("Scan", backoff.attempts() + 1, last);
+    if (Cancelled()) return absl::CancelledError("the scan was closed");
     if (!tablet_->IsFresh(absl::GetCurrentTimeNanos())) {
-      // Locations changed (or expired): look the partition up again.
-      const Partition old = tablet_->partition();
+      // Locations changed (or expired): look the partition up again. A different partition
+      // there is not this tablet's: it stays (a retried Open must not scan another range).
       BASALT_ASSIGN_OR_RETURN(
-          tablet_, c.client->meta_cache->Lookup(c.locations, old.partition_key_start(), deadline));
-      if (!(tablet_->partition() == old)) {
+          std::shared_ptr<RemoteTablet> fresh,
+          c.client->meta_cache->Lookup(c.locations, tablet_->partition().partition_key_start(),
+                                       deadline));
+      if (!(fresh->partition() == tablet_->partition())) {
         return absl::NotFoundError("the tablet being scanned was dropped");
       }
+      tablet_ = std::move(fresh);
     }
   }
 }

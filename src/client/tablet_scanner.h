@@ -56,6 +56,8 @@ struct ScanConfig {
   // READ_AT_SNAPSHOT / READ_YOUR_WRITES without a snapshot: set by the first tablet's answer and
   // used by every other tablet. Written only before a parallel scan starts its threads.
   uint64_t snapshot = 0;
+  // Set before a concurrent scan starts its threads: from then on `snapshot` is only read.
+  bool snapshot_fixed = false;
   uint32_t batch_size = 0;
   // Row blocks the caller is done with, for the next answers (scan_rpc.h).
   ScanBlockPool* blocks = nullptr;
