@@ -925,9 +925,11 @@ TEST_F(ClientScanTest, ConcurrentScanReadsOtherTabletsWhileOneIsSlow) {
   absl::Cleanup unblock = [this] { SlowDown(""); };
   size_t rows_t0, rows_t1;
   {
-    absl::MutexLock l0(&stores_[0].mu);
-    absl::MutexLock l1(&stores_[1].mu);
+    absl::MutexLock l(&stores_[0].mu);
     rows_t0 = stores_[0].rows.size();
+  }
+  {
+    absl::MutexLock l(&stores_[1].mu);
     rows_t1 = stores_[1].rows.size();
   }
   ASSERT_GT(rows_t0, static_cast<size_t>(kScanBatchRows)) << "t0 needs continuations";
