@@ -45,8 +45,6 @@ TabletScanner::TabletScanner(ScanConfig* config, std::shared_ptr<RemoteTablet> t
 
 TabletScanner::~TabletScanner() = default;
 
-const std::string& TabletScanner::tablet_id() const { return tablet_->tablet_id(); }
-
 std::unique_ptr<pb::ScanResponsePB> TabletScanner::TakeResponse() { return std::move(response_); }
 
 void TabletScanner::Accept(const std::string& address, std::unique_ptr<pb::ScanResponsePB> resp) {

@@ -97,7 +97,6 @@ class TabletScanner {
   bool has_more() const { return has_more_; }
   // The last answer (null once taken).
   std::unique_ptr<pb::ScanResponsePB> TakeResponse();
-  const std::string& tablet_id() const;
   // The server-side scanner (empty when none is open) and its server.
   const std::string& scanner_id() const { return scanner_id_; }
   const std::string& server() const { return server_; }
