@@ -61,20 +61,23 @@ void TabletScanner::Accept(const std::string& address, std::unique_ptr<pb::ScanR
   response_ = std::move(resp);
 }
 
+// What every call of a cancelled scanner returns: never retried, never another replica's fault.
+static absl::Status Closed() { return absl::CancelledError("the scan was closed"); }
+
 absl::Status TabletScanner::Call(const std::string& address, const pb::ScanRequestPB& req,
                                  absl::Time deadline, pb::ScanResponsePB* resp) {
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(deadline));
   {
     absl::MutexLock l(&mu_);
-    if (cancelled_) return absl::CancelledError("the scan was closed");
+    if (cancelled_) return Closed();
     in_flight_ = &ctx;
   }
   absl::Status s = CallScan(config_->client->Channel(address), &ctx, req, config_->blocks, resp);
   absl::MutexLock l(&mu_);
   in_flight_ = nullptr;
   // A cancelled call must not look like a server failure worth retrying elsewhere.
-  if (cancelled_) return absl::CancelledError("the scan was closed");
+  if (cancelled_) return Closed();
   return s;
 }
 
@@ -118,7 +121,7 @@ absl::Status TabletScanner::NewScan(absl::Time deadline, uint64_t limit) {
   const absl::Duration attempt_timeout = AttemptTimeout(deadline - absl::Now(), kScanAttemptFloor);
   absl::Status last;
   for (;;) {
-    if (Cancelled()) return absl::CancelledError("the scan was closed");
+    if (Cancelled()) return Closed();
     const std::vector<ReplicaLocation> replicas = tablet_->ReplicasInOrder();
     if (replicas.empty()) {
       last = absl::UnavailableError(StrCat("tablet ", tablet_->tablet_id(), " has no replica"));
@@ -163,7 +166,7 @@ absl::Status TabletScanner::NewScan(absl::Time deadline, uint64_t limit) {
       if (absl::Now() >= deadline) break;
     }
     if (!backoff.Sleep()) return TimedOut("Scan", backoff.attempts() + 1, last);
-    if (Cancelled()) return absl::CancelledError("the scan was closed");
+    if (Cancelled()) return Closed();
     if (!tablet_->IsFresh(absl::GetCurrentTimeNanos())) {
       // Locations changed (or expired): look the partition up again. A different partition
       // there is not this tablet's: it stays (a retried Open must not scan another range).
