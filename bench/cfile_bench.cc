@@ -19,9 +19,9 @@
 
 #include "absl/strings/str_format.h"
 #include "cfile/bitpacked_encoding.h"
-#include "cfile/column_block.h"
 #include "cfile/dict_encoding.h"
 #include "cfile/encoding.h"
+#include "common/column_block.h"
 #include "common/column_predicate.h"
 #include "common/random.h"
 #include "common/strings.h"

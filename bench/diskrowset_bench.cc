@@ -25,7 +25,7 @@
 #include "bench_util.h"
 #include "cfile/block_cache.h"
 #include "cfile/block_manager.h"
-#include "cfile/column_block.h"
+#include "common/column_block.h"
 #include "common/column_predicate.h"
 #include "common/env_memory.h"
 #include "common/key_encoder.h"

@@ -25,7 +25,7 @@
 #include "cfile/block_cache.h"
 #include "cfile/block_manager.h"
 #include "cfile/cfile_format.h"
-#include "cfile/column_block.h"
+#include "common/column_block.h"
 #include "common/column_predicate.h"
 #include "common/schema.h"
 #include "common/types.h"

@@ -23,7 +23,7 @@
 #include "absl/status/status.h"
 #include "cfile/block_manager.h"
 #include "cfile/cfile_format.h"
-#include "cfile/column_block.h"
+#include "common/column_block.h"
 #include "common/schema.h"
 #include "common/types.h"
 #include "gflags/gflags_declare.h"

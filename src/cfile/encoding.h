@@ -40,7 +40,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "cfile/column_block.h"
+#include "common/column_block.h"
 #include "common/schema.h"
 #include "common/types.h"
 

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "absl/numeric/int128.h"
-#include "cfile/column_block.h"
 #include "cfile/dict_encoding.h"
 #include "cfile/encoding.h"
+#include "common/column_block.h"
 #include "common/random.h"
 #include "gtest/gtest.h"
 

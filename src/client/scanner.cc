@@ -5,12 +5,14 @@
 #include <utility>
 
 #include "absl/time/clock.h"
+#include "client/aggregate_merge.h"
 #include "client/client.h"
 #include "client/client_internal.h"
 #include "client/parallel_scan.h"
 #include "client/scan_batch_internal.h"
 #include "client/scan_rpc.h"
 #include "client/tablet_scanner.h"
+#include "common/aggregate_plan.h"
 #include "common/hybrid_clock.h"
 #include "common/key_encoder.h"
 #include "common/partition_pruner.h"
@@ -27,6 +29,8 @@ using internal::Access;
 // two or four at once), the client's own CPU being the bound; it pays where the servers are on
 // other machines and idle while the client waits for one of them.
 constexpr int kDefaultConcurrentTablets = 1;
+// Result rows of an aggregate scan per batch.
+constexpr int64_t kAggregateRowsPerBatch = 64 * 1024;
 
 struct Scanner::Data {
   explicit Data(Table* t) : table(t), timeout(Access::Data(t->client())->rpc_timeout) {
@@ -40,17 +44,29 @@ struct Scanner::Data {
     return open ? absl::FailedPreconditionError("the scanner is already open") : absl::OkStatus();
   }
   absl::Status SetProjection(const std::vector<int>& indexes);
+  // Validates the aggregate configuration so far and, once it has an aggregate, makes it the
+  // plan. On error the configuration is left as it was before the last addition.
+  absl::Status RebuildPlan();
   absl::StatusOr<std::string> EncodeBound(const PartialRow& key) const;
   bool LimitReached() const { return limit > 0 && rows_returned >= limit; }
+  // What the servers are asked for: an aggregate scan's limit counts groups, not rows.
   uint64_t RemainingLimit() const {
-    return limit > 0 ? static_cast<uint64_t>(limit - rows_returned) : 0;
+    return limit > 0 && plan == nullptr ? static_cast<uint64_t>(limit - rows_returned) : 0;
   }
   // Sequential scans: opens `tablet` (the next one when it holds no more rows or none is open);
   // its first answer goes to `pending`. Leaves `tablet` null when no tablet remains; on failure
   // keeps it, to be opened again by the next call.
   absl::Status OpenTablet(absl::Time deadline);
   // Whether Open() hands the tablets after the first to a ParallelScan.
-  bool Parallel() const { return !config.ordered && limit == 0 && max_concurrent_tablets > 1; }
+  bool Parallel() const {
+    return !config.ordered && (limit == 0 || plan != nullptr) && max_concurrent_tablets > 1;
+  }
+  // Whether a tablet answer is pending or may still come.
+  bool MoreAnswers() const;
+  // The next tablet answer into `pending` (which stays null when none came).
+  absl::Status Fetch(absl::Time deadline);
+  // Aggregate scans: merges answers, then returns the result rows.
+  absl::Status NextAggregateBatch(internal::ScanBatchData* out, absl::Time deadline);
   void CloseServerScanners();
 
   Table* const table;
@@ -62,7 +78,13 @@ struct Scanner::Data {
   Schema projection_schema;
   int64_t limit = 0;
   int max_concurrent_tablets = kDefaultConcurrentTablets;
+  bool concurrency_set = false;
   absl::Duration timeout;
+  // Aggregate scans: what was asked, and the plan once there is an aggregate.
+  std::vector<GroupBySpec> group_specs;
+  std::vector<AggregateSpec> aggregate_specs;
+  std::unique_ptr<AggregatePlan> plan;
+  Schema result_schema;
 
   // State.
   bool open = false;
@@ -75,7 +97,67 @@ struct Scanner::Data {
   std::unique_ptr<internal::ParallelScan> parallel;
   int64_t rows_returned = 0;
   std::unique_ptr<pb::ScanResponsePB> pending;
+  std::unique_ptr<internal::AggregateMerge> merge;
+  int64_t num_results = 0;
 };
+
+absl::Status Scanner::Data::RebuildPlan() {
+  BASALT_RETURN_IF_ERROR(CheckNotOpen());
+  // Group columns are checked as soon as they are added, against a stand-in aggregate.
+  std::vector<AggregateSpec> aggs = aggregate_specs;
+  if (aggs.empty()) aggs.push_back({basalt::AggregateFunction::kCountAll, "", "(stand-in count)"});
+  absl::StatusOr<AggregatePlan> p = AggregatePlan::Create(*config.schema, group_specs, aggs);
+  if (!p.ok()) return p.status();
+  if (aggregate_specs.empty()) return absl::OkStatus();
+  plan = std::make_unique<AggregatePlan>(std::move(*p));
+  result_schema = Access::MakeSchema(plan->result_schema());
+  config.aggregates = plan.get();
+  return absl::OkStatus();
+}
+
+bool Scanner::Data::MoreAnswers() const {
+  if (pending != nullptr) return true;
+  if (parallel != nullptr) return parallel->HasMore();
+  return (tablet != nullptr && (tablet_unopened || tablet->has_more())) ||
+         pruner->HasMorePartitionKeyRanges();
+}
+
+absl::Status Scanner::Data::Fetch(absl::Time deadline) {
+  if (parallel != nullptr) {
+    BASALT_ASSIGN_OR_RETURN(pending, parallel->Next(deadline));
+  } else if (tablet != nullptr && !tablet_unopened && tablet->has_more()) {
+    BASALT_RETURN_IF_ERROR(tablet->Continue(deadline, RemainingLimit()));
+    pending = tablet->TakeResponse();
+  } else {
+    BASALT_RETURN_IF_ERROR(OpenTablet(deadline));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Scanner::Data::NextAggregateBatch(internal::ScanBatchData* out, absl::Time deadline) {
+  if (!merge->finished()) {
+    // Merge for at most half the call's time, so that the call returns (empty) before its
+    // deadline while answers keep coming.
+    const absl::Time stop = absl::Now() + timeout / 2;
+    while (MoreAnswers()) {
+      if (pending == nullptr) BASALT_RETURN_IF_ERROR(Fetch(deadline));
+      if (pending != nullptr) {
+        std::unique_ptr<pb::ScanResponsePB> resp = std::move(pending);
+        std::unique_ptr<pb::ColumnarRowBlockPB> block(
+            resp->has_data() ? resp->release_data() : new pb::ColumnarRowBlockPB);
+        BASALT_RETURN_IF_ERROR(merge->Add(std::move(block)));
+      }
+      if (absl::Now() >= stop && MoreAnswers()) return absl::OkStatus();
+    }
+    num_results = merge->Finish();
+  }
+  int64_t end = std::min(num_results, rows_returned + kAggregateRowsPerBatch);
+  if (limit > 0) end = std::min(end, limit);
+  if (rows_returned >= end) return absl::OkStatus();
+  BASALT_RETURN_IF_ERROR(out->Reset(result_schema, merge->Results(rows_returned, end), INT64_MAX));
+  rows_returned += out->num_rows;
+  return absl::OkStatus();
+}
 
 absl::Status Scanner::Data::SetProjection(const std::vector<int>& indexes) {
   BASALT_RETURN_IF_ERROR(CheckNotOpen());
@@ -238,7 +320,35 @@ absl::Status Scanner::SetMaxConcurrentTablets(int tablets) {
                                              kMaxConcurrentTablets, "], not ", tablets));
   }
   data_->max_concurrent_tablets = tablets;
+  data_->concurrency_set = true;
   return absl::OkStatus();
+}
+
+absl::Status Scanner::AddAggregate(AggregateFunction function, const std::string& column,
+                                   const std::string& alias) {
+  BASALT_RETURN_IF_ERROR(data_->CheckNotOpen());
+  if (function < COUNT_ALL || function > LAST) {
+    return absl::InvalidArgumentError(
+        StrCat("unknown aggregate function ", static_cast<int>(function)));
+  }
+  data_->aggregate_specs.push_back(
+      {static_cast<basalt::AggregateFunction>(function), column, alias});
+  absl::Status s = data_->RebuildPlan();
+  if (!s.ok()) data_->aggregate_specs.pop_back();
+  return s;
+}
+
+absl::Status Scanner::AddGroupBy(const std::string& column, const std::string& alias) {
+  return AddGroupByTimeBucket(column, 0, 0, alias);
+}
+
+absl::Status Scanner::AddGroupByTimeBucket(const std::string& column, int64_t width_micros,
+                                           int64_t offset_micros, const std::string& alias) {
+  BASALT_RETURN_IF_ERROR(data_->CheckNotOpen());
+  data_->group_specs.push_back({column, width_micros, offset_micros, alias});
+  absl::Status s = data_->RebuildPlan();
+  if (!s.ok()) data_->group_specs.pop_back();
+  return s;
 }
 
 absl::Status Scanner::SetTimeoutMillis(int millis) {
@@ -251,6 +361,15 @@ absl::Status Scanner::Open() {
   BASALT_RETURN_IF_ERROR(data_->CheckNotOpen());
   Data& d = *data_;
   const internal::ScanConfig& c = d.config;
+  if (!d.group_specs.empty() && d.plan == nullptr) {
+    return absl::InvalidArgumentError("GROUP BY needs an aggregate (AddAggregate)");
+  }
+  if (d.plan != nullptr) {
+    d.merge = std::make_unique<internal::AggregateMerge>(d.plan.get(), &d.blocks);
+    d.num_results = 0;
+    d.rows_returned = 0;
+    if (!d.concurrency_set) d.max_concurrent_tablets = kDefaultAggregateTablets;
+  }
   d.pruner.emplace(Access::Data(d.table)->partition_schema, *c.schema, c.predicates, c.lower_key,
                    c.upper_key);
   d.open = true;
@@ -277,10 +396,8 @@ absl::Status Scanner::Open() {
 bool Scanner::HasMoreRows() const {
   const Data& d = *data_;
   if (!d.open || d.LimitReached()) return false;
-  if (d.pending != nullptr) return true;
-  if (d.parallel != nullptr) return d.parallel->HasMore();
-  return (d.tablet != nullptr && (d.tablet_unopened || d.tablet->has_more())) ||
-         d.pruner->HasMorePartitionKeyRanges();
+  if (d.merge != nullptr) return !d.merge->finished() || d.rows_returned < d.num_results;
+  return d.MoreAnswers();
 }
 
 absl::Status Scanner::NextBatch(ScanBatch* batch) {
@@ -291,15 +408,9 @@ absl::Status Scanner::NextBatch(ScanBatch* batch) {
   if (!d.open) return absl::FailedPreconditionError("the scanner is not open");
   if (d.LimitReached()) return absl::OkStatus();
   const absl::Time deadline = absl::Now() + d.timeout;
+  if (d.merge != nullptr) return d.NextAggregateBatch(out, deadline);
   if (d.pending == nullptr) {
-    if (d.parallel != nullptr) {
-      BASALT_ASSIGN_OR_RETURN(d.pending, d.parallel->Next(deadline));
-    } else if (d.tablet != nullptr && !d.tablet_unopened && d.tablet->has_more()) {
-      BASALT_RETURN_IF_ERROR(d.tablet->Continue(deadline, d.RemainingLimit()));
-      d.pending = d.tablet->TakeResponse();
-    } else {
-      BASALT_RETURN_IF_ERROR(d.OpenTablet(deadline));
-    }
+    BASALT_RETURN_IF_ERROR(d.Fetch(deadline));
     if (d.pending == nullptr) return absl::OkStatus();
   }
   std::unique_ptr<pb::ScanResponsePB> resp = std::move(d.pending);
@@ -328,16 +439,20 @@ void Scanner::Close() {
   data_->blocks.SetCapacity(2);  // Frees what a concurrent scan kept.
   data_->pending.reset();
   data_->tablet.reset();
+  data_->merge.reset();
   data_->open = false;
 }
 
-const Schema& Scanner::GetProjectionSchema() const { return data_->projection_schema; }
+const Schema& Scanner::GetProjectionSchema() const {
+  return data_->plan != nullptr ? data_->result_schema : data_->projection_schema;
+}
 uint64_t Scanner::GetSnapshotRaw() const { return data_->config.snapshot; }
 
 std::string Scanner::ToString() const {
   std::string out =
       StrCat("Scanner(table=", data_->table->name(), ", columns=", data_->config.projection.size());
   for (const ColumnPredicate& p : data_->config.predicates) StrAppend(&out, ", ", p.ToString());
+  if (data_->plan != nullptr) StrAppend(&out, ", aggregates=", data_->plan->ToString());
   out += ")";
   return out;
 }

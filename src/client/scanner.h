@@ -23,6 +23,14 @@
 // row is returned twice or skipped. Without it a failure after the first batch of a tablet is
 // returned to the caller.
 //
+// Aggregate scans (AddAggregate, AddGroupBy; docs/aggregates.md): the tablet servers aggregate
+// the rows that match the predicates, each tablet returning partial aggregates per group, and
+// the scanner merges them. Batches then hold one row per group: the GROUP BY columns, then one
+// column per aggregate (GetProjectionSchema(): named by alias, or "sum(v)", "count(*)"), in
+// ascending order of the group values (NULL first); without GROUP BY exactly one row. The limit
+// counts groups. NextBatch may return no rows while it merges (HasMoreRows() stays true).
+// Reading tablets at once is the default for them (their answers are small).
+//
 // Errors: INVALID_ARGUMENT for bad configuration (naming the column or value), the failing RPC's
 // status, DEADLINE_EXCEEDED when the scanner timeout (per NextBatch call) runs out, DATA_LOSS for a
 // malformed response. A concurrent scan returns the batches fetched before a failure, then the
@@ -77,9 +85,36 @@ class BASALT_EXPORT Scanner {
   absl::Status SetLimit(int64_t limit);
   // How many tablets an unordered scan without a limit reads at once, in [1,
   // kMaxConcurrentTablets] (default 1: one at a time). Each costs a thread and up
-  // to two batches of memory while the scan is open.
+  // to two batches of memory while the scan is open. Aggregate scans default to
+  // kDefaultAggregateTablets.
   static constexpr int kMaxConcurrentTablets = 64;
+  static constexpr int kDefaultAggregateTablets = 8;
   absl::Status SetMaxConcurrentTablets(int tablets);
+  // Aggregate scans (see the class comment). Numbering equals basalt.pb.AggregatePB.Function.
+  enum AggregateFunction {
+    COUNT_ALL = 1,  // COUNT(*): `column` empty.
+    COUNT = 2,      // non-NULL cells
+    SUM = 3,        // integers: INT64 (OUT_OF_RANGE naming the column on overflow); FLOAT,
+                    // DOUBLE: DOUBLE; DECIMAL(p, s): DECIMAL(38, s)
+    MIN = 4,
+    MAX = 5,
+    AVG = 6,    // DOUBLE
+    FIRST = 7,  // the non-NULL cell of the smallest primary key in the group
+    LAST = 8,   // the non-NULL cell of the largest primary key in the group
+  };
+  // Adds an aggregate; the result column is named `alias`, or "sum(v)" / "count(*)" when empty.
+  // INVALID_ARGUMENT for an unknown column, a function its type lacks (SUM/AVG of a non-number)
+  // or a duplicate result name. NULL cells are skipped; an empty group's SUM, MIN, MAX, AVG,
+  // FIRST and LAST are NULL.
+  absl::Status AddAggregate(AggregateFunction function, const std::string& column,
+                            const std::string& alias = "");
+  // Groups by a column's value.
+  absl::Status AddGroupBy(const std::string& column, const std::string& alias = "");
+  // Groups by time_bucket(column, width, offset) of a UNIXTIME_MICROS column: the group value is
+  // offset + floor((value - offset) / width) * width (width > 0).
+  absl::Status AddGroupByTimeBucket(const std::string& column, int64_t width_micros,
+                                    int64_t offset_micros = 0, const std::string& alias = "");
+
   // Deadline of Open() and of each NextBatch() call (default: the client's RPC timeout).
   absl::Status SetTimeoutMillis(int millis);
 
@@ -94,6 +129,7 @@ class BASALT_EXPORT Scanner {
   // Releases the server-side scanner (best effort). Idempotent.
   void Close();
 
+  // The columns of the batches: the projection, or an aggregate scan's groups and aggregates.
   const Schema& GetProjectionSchema() const;
   // The snapshot (raw HybridTime) a READ_AT_SNAPSHOT or READ_YOUR_WRITES scan reads at, known
   // after the first tablet answered; 0 before.

@@ -7,6 +7,7 @@
 #include "client/client_internal.h"
 #include "client/meta_cache.h"
 #include "client/scan_rpc.h"
+#include "common/aggregate_plan.h"
 #include "common/partition_pruner.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
@@ -131,9 +132,13 @@ absl::Status TabletScanner::NewScan(absl::Time deadline, uint64_t limit) {
       pb::ScanRequestPB req;
       pb::NewScanRequestPB* n = req.mutable_new_scan_request();
       n->set_tablet_id(tablet_->tablet_id());
-      for (int idx : c.projection) {
-        basalt::Schema::ColumnToPB(c.schema->column(idx), c.schema->column_id(idx),
-                                   c.schema->is_key_column(idx), n->add_projected_columns());
+      if (c.aggregates != nullptr) {
+        c.aggregates->ToPB(n);
+      } else {
+        for (int idx : c.projection) {
+          basalt::Schema::ColumnToPB(c.schema->column(idx), c.schema->column_id(idx),
+                                     c.schema->is_key_column(idx), n->add_projected_columns());
+        }
       }
       for (const ColumnPredicate& p : c.predicates) p.ToPB(n->add_predicates());
       n->set_start_primary_key(c.lower_key);

@@ -26,6 +26,7 @@ class ClientContext;
 }  // namespace grpc
 
 namespace basalt {
+class AggregatePlan;
 class PartitionPruner;
 class Schema;
 namespace pb {
@@ -47,6 +48,8 @@ struct ScanConfig {
   ClientData* client = nullptr;
   const basalt::Schema* schema = nullptr;
   std::vector<int> projection;  // Indexes into *schema.
+  // An aggregate scan's plan (then `projection` is not sent), or null.
+  const AggregatePlan* aggregates = nullptr;
   std::vector<ColumnPredicate> predicates;
   std::string lower_key;
   std::string upper_key;

@@ -110,12 +110,26 @@ absl::Status ValidateColumn(const ColumnSchema& col, bool is_key) {
 
 absl::StatusOr<Schema> Schema::Create(std::vector<ColumnSchema> columns, int num_key_columns,
                                       std::vector<ColumnId> ids, uint32_t version) {
+  if (num_key_columns < 1 && !columns.empty()) {
+    return absl::InvalidArgumentError(StrCat("a schema needs 1..", kMaxKeyColumns,
+                                             " primary key columns, got ", num_key_columns));
+  }
+  return CreateInternal(std::move(columns), num_key_columns, std::move(ids), version);
+}
+
+absl::StatusOr<Schema> Schema::CreateUnkeyed(std::vector<ColumnSchema> columns) {
+  return CreateInternal(std::move(columns), 0, {}, 0);
+}
+
+absl::StatusOr<Schema> Schema::CreateInternal(std::vector<ColumnSchema> columns,
+                                              int num_key_columns, std::vector<ColumnId> ids,
+                                              uint32_t version) {
   if (columns.empty()) return absl::InvalidArgumentError("a schema needs at least one column");
   if (columns.size() > static_cast<size_t>(kMaxColumns)) {
     return absl::InvalidArgumentError(
         StrCat("too many columns: ", columns.size(), " (the limit is ", kMaxColumns, ")"));
   }
-  if (num_key_columns < 1 || num_key_columns > kMaxKeyColumns ||
+  if (num_key_columns < 0 || num_key_columns > kMaxKeyColumns ||
       num_key_columns > static_cast<int>(columns.size())) {
     return absl::InvalidArgumentError(StrCat("a schema needs 1..", kMaxKeyColumns,
                                              " primary key columns, got ", num_key_columns));

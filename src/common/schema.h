@@ -124,6 +124,10 @@ class Schema {
   static absl::StatusOr<Schema> Create(std::vector<ColumnSchema> columns, int num_key_columns,
                                        std::vector<ColumnId> ids = {}, uint32_t version = 0);
 
+  // A schema of result columns without a primary key (aggregate results), validated like
+  // Create (names, types, defaults); ids 0..n-1.
+  static absl::StatusOr<Schema> CreateUnkeyed(std::vector<ColumnSchema> columns);
+
   int num_columns() const { return static_cast<int>(columns_.size()); }
   int num_key_columns() const { return num_key_columns_; }
   const ColumnSchema& column(int idx) const { return columns_[idx]; }
@@ -171,6 +175,9 @@ class Schema {
   absl::StatusOr<Schema> RenameColumn(std::string_view from, std::string_view to) const;
 
  private:
+  static absl::StatusOr<Schema> CreateInternal(std::vector<ColumnSchema> columns,
+                                               int num_key_columns, std::vector<ColumnId> ids,
+                                               uint32_t version);
   void ComputeLayout();
 
   std::vector<ColumnSchema> columns_;

@@ -134,6 +134,20 @@ TEST(SchemaTest, FromPBRejectsMalformedInput) {
   }
 }
 
+TEST(SchemaTest, UnkeyedSchemasHoldResultColumns) {
+  auto s = Schema::CreateUnkeyed(
+      {ColumnSchema("count(*)", DataType::kInt64), ColumnSchema("sum(v)", DataType::kInt64, true)});
+  BASALT_ASSERT_OK(s);
+  EXPECT_EQ(s->num_key_columns(), 0);
+  EXPECT_EQ(s->find_column("sum(v)"), 1);
+  auto dup = Schema::CreateUnkeyed(
+      {ColumnSchema("a", DataType::kInt64), ColumnSchema("a", DataType::kDouble)});
+  EXPECT_EQ(dup.status().code(), absl::StatusCode::kInvalidArgument) << dup.status();
+  EXPECT_FALSE(Schema::CreateUnkeyed({}).ok());
+  // Create still wants a key.
+  EXPECT_FALSE(Schema::Create({ColumnSchema("a", DataType::kInt64)}, 0).ok());
+}
+
 TEST(SchemaTest, ProjectionKeepsIds) {
   Schema s = TestSchema();
   auto p = s.Project({"tag", "host"});

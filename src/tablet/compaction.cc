@@ -9,7 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 
-#include "cfile/column_block.h"
+#include "common/column_block.h"
 #include "common/key_encoder.h"
 #include "common/status_macros.h"
 #include "common/strings.h"

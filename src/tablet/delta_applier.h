@@ -28,7 +28,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "cfile/column_block.h"
+#include "common/column_block.h"
 #include "common/schema.h"
 #include "tablet/delta_store.h"
 #include "tablet/mvcc.h"

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <utility>
 
-#include "cfile/column_block.h"
+#include "common/column_block.h"
 #include "common/key_encoder.h"
 #include "common/status_macros.h"
 #include "common/strings.h"

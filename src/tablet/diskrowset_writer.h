@@ -26,7 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "cfile/block_manager.h"
-#include "cfile/column_block.h"
+#include "common/column_block.h"
 #include "common/schema.h"
 #include "tablet/rowset_metadata.h"
 

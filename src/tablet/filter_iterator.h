@@ -11,7 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "cfile/column_block.h"
+#include "common/column_block.h"
 #include "common/column_predicate.h"
 #include "common/schema.h"
 #include "tablet/row_iterator.h"

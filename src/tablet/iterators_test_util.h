@@ -15,7 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "cfile/column_block.h"
+#include "common/column_block.h"
 #include "common/datum.h"
 #include "common/random.h"
 #include "common/schema.h"

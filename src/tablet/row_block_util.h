@@ -23,7 +23,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "cfile/column_block.h"
+#include "common/column_block.h"
 #include "common/schema.h"
 #include "common/types.h"
 

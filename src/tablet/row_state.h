@@ -18,8 +18,8 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "cfile/column_block.h"
 #include "common/arena.h"
+#include "common/column_block.h"
 #include "common/schema.h"
 
 namespace basalt {

@@ -7,8 +7,8 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
-#include "cfile/column_block.h"
 #include "common/bitmap.h"
+#include "common/column_block.h"
 #include "common/datum.h"
 #include "common/key_encoder.h"
 #include "common/status_macros.h"

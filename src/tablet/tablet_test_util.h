@@ -18,9 +18,9 @@
 #include <gtest/gtest.h>
 
 #include "cfile/block_manager.h"
-#include "cfile/column_block.h"
 #include "common/arena.h"
 #include "common/clock.h"
+#include "common/column_block.h"
 #include "common/env.h"
 #include "common/env_memory.h"
 #include "common/hybrid_clock.h"

@@ -30,7 +30,7 @@
 #include "cfile/block_manager.h"
 #include "cfile/cfile_format.h"
 #include "cfile/cfile_reader.h"
-#include "cfile/column_block.h"
+#include "common/column_block.h"
 #include "common/datum.h"
 #include "common/env.h"
 #include "common/key_encoder.h"

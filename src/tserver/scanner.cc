@@ -3,15 +3,23 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/aggregate_plan.h"
 #include "common/clock.h"
 #include "common/column_predicate.h"
+#include "common/columnar_block_builder.h"
+#include "common/group_aggregator.h"
 #include "common/key_encoder.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "common/types.h"
+#include "gflags/gflags.h"
 #include "proto/tserver.pb.h"
-#include "tserver/columnar_block_builder.h"
 #include "tserver/tserver_errors.h"
+
+DEFINE_int32(scanner_aggregate_call_ms, 500,
+             "An aggregate scan call answers with the partial aggregates of the rows it read once "
+             "it has read for this long (or its groups reach the batch size), so that a scan of a "
+             "large tablet makes progress within each RPC's deadline; 0: after every block");
 
 namespace basalt {
 namespace {
@@ -94,6 +102,37 @@ absl::Status Scanner::BuildProjection(const Schema& schema, const pb::NewScanReq
   return absl::OkStatus();
 }
 
+absl::Status Scanner::BuildAggregateProjection(const Schema& schema,
+                                               const pb::NewScanRequestPB& request) {
+  if (request.aggregates_size() == 0) {
+    return absl::InvalidArgumentError("group_by: GROUP BY needs an aggregate");
+  }
+  if (request.projected_columns_size() > 0) {
+    return absl::InvalidArgumentError(
+        "projected_columns: an aggregate scan returns its groups and aggregates, not columns");
+  }
+  if (request.limit() != 0) {
+    return absl::InvalidArgumentError("limit: an aggregate scan takes no row limit");
+  }
+  BASALT_ASSIGN_OR_RETURN(AggregatePlan plan, AggregatePlan::FromPB(schema, request));
+  plan_ = std::make_unique<AggregatePlan>(std::move(plan));
+  std::vector<std::string> names;
+  // Ordered scans and FIRST/LAST need each row's key; a scan reading nothing else reads the key.
+  if (ordered_ || plan_->needs_key() || plan_->input_columns().empty()) {
+    for (int k = 0; k < schema.num_key_columns(); ++k) names.push_back(schema.column(k).name());
+    num_key_columns_ = schema.num_key_columns();
+  }
+  for (const std::string& n : plan_->input_columns()) {
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  }
+  BASALT_ASSIGN_OR_RETURN(projection_, schema.Project(names));
+  for (const std::string& n : plan_->input_columns()) {
+    agg_inputs_.push_back(projection_.find_column(n));
+  }
+  aggregator_ = std::make_unique<GroupAggregator>(plan_.get());
+  return absl::OkStatus();
+}
+
 absl::Status Scanner::Init(std::shared_ptr<TabletReplica> replica,
                            const pb::NewScanRequestPB& request, absl::Time deadline) {
   replica_ = std::move(replica);
@@ -101,7 +140,11 @@ absl::Status Scanner::Init(std::shared_ptr<TabletReplica> replica,
   limit_ = request.limit();
   BASALT_RETURN_IF_ERROR(replica_->CheckRunning());
   const std::shared_ptr<const Schema> schema = replica_->schema();
-  BASALT_RETURN_IF_ERROR(BuildProjection(*schema, request));
+  if (request.aggregates_size() > 0 || request.group_by_size() > 0) {
+    BASALT_RETURN_IF_ERROR(BuildAggregateProjection(*schema, request));
+  } else {
+    BASALT_RETURN_IF_ERROR(BuildProjection(*schema, request));
+  }
   ScanSpec spec;
   for (int i = 0; i < request.predicates_size(); ++i) {
     absl::StatusOr<ColumnPredicate> p = ColumnPredicate::FromPB(*schema, request.predicates(i));
@@ -138,15 +181,51 @@ absl::Status Scanner::Init(std::shared_ptr<TabletReplica> replica,
   return absl::OkStatus();
 }
 
-void Scanner::RememberLastKey(size_t row) {
-  last_key_.clear();
+void Scanner::EncodeRowKey(size_t row, std::string* out) const {
+  out->clear();
   for (int k = 0; k < num_key_columns_; ++k) {
     EncodeKeyCell(projection_.column(k).type(), blocks_[k]->cell(row), k == num_key_columns_ - 1,
-                  &last_key_);
+                  out);
   }
 }
 
+void Scanner::RememberLastKey(size_t row) { EncodeRowKey(row, &last_key_); }
+
+absl::Status Scanner::NextAggregateBatch(size_t batch_bytes, pb::ScanResponsePB* response) {
+  const int64_t start = Clock::Default()->MonotonicMicros();
+  const int64_t budget = int64_t{FLAGS_scanner_aggregate_call_ms} * 1000;
+  std::vector<const ColumnBlock*> inputs;
+  for (int idx : agg_inputs_) inputs.push_back(blocks_[idx]);
+  while (iter_->HasNext()) {
+    BASALT_ASSIGN_OR_RETURN(size_t n, iter_->NextBlock(blocks_, capacity_));
+    if (n == 0) continue;
+    const std::string_view* keys = nullptr;
+    if (plan_->needs_key()) {
+      row_keys_.resize(std::max(row_keys_.size(), n));
+      row_key_views_.resize(row_keys_.size());
+      for (size_t r = 0; r < n; r++) {
+        EncodeRowKey(r, &row_keys_[r]);
+        row_key_views_[r] = row_keys_[r];
+      }
+      keys = row_key_views_.data();
+    }
+    BASALT_RETURN_IF_ERROR(aggregator_->AddRows(inputs, keys, n));
+    if (ordered_) RememberLastKey(n - 1);
+    if (Clock::Default()->MonotonicMicros() - start >= budget ||
+        aggregator_->memory_bytes() >= batch_bytes) {
+      break;
+    }
+  }
+  aggregator_->EmitPartials(response->mutable_data());
+  has_more_ = iter_->HasNext();
+  response->set_has_more_results(has_more_);
+  if (snap_ts_.is_valid()) response->set_snap_timestamp(snap_ts_.value());
+  if (ordered_) response->set_last_primary_key(last_key_);
+  return absl::OkStatus();
+}
+
 absl::Status Scanner::NextBatch(size_t batch_bytes, pb::ScanResponsePB* response) {
+  if (aggregator_ != nullptr) return NextAggregateBatch(batch_bytes, response);
   ColumnarBlockBuilder builder(out_types_, out_inputs_);
   bool limit_reached = limit_ > 0 && rows_returned_ >= limit_;
   while (!limit_reached && iter_->HasNext() && builder.bytes() < batch_bytes) {

@@ -15,13 +15,14 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "cfile/column_block.h"
+#include "common/column_block.h"
 #include "common/hybrid_clock.h"
 #include "common/schema.h"
 #include "tablet/row_iterator.h"
@@ -33,6 +34,9 @@ namespace pb {
 class NewScanRequestPB;
 class ScanResponsePB;
 }  // namespace pb
+
+class AggregatePlan;
+class GroupAggregator;
 
 class Scanner {
  public:
@@ -64,6 +68,11 @@ class Scanner {
   absl::Status Init(std::shared_ptr<TabletReplica> replica, const pb::NewScanRequestPB& request,
                     absl::Time deadline);
   absl::Status BuildProjection(const Schema& schema, const pb::NewScanRequestPB& request);
+  // An aggregate scan's projection: the key columns when needed, then the plan's inputs.
+  absl::Status BuildAggregateProjection(const Schema& schema, const pb::NewScanRequestPB& request);
+  // Partial aggregates of the rows read for this call (docs/aggregates.md).
+  absl::Status NextAggregateBatch(size_t batch_bytes, pb::ScanResponsePB* response);
+  void EncodeRowKey(size_t row, std::string* out) const;
   void RememberLastKey(size_t row);
 
   absl::Mutex mu_;  // Held by the caller for the duration of a call.
@@ -85,6 +94,12 @@ class Scanner {
   bool has_more_ = true;
   uint32_t next_call_seq_ = 0;
   std::unique_ptr<pb::ScanResponsePB> last_response_;
+  // Aggregate scans: the plan, its state, and where each of its inputs is in projection_.
+  std::unique_ptr<AggregatePlan> plan_;
+  std::unique_ptr<GroupAggregator> aggregator_;
+  std::vector<int> agg_inputs_;
+  std::vector<std::string> row_keys_;
+  std::vector<std::string_view> row_key_views_;
   std::atomic<int64_t> last_access_micros_{0};
 };
 

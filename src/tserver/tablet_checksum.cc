@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "cfile/column_block.h"
 #include "common/coding.h"
+#include "common/column_block.h"
 #include "common/crc32c.h"
 #include "common/status_macros.h"
 #include "tablet/tablet.h"

@@ -633,6 +633,71 @@ TEST_F(TabletServerTest, DeleteTabletRemovesItsFiles) {
   EXPECT_EQ(resp.data().num_rows(), 0);
 }
 
+// An aggregate scan answers partial rows (docs/aggregates.md "Partial rows"): here COUNT(*),
+// SUM(int_val) and MIN(s) grouped by nothing; bad aggregate requests name their field.
+TEST_F(TabletServerTest, AggregateScansAnswerPartialRowsAndRefuseBadRequests) {
+  CreateTablet(kTablet);
+  InsertRange(0, 100);
+  pb::ScanRequestPB scan;
+  pb::NewScanRequestPB* n = scan.mutable_new_scan_request();
+  n->set_tablet_id(kTablet);
+  n->add_aggregates()->set_function(pb::AggregatePB::COUNT_ALL);
+  pb::AggregatePB* sum = n->add_aggregates();
+  sum->set_function(pb::AggregatePB::SUM);
+  sum->set_column("int_val");
+  pb::AggregatePB* min = n->add_aggregates();
+  min->set_function(pb::AggregatePB::MIN);
+  min->set_column("s");
+  pb::ColumnPredicatePB* p = n->add_predicates();
+  p->set_column("key");
+  p->mutable_range()->set_lower(std::string("\x0a\0\0\0", 4));  // key >= 10
+  pb::ScanResponsePB resp;
+  BASALT_ASSERT_OK(client_->Scan(scan, &resp));
+  EXPECT_FALSE(resp.has_more_results());
+  ASSERT_EQ(resp.data().num_rows(), 1);
+  ASSERT_EQ(resp.data().columns_size(), 3);
+  int64_t count = 0, total = 0;
+  std::memcpy(&count, resp.data().columns(0).data().data(), 8);
+  std::memcpy(&total, resp.data().columns(1).data().data(), 8);
+  EXPECT_EQ(count, 90);
+  int64_t want = 0;
+  std::string least;
+  for (int32_t k = 10; k < 100; ++k) {
+    want += ExpectedRow(k).int_val;
+    if (ExpectedRow(k).s && (least.empty() || *ExpectedRow(k).s < least)) least = *ExpectedRow(k).s;
+  }
+  EXPECT_EQ(total, want);
+  EXPECT_EQ(resp.data().columns(2).data(), least);
+
+  auto expect_bad = [&](const pb::ScanRequestPB& req, const std::string& needle) {
+    absl::Status s = client_->Scan(req, &resp);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_NE(std::string(s.message()).find(needle), std::string::npos) << s << " lacks " << needle;
+  };
+  pb::ScanRequestPB bad = scan;
+  *bad.mutable_new_scan_request()->add_projected_columns() = ProjectedColumn(schema_, "key");
+  expect_bad(bad, "projected_columns");
+  bad = scan;
+  bad.mutable_new_scan_request()->set_limit(5);
+  expect_bad(bad, "limit");
+  bad = scan;
+  bad.mutable_new_scan_request()->clear_aggregates();
+  bad.mutable_new_scan_request()->add_group_by()->set_column("s");
+  expect_bad(bad, "group_by");
+  bad = scan;
+  bad.mutable_new_scan_request()->mutable_aggregates(1)->set_column("s");
+  expect_bad(bad, "aggregates[1] sum(s)");
+  bad = scan;
+  bad.mutable_new_scan_request()->mutable_aggregates(2)->set_function(
+      static_cast<pb::AggregatePB::Function>(77));
+  expect_bad(bad, "aggregates[2]: unknown function 77");
+  bad = scan;
+  pb::GroupByPB* g = bad.mutable_new_scan_request()->add_group_by();
+  g->set_column("int_val");
+  g->set_bucket_width_micros(60);
+  expect_bad(bad, "time_bucket needs a UNIXTIME_MICROS column");
+}
+
 TEST_F(TabletServerTest, MalformedRequestsGetClearErrors) {
   CreateTablet(kTablet);
   InsertRange(0, 10);

@@ -1,4 +1,4 @@
-#include "cfile/column_block.h"
+#include "common/column_block.h"
 
 #include <vector>
 

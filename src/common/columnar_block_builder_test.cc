@@ -1,4 +1,4 @@
-#include "tserver/columnar_block_builder.h"
+#include "common/columnar_block_builder.h"
 
 #include <string>
 #include <string_view>

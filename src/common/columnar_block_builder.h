@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
-#include "cfile/column_block.h"
+#include "common/column_block.h"
 #include "common/schema.h"
 
 namespace basalt {
