@@ -9,6 +9,8 @@ goes to stderr. Every cluster is destroyed at the end, also on failure.
   W1  one client, MANUAL_FLUSH, Flush() after every 1,000 rows (seed 001)
   W2  the same rows, AUTO_FLUSH_BACKGROUND, one client
   W3  full scan of integer_val, summed in the client
+  W3_agg  SUM(integer_val) and COUNT(*) computed in the tablet servers (issue 17's pushed-down
+      SUM target; docs/aggregates.md)
   W4  random point lookups by key, 1 thread and 8 threads
   W5  bytes on disk per row per replica once W1's rows are flushed (fs space), and again once
       their history (UNDO files) is collected
@@ -197,6 +199,11 @@ def run(args):
                 scans = [c.perf("scan", "w1", "--columns=integer_val") for _ in range(3)]
                 result["W3"] = max(scans, key=lambda s: s["rows_per_sec"])
                 result["W3"]["runs_rows_per_sec"] = [s["rows_per_sec"] for s in scans]
+                log("W3_agg: SUM(integer_val) in the tablet servers")
+                aggs = [c.perf("scan", "w1", "--columns=integer_val", "--aggregate=sum")
+                        for _ in range(3)]
+                result["W3_agg"] = min(aggs, key=lambda s: s["seconds"])
+                result["W3_agg"]["runs_seconds"] = [s["seconds"] for s in aggs]
             if "W4" in want:
                 for threads, n in ((1, scale["lookups1"]), (8, scale["lookups8"])):
                     log(f"W4: {n} lookups, {threads} threads")

@@ -11,7 +11,7 @@ PACKAGES=(
   libgoogle-glog-dev libgflags-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   libsnappy-dev liblz4-dev libzstd-dev zlib1g-dev libxxhash-dev
-  libcpp-httplib-dev libssl-dev libbrotli-dev libgoogle-perftools-dev
+  libcpp-httplib-dev libssl-dev libbrotli-dev libgoogle-perftools-dev libedit-dev
   python3 python3-yaml
 )
 

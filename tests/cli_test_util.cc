@@ -39,15 +39,17 @@ void CliRunnerTest::SetUp() {
 
 void CliRunnerTest::TearDown() { std::system(StrCat("rm -rf ", ShellQuote(tmp_)).c_str()); }
 
-CliResult CliRunnerTest::Basalt(const std::vector<std::string>& args) {
-  return RunBasalt(args, tmp_);
+CliResult CliRunnerTest::Basalt(const std::vector<std::string>& args,
+                                const std::string& stdin_path) {
+  return RunBasalt(args, tmp_, stdin_path);
 }
 
-CliResult RunBasalt(const std::vector<std::string>& args, const std::string& scratch_dir) {
+CliResult RunBasalt(const std::vector<std::string>& args, const std::string& scratch_dir,
+                    const std::string& stdin_path) {
   std::string cmd = ShellQuote(ExternalMiniCluster::ResolveBinDir("") + "/basalt");
   for (const auto& a : args) StrAppend(&cmd, " ", ShellQuote(a));
   const std::string out = scratch_dir + "/stdout", err = scratch_dir + "/stderr";
-  StrAppend(&cmd, " >", ShellQuote(out), " 2>", ShellQuote(err), " </dev/null");
+  StrAppend(&cmd, " >", ShellQuote(out), " 2>", ShellQuote(err), " <", ShellQuote(stdin_path));
   const int status = std::system(cmd.c_str());
   CliResult r;
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

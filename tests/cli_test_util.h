@@ -25,8 +25,10 @@ std::string ShellQuote(const std::string& s);
 // The whole file, or "" if it cannot be read.
 std::string ReadAll(const std::string& path);
 
-// Runs `basalt args...` (stdin /dev/null), its output captured through files in `scratch_dir`.
-CliResult RunBasalt(const std::vector<std::string>& args, const std::string& scratch_dir);
+// Runs `basalt args...` with `stdin_path` as its standard input, its output captured through
+// files in `scratch_dir`.
+CliResult RunBasalt(const std::vector<std::string>& args, const std::string& scratch_dir,
+                    const std::string& stdin_path = "/dev/null");
 
 // Runs the `basalt` binary in a per-test temp dir (removed at the end).
 class CliRunnerTest : public ::testing::Test {
@@ -34,8 +36,9 @@ class CliRunnerTest : public ::testing::Test {
   void SetUp() override;
   void TearDown() override;
 
-  // Runs `basalt args...` (stdin /dev/null) and captures its exit code, stdout and stderr.
-  CliResult Basalt(const std::vector<std::string>& args);
+  // Runs `basalt args...` (stdin: `stdin_path`) and captures its exit code, stdout and stderr.
+  CliResult Basalt(const std::vector<std::string>& args,
+                   const std::string& stdin_path = "/dev/null");
   // Runs and expects success; returns stdout.
   std::string MustRun(const std::vector<std::string>& args);
   // Writes `data` to the file `name` in the temp dir; returns its path.

@@ -29,6 +29,10 @@ def main():
     assert r["W3"]["rows"] == rows and r["W3"]["columns"] == "integer_val", r["W3"]
     # integer_val of row i is i (loadgen): the scan saw every value.
     assert r["W3"]["integer_sum"] == rows * (rows - 1) // 2, r["W3"]
+    # The same sum, computed by the tablet servers.
+    agg = r["W3_agg"]
+    assert agg["rows"] == rows and agg["aggregate"] == "sum", agg
+    assert f"sum(integer_val)={rows * (rows - 1) // 2}" in agg["result"], agg
     for k, n in (("W4_1_threads", 200), ("W4_8_threads", 800)):
         assert r[k]["lookups"] == n and r[k]["found"] == n, r[k]
         assert 0 < r[k]["p50_ms"] <= r[k]["p99_ms"] <= r[k]["p999_ms"], r[k]

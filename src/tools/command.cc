@@ -38,8 +38,10 @@ void ListActions(const Command& c, const std::string& prefix, std::vector<NamedS
 }
 
 std::string UsageLine(const std::string& path, const Action& a) {
-  std::string line = StrCat("Usage: ", kTool, " ", path, " ", a.name);
-  for (const auto& arg : a.args) StrAppend(&line, " <", arg.name, ">");
+  std::string line = StrCat("Usage: ", kTool, " ", path, a.name.empty() ? "" : " ", a.name);
+  for (const auto& arg : a.args) {
+    StrAppend(&line, arg.optional ? " [<" : " <", arg.name, arg.optional ? ">]" : ">");
+  }
   if (!a.flags.empty()) StrAppend(&line, " [flags]");
   return line;
 }
@@ -51,6 +53,11 @@ std::string FlagHelp(const std::string& name) {
       info.type == "string" ? StrCat("\"", info.default_value, "\"") : info.default_value;
   return StrCat("  --", name, "=<", info.type, ">  (default: ", value, ")\n      ",
                 info.description, "\n");
+}
+
+// The action of a command that is a verb by itself, or null.
+const Action* DirectAction(const Command& c) {
+  return c.actions.size() == 1 && c.actions[0].name.empty() ? &c.actions[0] : nullptr;
 }
 
 template <typename T>
@@ -76,6 +83,7 @@ std::string ToolHelp(const std::vector<Command>& commands) {
 }
 
 std::string CommandHelp(const std::string& path, const Command& c) {
+  if (const Action* a = DirectAction(c)) return ActionHelp(path, *a);
   std::vector<NamedSummary> listing;
   ListActions(c, "", &listing);
   return StrCat("Usage: ", kTool, " ", path, " <action> [<args>] [flags]\n\n", c.summary,
@@ -122,11 +130,15 @@ int RunTool(const std::vector<Command>& commands, const std::vector<std::string>
     c = g;
     StrAppend(&path, " ", g->name);
   }
-  if (next == args.size()) {
+  const Action* a = DirectAction(*c);
+  if (a != nullptr) {
+    --next;  // Everything after the command is positional.
+  } else if (next == args.size()) {
     *(help ? out : err) << CommandHelp(path, *c);
     return help ? 0 : 1;
+  } else {
+    a = FindByName(c->actions, args[next]);
   }
-  const Action* a = FindByName(c->actions, args[next]);
   if (a == nullptr) {
     *err << kTool << " " << path << ": unknown action '" << args[next] << "'\n\n"
          << CommandHelp(path, *c);
@@ -137,14 +149,16 @@ int RunTool(const std::vector<Command>& commands, const std::vector<std::string>
     return 0;
   }
   const std::vector<std::string> positional(args.begin() + next + 1, args.end());
-  if (positional.size() != a->args.size()) {
-    const bool missing = positional.size() < a->args.size();
-    *err << kTool << " " << path << " " << a->name << ": "
+  size_t required = 0;
+  while (required < a->args.size() && !a->args[required].optional) ++required;
+  if (positional.size() < required || positional.size() > a->args.size()) {
+    const bool missing = positional.size() < required;
+    const std::string name = a->name.empty() ? path : StrCat(path, " ", a->name);
+    *err << kTool << " " << name << ": "
          << (missing ? StrCat("missing argument <", a->args[positional.size()].name, ">")
                      : StrCat("unexpected argument '", positional[a->args.size()], "'"))
          << "\n"
-         << UsageLine(path, *a) << "\nRun '" << kTool << " " << path << " " << a->name
-         << " --help' for more.\n";
+         << UsageLine(path, *a) << "\nRun '" << kTool << " " << name << " --help' for more.\n";
     return 1;
   }
   const absl::Status s = a->run(ActionContext{positional, out, err});

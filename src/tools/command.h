@@ -23,6 +23,9 @@ namespace basalt::tools {
 struct ArgDef {
   std::string name;  // Shown as <name>.
   std::string help;
+  // May be left out (only trailing arguments); shown as [<name>]. Absent ones are not in
+  // ActionContext::args.
+  bool optional = false;
 };
 
 // What an action's run function gets: the positional arguments (one per ArgDef, in order) and
@@ -34,6 +37,7 @@ struct ActionContext {
 };
 
 struct Action {
+  // Empty for the one action of a command that is a verb by itself (`basalt sql <masters>`).
   std::string name;
   std::string summary;      // One line, no final period; starts with a verb.
   std::string description;  // Optional paragraphs for --help.

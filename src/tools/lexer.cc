@@ -101,7 +101,7 @@ absl::StatusOr<std::vector<Token>> Tokenize(std::string_view in) {
       if (!end.ok()) return end.status();
       t.kind = c == '\'' ? Token::kString : Token::kIdent;
       i = *end;
-    } else if (c == '(' || c == ')' || c == ',' || c == '=') {
+    } else if (c == '(' || c == ')' || c == ',' || c == '=' || c == '*' || c == '.') {
       t.kind = Token::kSymbol;
       t.text = std::string(1, c);
       ++i;

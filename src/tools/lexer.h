@@ -23,7 +23,7 @@ struct Token {
 
 // Splits `input` into tokens: identifiers ([A-Za-z_][A-Za-z0-9_]*, or "double quoted"), numbers
 // (an optional '-', digits, an optional fraction and exponent), 'single quoted' strings ('' is a
-// quote) and the symbols ( ) , = < <= > >= !=. The last token is kEnd at input.size().
+// quote) and the symbols ( ) , = * . < <= > >= !=. The last token is kEnd at input.size().
 absl::StatusOr<std::vector<Token>> Tokenize(std::string_view input);
 
 // INVALID_ARGUMENT "<message> at position <pos + 1>:\n  <input>\n  <spaces>^".

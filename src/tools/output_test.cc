@@ -74,8 +74,15 @@ std::vector<Command> FakeCommands(std::vector<std::string>* got) {
     *ctx.out << "deep\n";
     return absl::OkStatus();
   };
+  Action direct{
+      "", "Run the command itself", "", {{"m", "required"}, {"q", "optional", true}}, {}, nullptr};
+  direct.run = [got](const ActionContext& ctx) {
+    *got = ctx.args;
+    return absl::OkStatus();
+  };
   return {Command{"grp", "A group", {echo, fail}},
-          Command{"box", "Nested groups", {}, {Command{"sub", "A nested group", {nested}}}}};
+          Command{"box", "Nested groups", {}, {Command{"sub", "A nested group", {nested}}}},
+          Command{"verb", "A command without actions", {direct}}};
 }
 
 int RunFake(const std::vector<std::string>& args, bool help, std::string* out, std::string* err,
@@ -108,11 +115,31 @@ TEST(CommandTest, DispatchesAndReportsErrors) {
   EXPECT_NE(err.find("Usage: basalt <command>"), std::string::npos);
 }
 
+// A command that is a verb by itself (`basalt sql <masters> [<query>]`), with an optional
+// argument.
+TEST(CommandTest, ACommandWithoutActionsTakesItsArgumentsDirectly) {
+  std::string out, err;
+  std::vector<std::string> got;
+  EXPECT_EQ(RunFake({"verb", "m1"}, false, &out, &err, &got), 0);
+  EXPECT_EQ(got, (std::vector<std::string>{"m1"}));
+  EXPECT_EQ(RunFake({"verb", "m1", "q1"}, false, &out, &err, &got), 0);
+  EXPECT_EQ(got, (std::vector<std::string>{"m1", "q1"}));
+  EXPECT_EQ(RunFake({"verb"}, false, &out, &err, &got), 1);
+  EXPECT_NE(err.find("basalt verb: missing argument <m>"), std::string::npos) << err;
+  EXPECT_NE(err.find("Usage: basalt verb <m> [<q>]"), std::string::npos) << err;
+  EXPECT_EQ(RunFake({"verb", "a", "b", "c"}, false, &out, &err, &got), 1);
+  EXPECT_NE(err.find("unexpected argument 'c'"), std::string::npos) << err;
+  EXPECT_EQ(RunFake({"verb"}, true, &out, &err, &got), 0);
+  EXPECT_NE(out.find("Usage: basalt verb <m> [<q>]"), std::string::npos) << out;
+  EXPECT_NE(out.find("Run the command itself"), std::string::npos) << out;
+}
+
 TEST(CommandTest, HelpAtEveryLevel) {
   std::string out, err;
   std::vector<std::string> got;
   EXPECT_EQ(RunFake({}, true, &out, &err, &got), 0);
-  EXPECT_NE(out.find("  grp   A group"), std::string::npos) << out;
+  EXPECT_NE(out.find("  grp    A group"), std::string::npos) << out;  // Aligned with "verb".
+  EXPECT_NE(out.find("  verb   A command without actions"), std::string::npos) << out;
   EXPECT_EQ(RunFake({"grp"}, true, &out, &err, &got), 0);
   EXPECT_NE(out.find("  echo   Print the arguments"), std::string::npos) << out;
   EXPECT_EQ(RunFake({"grp", "echo"}, true, &out, &err, &got), 0);

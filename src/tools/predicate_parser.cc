@@ -76,14 +76,19 @@ absl::Status ParseTerm(TokenStream* ts, std::vector<PredicateDef>* out) {
 
 }  // namespace
 
+absl::Status ParsePredicateConjunction(TokenStream* ts, std::vector<PredicateDef>* out) {
+  do {
+    BASALT_RETURN_IF_ERROR(ParseTerm(ts, out));
+  } while (ts->ConsumeKeyword("AND"));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<PredicateDef>> ParsePredicates(std::string_view expr) {
   BASALT_ASSIGN_OR_RETURN(std::vector<Token> tokens, Tokenize(expr));
   TokenStream ts(expr, std::move(tokens));
   std::vector<PredicateDef> preds;
   if (ts.AtEnd()) return preds;
-  do {
-    BASALT_RETURN_IF_ERROR(ParseTerm(&ts, &preds));
-  } while (ts.ConsumeKeyword("AND"));
+  BASALT_RETURN_IF_ERROR(ParsePredicateConjunction(&ts, &preds));
   if (!ts.AtEnd()) return ts.ErrorAtNext("expected AND or the end of the predicates");
   return preds;
 }

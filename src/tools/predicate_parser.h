@@ -25,6 +25,12 @@ struct PredicateDef {
   size_t pos = 0;
 };
 
+class TokenStream;
+
+// Parses `term (AND term)*` from `ts`, stopping before the first token that does not continue
+// it (the SQL parser's WHERE clause).
+absl::Status ParsePredicateConjunction(TokenStream* ts, std::vector<PredicateDef>* out);
+
 // Parses `expr` (empty or blank: no predicates). Errors are INVALID_ARGUMENT with a caret line.
 // "a BETWEEN x AND y" is read as a >= x AND a <= y.
 absl::StatusOr<std::vector<PredicateDef>> ParsePredicates(std::string_view expr);

@@ -5,9 +5,11 @@
 // `table count`, `table copy`).
 
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "client/client.h"
+#include "tools/predicate_parser.h"
 
 namespace basalt::tools {
 
@@ -16,5 +18,10 @@ namespace basalt::tools {
 // not fit its column. REQUIRES: the scanner is not open.
 absl::Status AddScanPredicates(std::string_view expr, client::Table* table,
                                client::Scanner* scanner);
+
+// Binds parsed predicates and adds them to `scanner`; errors are prefixed with "<what>: " (an
+// unknown column, a value that does not fit its column).
+absl::Status AddPredicateDefs(const std::vector<PredicateDef>& preds, std::string_view what,
+                              client::Table* table, client::Scanner* scanner);
 
 }  // namespace basalt::tools

@@ -7,12 +7,14 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
+#include "common/types.h"
 #include "tools/table_spec.h"
 
 DEFINE_string(format, "table",
@@ -56,15 +58,7 @@ absl::StatusOr<TableWriter::Format> OutputFormat() {
 }
 
 std::string FormatDecimal(int64_t unscaled, int scale) {
-  const bool neg = unscaled < 0;
-  // Work on the magnitude as unsigned so INT64_MIN is fine.
-  uint64_t mag = neg ? ~static_cast<uint64_t>(unscaled) + 1 : static_cast<uint64_t>(unscaled);
-  std::string digits = std::to_string(mag);
-  if (scale <= 0) return neg ? StrCat("-", digits) : digits;
-  const size_t s = static_cast<size_t>(scale);
-  if (digits.size() <= s) digits = StrCat(std::string(s + 1 - digits.size(), '0'), digits);
-  const std::string_view all(digits);
-  return StrCat(neg ? "-" : "", all.substr(0, all.size() - s), ".", all.substr(all.size() - s));
+  return basalt::FormatDecimal(absl::int128(unscaled), scale);
 }
 
 namespace {
@@ -136,9 +130,22 @@ Cell FormatCell(const client::ScanBatch& batch, int idx, int64_t row) {
       return Cell::Number(FormatFloatingPoint(v));
     }
     case ColumnSchema::DECIMAL: {
-      int64_t v = 0;
-      (void)r.GetUnscaledDecimal(idx, &v);
-      return Cell::Number(FormatDecimal(v, col.scale()));
+      // From the cell itself: an aggregate's DECIMAL(38, s) may not fit the int64 getter.
+      const client::ScanBatch::ColumnView view = batch.Column(idx);
+      const char* cell = static_cast<const char*>(view.data) + row * view.cell_size;
+      absl::int128 v = 0;
+      if (view.cell_size == 4) {
+        int32_t x;
+        std::memcpy(&x, cell, 4);
+        v = x;
+      } else if (view.cell_size == 8) {
+        int64_t x;
+        std::memcpy(&x, cell, 8);
+        v = x;
+      } else {
+        std::memcpy(&v, cell, sizeof(v));
+      }
+      return Cell::Number(basalt::FormatDecimal(v, col.scale()));
     }
     case ColumnSchema::UNIXTIME_MICROS: {
       int64_t v = 0;
@@ -185,8 +192,8 @@ std::string ColumnToSpec(const ColumnSchema& col, bool is_key) {
 }
 
 std::vector<Command> AllCommands() {
-  return {ClusterCommand(), FsCommand(),    LocalCommand(),  MasterCommand(),
-          PerfCommand(),    TableCommand(), TabletCommand(), TserverCommand()};
+  return {ClusterCommand(), FsCommand(),    LocalCommand(),  MasterCommand(), PerfCommand(),
+          SqlCommand(),     TableCommand(), TabletCommand(), TserverCommand()};
 }
 
 }  // namespace basalt::tools

@@ -53,6 +53,7 @@ absl::StatusOr<TableWriter::Format> OutputFormat();
 // The commands of the tool, one per file.
 Command TableCommand();
 Command PerfCommand();
+Command SqlCommand();
 Command TserverCommand();
 Command MasterCommand();
 Command LocalCommand();

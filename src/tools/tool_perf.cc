@@ -3,7 +3,8 @@
 //   perf loadgen <masters>          threads inserting generated rows (W1, W2: --flush_mode,
 //                                   --flush_every), rows/s and the flush latencies
 //   perf lookup <masters> <table>   random point lookups by primary key (W4): ops/s, p50/p99/p999
-//   perf scan <masters> <table>     a full scan of --columns, integers summed (W3): rows/s, MB/s
+//   perf scan <masters> <table>     a full scan of --columns, integers summed (W3): rows/s, MB/s;
+//                                   with --aggregate, the same computed in the tablet servers
 //
 // Each prints one human-readable line, or with --format=json one JSON object (bench/perf.py
 // collects those for `make perf`), or with --format=csv a header and a row.
@@ -22,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
@@ -30,9 +32,9 @@
 #include "tools/scan_predicates.h"
 #include "tools/tool_common.h"
 
-DEFINE_string(table_name, "",
-              "Table loadgen inserts into; empty: a new table loadgen_auto_<random> with a "
-              "default schema (key INT64, int_val INT32, string_val STRING).");
+    DEFINE_string(table_name, "",
+                  "Table loadgen inserts into; empty: a new table loadgen_auto_<random> with a "
+                  "default schema (key INT64, int_val INT32, string_val STRING).");
 DEFINE_int64(num_rows_per_thread, 1000, "Number of rows each loadgen thread inserts.");
 DEFINE_int32(num_threads, 2,
              "Number of worker threads: inserting threads of perf loadgen, looking-up threads of "
@@ -58,8 +60,13 @@ DEFINE_int64(key_range, 0,
              "perf lookup asks for keys uniformly in [key_start, key_start + key_range); 0: the "
              "table's row count (counted first), which fits a table filled by loadgen.");
 DEFINE_uint64(perf_seed, 0, "Seed of perf lookup's random keys; 0: a random seed (printed).");
-DEFINE_int32(scan_tablets_at_once, 1,
-             "How many tablets perf scan reads at once (1: one at a time, in partition order).");
+DEFINE_int32(scan_tablets_at_once, 0,
+             "How many tablets perf scan reads at once (1: one at a time, in partition order); 0: "
+             "the client's default (1 for rows, 8 for --aggregate).");
+DEFINE_string(aggregate, "",
+              "perf scan: instead of fetching the rows, compute this aggregate (count, sum, min, "
+              "max, avg) of each of --columns plus COUNT(*) in the tablet servers "
+              "(docs/aggregates.md).");
 DECLARE_string(columns);     // tool_table.cc
 DECLARE_string(predicates);  // tool_table.cc
 
@@ -451,12 +458,68 @@ void SumCells(const client::ScanBatch::ColumnView& view, int64_t rows, uint64_t*
   *sum += s;
 }
 
+absl::StatusOr<client::Scanner::AggregateFunction> AggregateFlag() {
+  const std::string f = absl::AsciiStrToLower(FLAGS_aggregate);
+  if (f == "count") return client::Scanner::COUNT;
+  if (f == "sum") return client::Scanner::SUM;
+  if (f == "min") return client::Scanner::MIN;
+  if (f == "max") return client::Scanner::MAX;
+  if (f == "avg") return client::Scanner::AVG;
+  return absl::InvalidArgumentError(
+      StrCat("--aggregate: unknown function '", FLAGS_aggregate, "' (count, sum, min, max, avg)"));
+}
+
+// perf scan --aggregate: COUNT(*) and the function of each column, computed by the servers.
+absl::Status ScanAggregate(const ActionContext& ctx, client::Table* table) {
+  BASALT_ASSIGN_OR_RETURN(client::Scanner::AggregateFunction f, AggregateFlag());
+  const std::vector<std::string> columns = absl::StrSplit(FLAGS_columns, ',', absl::SkipEmpty());
+  if (columns.empty()) return absl::InvalidArgumentError("--aggregate needs --columns");
+  client::Scanner scanner(table);
+  BASALT_RETURN_IF_ERROR(scanner.AddAggregate(client::Scanner::COUNT_ALL, ""));
+  for (const std::string& c : columns) BASALT_RETURN_IF_ERROR(scanner.AddAggregate(f, c));
+  if (!FLAGS_predicates.empty()) {
+    BASALT_RETURN_IF_ERROR(AddScanPredicates(FLAGS_predicates, table, &scanner));
+  }
+  BASALT_RETURN_IF_ERROR(scanner.SetTimeoutMillis(static_cast<int>(OperationTimeout().count())));
+  if (FLAGS_scan_tablets_at_once > 0) {
+    BASALT_RETURN_IF_ERROR(scanner.SetMaxConcurrentTablets(FLAGS_scan_tablets_at_once));
+  }
+  const Clock::time_point start = Clock::now();
+  BASALT_RETURN_IF_ERROR(scanner.Open());
+  client::ScanBatch batch;
+  int64_t rows = 0;
+  std::string results;
+  while (scanner.HasMoreRows()) {
+    BASALT_RETURN_IF_ERROR(scanner.NextBatch(&batch));
+    if (batch.NumRows() == 0) continue;
+    BASALT_RETURN_IF_ERROR(batch.Row(0).GetInt64(0, &rows));
+    results = batch.Row(0).ToString();
+  }
+  const double secs = MillisSince(start) / 1000;
+  const double rate = secs > 0 ? rows / secs : 0.0;
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "Aggregated %lld rows of %s in the tablet servers in %.3f s: %.0f rows/s; %s\n",
+                static_cast<long long>(rows), FLAGS_columns.c_str(), secs, rate, results.c_str());
+  return PrintResult(line,
+                     {{"workload", Cell::String("scan_aggregate")},
+                      {"table", Cell::String(ctx.args[1])},
+                      {"columns", Cell::String(FLAGS_columns)},
+                      {"aggregate", Cell::String(FLAGS_aggregate)},
+                      {"rows", Int(rows)},
+                      {"seconds", Num(secs)},
+                      {"rows_per_sec", Num(rate)},
+                      {"result", Cell::String(results)}},
+                     ctx.out);
+}
+
 absl::Status Scan(const ActionContext& ctx) {
   BASALT_RETURN_IF_ERROR(OutputFormat().status());
   std::shared_ptr<client::Client> client;
   BASALT_RETURN_IF_ERROR(ConnectToCluster(ctx.args[0], &client));
   std::shared_ptr<client::Table> table;
   BASALT_RETURN_IF_ERROR(client->OpenTable(ctx.args[1], &table));
+  if (!FLAGS_aggregate.empty()) return ScanAggregate(ctx, table.get());
   client::Scanner scanner(table.get());
   if (!FLAGS_columns.empty()) {
     BASALT_RETURN_IF_ERROR(
@@ -466,7 +529,9 @@ absl::Status Scan(const ActionContext& ctx) {
     BASALT_RETURN_IF_ERROR(AddScanPredicates(FLAGS_predicates, table.get(), &scanner));
   }
   BASALT_RETURN_IF_ERROR(scanner.SetTimeoutMillis(static_cast<int>(OperationTimeout().count())));
-  BASALT_RETURN_IF_ERROR(scanner.SetMaxConcurrentTablets(FLAGS_scan_tablets_at_once));
+  if (FLAGS_scan_tablets_at_once > 0) {
+    BASALT_RETURN_IF_ERROR(scanner.SetMaxConcurrentTablets(FLAGS_scan_tablets_at_once));
+  }
   const Clock::time_point start = Clock::now();
   BASALT_RETURN_IF_ERROR(scanner.Open());
   int64_t rows = 0;
@@ -553,9 +618,10 @@ Command PerfCommand() {
        "Scan a table and print rows/s and MB/s",
        "Reads every row of --columns (default: all) that --predicates admits, summing the "
        "integer cells so that every value is touched. MB are the bytes of the cells as the "
-       "client received them.",
+       "client received them. With --aggregate, the tablet servers compute COUNT(*) and the "
+       "function of each column instead, and only the result crosses the network.",
        {MasterAddressesArg(), TableNameArg()},
-       {"columns", "predicates", "scan_tablets_at_once", "format"},
+       {"columns", "predicates", "scan_tablets_at_once", "aggregate", "format"},
        Scan});
   return c;
 }
