@@ -496,7 +496,8 @@ TEST_F(ClientAggregateTest, FaultTolerantAggregateScanSurvivesTheKillOfItsServer
   }
 }
 
-TEST_F(ClientAggregateTest, BadAggregatesAreRefusedWhenAdded) {
+// Bad aggregates fail when added; a failing aggregate scan (a SUM past INT64) ends for good.
+TEST_F(ClientAggregateTest, BadAggregatesAreRefusedWhenAddedAndFailuresAreFinal) {
   ASSERT_NO_FATAL_FAILURE(CreateAggTable());
   Scanner scanner(table_.get());
   absl::Status s = scanner.AddAggregate(Scanner::SUM, "s");
@@ -515,6 +516,25 @@ TEST_F(ClientAggregateTest, BadAggregatesAreRefusedWhenAdded) {
   ASSERT_OK(scanner.Open());
   client::ScanBatch batch;
   while (scanner.HasMoreRows()) ASSERT_OK(scanner.NextBatch(&batch));
+
+  // A SUM past INT64 fails the scan, naming the aggregate, and the failure is final.
+  auto session = client_->NewSession();
+  ModelRow big;
+  big.host = "h";
+  big.big = INT64_MAX / 2 + 1;
+  for (int64_t key : {1, 2, 3}) {
+    ASSERT_NO_FATAL_FAILURE(Write(session.get(), key, &big, true));
+  }
+  ASSERT_OK(session->Flush());
+  Scanner sum(table_.get());
+  ASSERT_OK(sum.AddAggregate(Scanner::SUM, "big"));
+  ASSERT_OK(sum.Open());
+  absl::Status s2;
+  while (s2.ok() && sum.HasMoreRows()) s2 = sum.NextBatch(&batch);
+  EXPECT_EQ(s2.code(), absl::StatusCode::kOutOfRange) << s2;
+  EXPECT_NE(s2.message().find("sum(big) overflows INT64"), std::string::npos) << s2;
+  EXPECT_FALSE(sum.HasMoreRows());
+  EXPECT_EQ(sum.NextBatch(&batch).code(), absl::StatusCode::kOutOfRange);
 }
 
 }  // namespace

@@ -58,9 +58,12 @@ int64_t AggregateMerge::Finish() {
   return static_cast<int64_t>(aggregator_.FinishResults());
 }
 
-std::unique_ptr<pb::ColumnarRowBlockPB> AggregateMerge::Results(int64_t begin, int64_t end) {
+absl::StatusOr<std::unique_ptr<pb::ColumnarRowBlockPB>> AggregateMerge::Results(int64_t begin,
+                                                                                int64_t end) {
   auto out = std::make_unique<pb::ColumnarRowBlockPB>();
-  aggregator_.EmitResults(static_cast<size_t>(begin), static_cast<size_t>(end), out.get());
+  absl::Status s =
+      aggregator_.EmitResults(static_cast<size_t>(begin), static_cast<size_t>(end), out.get());
+  if (!s.ok()) return s;
   return out;
 }
 

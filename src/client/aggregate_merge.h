@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "client/schema.h"
 #include "common/aggregate_plan.h"
 #include "common/group_aggregator.h"
@@ -35,8 +36,9 @@ class AggregateMerge {
   // Ends the merge; the number of result rows.
   int64_t Finish();
   bool finished() const { return finished_; }
-  // Result rows [begin, end) (after Finish).
-  std::unique_ptr<pb::ColumnarRowBlockPB> Results(int64_t begin, int64_t end);
+  // Result rows [begin, end) (after Finish). OUT_OF_RANGE naming the aggregate for a SUM outside
+  // its result type.
+  absl::StatusOr<std::unique_ptr<pb::ColumnarRowBlockPB>> Results(int64_t begin, int64_t end);
 
  private:
   const AggregatePlan* const plan_;

@@ -66,7 +66,9 @@ struct Scanner::Data {
   // The next tablet answer into `pending` (which stays null when none came).
   absl::Status Fetch(absl::Time deadline);
   // Aggregate scans: merges answers, then returns the result rows.
+  // The first failure is final.
   absl::Status NextAggregateBatch(internal::ScanBatchData* out, absl::Time deadline);
+  absl::Status MergeAndEmit(internal::ScanBatchData* out, absl::Time deadline);
   void CloseServerScanners();
 
   Table* const table;
@@ -99,6 +101,9 @@ struct Scanner::Data {
   std::unique_ptr<pb::ScanResponsePB> pending;
   std::unique_ptr<internal::AggregateMerge> merge;
   int64_t num_results = 0;
+  // An aggregate scan's first failure: it ends the scan (a partial merge must never look like a
+  // result) and every later NextBatch returns it.
+  absl::Status merge_error;
 };
 
 absl::Status Scanner::Data::RebuildPlan() {
@@ -135,6 +140,16 @@ absl::Status Scanner::Data::Fetch(absl::Time deadline) {
 }
 
 absl::Status Scanner::Data::NextAggregateBatch(internal::ScanBatchData* out, absl::Time deadline) {
+  if (!merge_error.ok()) return merge_error;
+  absl::Status s = MergeAndEmit(out, deadline);
+  if (!s.ok()) {
+    merge_error = s;
+    CloseServerScanners();
+  }
+  return s;
+}
+
+absl::Status Scanner::Data::MergeAndEmit(internal::ScanBatchData* out, absl::Time deadline) {
   if (!merge->finished()) {
     // Merge for at most half the call's time, so that the call returns (empty) before its
     // deadline while answers keep coming.
@@ -154,7 +169,9 @@ absl::Status Scanner::Data::NextAggregateBatch(internal::ScanBatchData* out, abs
   int64_t end = std::min(num_results, rows_returned + kAggregateRowsPerBatch);
   if (limit > 0) end = std::min(end, limit);
   if (rows_returned >= end) return absl::OkStatus();
-  BASALT_RETURN_IF_ERROR(out->Reset(result_schema, merge->Results(rows_returned, end), INT64_MAX));
+  BASALT_ASSIGN_OR_RETURN(std::unique_ptr<pb::ColumnarRowBlockPB> block,
+                          merge->Results(rows_returned, end));
+  BASALT_RETURN_IF_ERROR(out->Reset(result_schema, std::move(block), INT64_MAX));
   rows_returned += out->num_rows;
   return absl::OkStatus();
 }
@@ -366,6 +383,7 @@ absl::Status Scanner::Open() {
   }
   if (d.plan != nullptr) {
     d.merge = std::make_unique<internal::AggregateMerge>(d.plan.get(), &d.blocks);
+    d.merge_error = absl::OkStatus();
     d.num_results = 0;
     d.rows_returned = 0;
     if (!d.concurrency_set) d.max_concurrent_tablets = kDefaultAggregateTablets;
@@ -396,7 +414,9 @@ absl::Status Scanner::Open() {
 bool Scanner::HasMoreRows() const {
   const Data& d = *data_;
   if (!d.open || d.LimitReached()) return false;
-  if (d.merge != nullptr) return !d.merge->finished() || d.rows_returned < d.num_results;
+  if (d.merge != nullptr) {
+    return d.merge_error.ok() && (!d.merge->finished() || d.rows_returned < d.num_results);
+  }
   return d.MoreAnswers();
 }
 

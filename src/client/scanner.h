@@ -28,7 +28,8 @@
 // the scanner merges them. Batches then hold one row per group: the GROUP BY columns, then one
 // column per aggregate (GetProjectionSchema(): named by alias, or "sum(v)", "count(*)"), in
 // ascending order of the group values (NULL first); without GROUP BY exactly one row. The limit
-// counts groups. NextBatch may return no rows while it merges (HasMoreRows() stays true).
+// counts groups. NextBatch may return no rows while it merges (HasMoreRows() stays true). A
+// failure ends an aggregate scan: HasMoreRows() turns false and NextBatch keeps returning it.
 // Reading tablets at once is the default for them (their answers are small).
 //
 // Errors: INVALID_ARGUMENT for bad configuration (naming the column or value), the failing RPC's

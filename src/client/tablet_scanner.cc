@@ -134,6 +134,12 @@ absl::Status TabletScanner::NewScan(absl::Time deadline, uint64_t limit) {
       n->set_tablet_id(tablet_->tablet_id());
       if (c.aggregates != nullptr) {
         c.aggregates->ToPB(n);
+        // The input columns with the types this client knows (the server checks them).
+        for (const std::string& name : c.aggregates->input_columns()) {
+          const int idx = c.schema->find_column(name);
+          basalt::Schema::ColumnToPB(c.schema->column(idx), c.schema->column_id(idx),
+                                     c.schema->is_key_column(idx), n->add_projected_columns());
+        }
       } else {
         for (int idx : c.projection) {
           basalt::Schema::ColumnToPB(c.schema->column(idx), c.schema->column_id(idx),

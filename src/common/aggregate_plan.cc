@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "proto/tserver.pb.h"
@@ -17,11 +18,10 @@ bool IsNumeric(const TypeInfo& t) {
   return t.is_integer() || t.is_floating_point() || t.is_decimal();
 }
 
-// SUM's accumulator type of a numeric column (AVG sums the same way).
+// The partial sum of a numeric column (AVG sums the same way): exact integers and decimals in
+// int128 (a DECIMAL(38) cell), floating point in DOUBLE.
 DataType SumType(const TypeInfo& t) {
-  if (t.is_decimal()) return DataType::kDecimal128;
-  if (t.is_floating_point()) return DataType::kDouble;
-  return DataType::kInt64;
+  return t.is_floating_point() ? DataType::kDouble : DataType::kDecimal128;
 }
 
 std::string DefaultName(const AggregateSpec& a) {
@@ -79,7 +79,8 @@ absl::StatusOr<AggregatePlan> AggregatePlan::Create(const Schema& table,
   std::vector<ColumnSchema> result;
   for (size_t i = 0; i < groups.size(); i++) {
     GroupBySpec& g = groups[i];
-    const std::string what = StrCat("GROUP BY ", GroupText(g));
+    const std::string what = g.alias.empty() ? StrCat("GROUP BY ", GroupText(g))
+                                             : StrCat(g.alias, " (GROUP BY ", GroupText(g), ")");
     const int idx = table.find_column(g.column);
     if (idx < 0)
       return absl::InvalidArgumentError(StrCat(what, ": no column named '", g.column, "'"));
@@ -144,10 +145,17 @@ absl::StatusOr<AggregatePlan> AggregatePlan::Create(const Schema& table,
           }
           agg.sum_type = SumType(t);
           TypeAttributes attrs;
-          if (t.is_decimal()) attrs = {kMaxDecimal128Precision, col.attributes().scale, 0};
+          if (agg.sum_type == DataType::kDecimal128) {
+            attrs = {kMaxDecimal128Precision, t.is_decimal() ? col.attributes().scale : 0, 0};
+          }
           partial.emplace_back(p + ".sum", agg.sum_type, true, std::nullopt, attrs);
           if (a.function == AggregateFunction::kSum) {
-            result.emplace_back(name, agg.sum_type, true, std::nullopt, attrs);
+            // Integers: INT64 (checked when the result is written); decimals: DECIMAL(38, s).
+            if (t.is_integer()) {
+              result.emplace_back(name, DataType::kInt64, true);
+            } else {
+              result.emplace_back(name, agg.sum_type, true, std::nullopt, attrs);
+            }
           } else {
             partial.emplace_back(p + ".count", DataType::kInt64, false);
             result.emplace_back(name, DataType::kDouble, true);
@@ -172,8 +180,9 @@ absl::StatusOr<AggregatePlan> AggregatePlan::Create(const Schema& table,
   BASALT_ASSIGN_OR_RETURN(plan.partial_schema_, Schema::CreateUnkeyed(std::move(partial)));
   absl::StatusOr<Schema> r = Schema::CreateUnkeyed(std::move(result));
   if (!r.ok()) {
-    return absl::InvalidArgumentError(
-        StrCat(r.status().message(), " (give the result columns distinct aliases)"));
+    const bool duplicate = absl::StrContains(r.status().message(), "duplicate");
+    return absl::InvalidArgumentError(StrCat(
+        r.status().message(), duplicate ? " (give the result columns distinct aliases)" : ""));
   }
   plan.result_schema_ = std::move(*r);
   return plan;
@@ -196,9 +205,9 @@ absl::StatusOr<AggregatePlan> AggregatePlan::FromPB(const Schema& table,
     aggregates.push_back({static_cast<AggregateFunction>(f), a.column(), ""});
   }
   // Aliases are the client's own; these name the fields in errors and keep equal aggregates
-  // apart in the result schema the server has no use for.
+  // apart in the result schema the server has no use for (short, whatever the column names).
   for (size_t i = 0; i < aggregates.size(); i++) {
-    aggregates[i].alias = StrCat("aggregates[", i, "] ", DefaultName(aggregates[i]));
+    aggregates[i].alias = StrCat("aggregates[", i, "]");
   }
   for (size_t i = 0; i < groups.size(); i++) groups[i].alias = StrCat("group_by[", i, "]");
   return Create(table, std::move(groups), std::move(aggregates));

@@ -69,8 +69,10 @@ class AggregatePlan {
     AggregateSpec spec;
     int input = -1;  // Index into input_columns(); -1 for COUNT(*).
     DataType input_type = DataType::kUnknown;
-    DataType sum_type = DataType::kUnknown;  // SUM and AVG: INT64, DOUBLE or DECIMAL128.
-    int partial = 0;                         // First column of its state in partial_schema().
+    // SUM and AVG: the partial sum's type, DOUBLE (floating point) or DECIMAL128 (integers and
+    // decimals, exact).
+    DataType sum_type = DataType::kUnknown;
+    int partial = 0;  // First column of its state in partial_schema().
     int num_partial = 0;
   };
 

@@ -88,8 +88,10 @@ class Accumulator {
   virtual absl::Status AddPartials(const ColumnBlock* const* in, const uint32_t* gids,
                                    size_t n) = 0;
   // Groups order[0 .. n) into rows [0, n) of the partial / result columns.
-  virtual void WritePartials(const uint32_t* order, size_t n, ColumnBlock* const* out) const = 0;
-  virtual void WriteResults(const uint32_t* order, size_t n, ColumnBlock* out) const = 0;
+  // OUT_OF_RANGE when a result leaves its type's range.
+  virtual absl::Status WritePartials(const uint32_t* order, size_t n,
+                                     ColumnBlock* const* out) const = 0;
+  virtual absl::Status WriteResults(const uint32_t* order, size_t n, ColumnBlock* out) const = 0;
   // Variable-length bytes the state holds beyond its fixed size per group.
   virtual size_t extra_bytes() const { return 0; }
 };
@@ -130,15 +132,21 @@ class CountAccumulator final : public Accumulator {
   }
   absl::Status AddPartials(const ColumnBlock* const* in, const uint32_t* gids, size_t n) override {
     const int64_t* c = in[0]->data<int64_t>();
-    for (size_t r = 0; r < n; r++) counts_[Gid(gids, r)] += c[r];
+    for (size_t r = 0; r < n; r++) {
+      // Counts from the wire are not trusted: wrap instead of overflowing.
+      int64_t& count = counts_[Gid(gids, r)];
+      count = static_cast<int64_t>(static_cast<uint64_t>(count) + static_cast<uint64_t>(c[r]));
+    }
     return absl::OkStatus();
   }
-  void WritePartials(const uint32_t* order, size_t n, ColumnBlock* const* out) const override {
-    WriteResults(order, n, out[0]);
+  absl::Status WritePartials(const uint32_t* order, size_t n,
+                             ColumnBlock* const* out) const override {
+    return WriteResults(order, n, out[0]);
   }
-  void WriteResults(const uint32_t* order, size_t n, ColumnBlock* out) const override {
+  absl::Status WriteResults(const uint32_t* order, size_t n, ColumnBlock* out) const override {
     WriteCells<int64_t>(
         order, n, out, [](uint32_t) { return true; }, [&](uint32_t g) { return counts_[g]; });
+    return absl::OkStatus();
   }
 
  private:
@@ -146,10 +154,23 @@ class CountAccumulator final : public Accumulator {
   std::vector<int64_t> counts_;
 };
 
-// SUM and AVG: Acc is int64_t (integers, exact, range-checked), double (FLOAT, DOUBLE) or
-// absl::int128 (DECIMAL, within 38 digits). AVG also counts and results in DOUBLE.
-template <typename In, typename Acc, bool kAvg>
+// 10^38: DECIMAL(38)'s bound.
+const absl::int128 kDecimal38Limit = [] {
+  absl::int128 p = 1;
+  for (int i = 0; i < kMaxDecimal128Precision; i++) p *= 10;
+  return p;
+}();
+
+// SUM and AVG. Integers and decimals sum exactly in int128 (Acc absl::int128), FLOAT and DOUBLE
+// in double. Ranges are checked only when results are written (kResult says against what), so
+// the outcome does not depend on the order partials merge in; the int128 itself fails only past
+// its own range (about 1.7e38). AVG also counts and results in DOUBLE.
+enum class SumResult { kDouble, kInt64, kDecimal38, kAverage };
+
+template <typename In, typename Acc, SumResult kResult>
 class SumAccumulator final : public Accumulator {
+  static constexpr bool kAvg = kResult == SumResult::kAverage;
+
  public:
   SumAccumulator(std::string what, int scale) : what_(std::move(what)), scale_(scale) {}
   void Resize(size_t groups) override {
@@ -161,14 +182,14 @@ class SumAccumulator final : public Accumulator {
                        size_t n) override {
     const In* v = in->data<In>();
     const uint8_t* nulls = in->null_bitmap;
-    if constexpr (std::is_same_v<Acc, int64_t> && sizeof(In) <= 4) {
-      // Up to 2^32 cells of 32 bits cannot overflow 64: sum the block, check once.
+    if constexpr (std::is_integral_v<In> && sizeof(In) <= 4) {
+      // Up to 2^32 cells of 32 bits cannot overflow 64: sum the block, add once.
       if (gids == nullptr) {
         int64_t s = 0;
-        size_t cnt = 0;
+        int64_t cnt = 0;
         if (nulls == nullptr) {
           for (size_t r = 0; r < n; r++) s += v[r];
-          cnt = n;
+          cnt = static_cast<int64_t>(n);
         } else {
           for (size_t r = 0; r < n; r++) {
             const bool null = BitmapTest(nulls, r);
@@ -177,7 +198,7 @@ class SumAccumulator final : public Accumulator {
           }
         }
         if (cnt == 0) return absl::OkStatus();
-        return Add(0, s, cnt);
+        return Add(0, static_cast<Acc>(s), cnt);
       }
     }
     for (size_t r = 0; r < n; r++) {
@@ -197,7 +218,8 @@ class SumAccumulator final : public Accumulator {
     }
     return absl::OkStatus();
   }
-  void WritePartials(const uint32_t* order, size_t n, ColumnBlock* const* out) const override {
+  absl::Status WritePartials(const uint32_t* order, size_t n,
+                             ColumnBlock* const* out) const override {
     WriteCells<Acc>(
         order, n, out[0], [&](uint32_t g) { return has_[g] != 0; },
         [&](uint32_t g) { return sums_[g]; });
@@ -205,36 +227,54 @@ class SumAccumulator final : public Accumulator {
       WriteCells<int64_t>(
           order, n, out[1], [](uint32_t) { return true; }, [&](uint32_t g) { return counts_[g]; });
     }
+    return absl::OkStatus();
   }
-  void WriteResults(const uint32_t* order, size_t n, ColumnBlock* out) const override {
+  absl::Status WriteResults(const uint32_t* order, size_t n, ColumnBlock* out) const override {
+    auto has = [&](uint32_t g) { return has_[g] != 0; };
     if constexpr (kAvg) {
       double unit = 1;
       for (int i = 0; i < scale_; i++) unit *= 10;
-      WriteCells<double>(
-          order, n, out, [&](uint32_t g) { return has_[g] != 0; },
-          [&](uint32_t g) { return static_cast<double>(sums_[g]) / unit / counts_[g]; });
+      WriteCells<double>(order, n, out, has, [&](uint32_t g) {
+        return static_cast<double>(sums_[g]) / unit / static_cast<double>(counts_[g]);
+      });
+    } else if constexpr (kResult == SumResult::kInt64) {
+      for (size_t i = 0; i < n; i++) {
+        const uint32_t g = order[i];
+        if (has(g) && (sums_[g] > std::numeric_limits<int64_t>::max() ||
+                       sums_[g] < std::numeric_limits<int64_t>::min())) {
+          return Overflow("INT64");
+        }
+      }
+      WriteCells<int64_t>(order, n, out, has,
+                          [&](uint32_t g) { return static_cast<int64_t>(sums_[g]); });
+    } else if constexpr (kResult == SumResult::kDecimal38) {
+      for (size_t i = 0; i < n; i++) {
+        const uint32_t g = order[i];
+        if (has(g) && (sums_[g] >= kDecimal38Limit || sums_[g] <= -kDecimal38Limit)) {
+          return Overflow("DECIMAL(38)");
+        }
+      }
+      WriteCells<Acc>(order, n, out, has, [&](uint32_t g) { return sums_[g]; });
     } else {
-      WriteCells<Acc>(
-          order, n, out, [&](uint32_t g) { return has_[g] != 0; },
-          [&](uint32_t g) { return sums_[g]; });
+      WriteCells<Acc>(order, n, out, has, [&](uint32_t g) { return sums_[g]; });
     }
+    return absl::OkStatus();
   }
 
  private:
   absl::Status Add(uint32_t g, Acc v, int64_t count) {
     has_[g] = 1;
-    if constexpr (kAvg) counts_[g] += count;
-    if constexpr (std::is_same_v<Acc, int64_t>) {
-      if (__builtin_add_overflow(sums_[g], v, &sums_[g])) return Overflow("INT64");
-    } else if constexpr (std::is_same_v<Acc, absl::int128>) {
-      // Each addend has at most 38 digits, so the int128 sum cannot wrap before the check.
-      static const absl::int128 kLimit = [] {
-        absl::int128 p = 1;
-        for (int i = 0; i < kMaxDecimal128Precision; i++) p *= 10;
-        return p;
-      }();
-      sums_[g] += v;
-      if (sums_[g] >= kLimit || sums_[g] <= -kLimit) return Overflow("DECIMAL(38)");
+    if constexpr (kAvg) {
+      // Counts from the wire are not trusted: wrap instead of overflowing.
+      counts_[g] =
+          static_cast<int64_t>(static_cast<uint64_t>(counts_[g]) + static_cast<uint64_t>(count));
+    }
+    if constexpr (std::is_same_v<Acc, absl::int128>) {
+      __int128 sum;
+      if (__builtin_add_overflow(static_cast<__int128>(sums_[g]), static_cast<__int128>(v), &sum)) {
+        return Overflow("INT128");
+      }
+      sums_[g] = absl::int128(sum);
     } else {
       sums_[g] += v;
     }
@@ -256,13 +296,16 @@ template <typename T>
 class GroupValues {
  public:
   void Resize(size_t groups) {
+    if (groups == 0) extra_ = 0;
     values_.resize(groups);
     has_.resize(groups, 0);
   }
   bool has(uint32_t g) const { return has_[g] != 0; }
   T get(uint32_t g) const { return T(values_[g]); }
   void Set(uint32_t g, const T& v) {
-    if constexpr (std::is_same_v<T, std::string_view>) extra_ += v.size();
+    if constexpr (std::is_same_v<T, std::string_view>) {
+      extra_ = extra_ - values_[g].size() + v.size();
+    }
     values_[g] = Stored<T>(v);
     has_[g] = 1;
   }
@@ -270,7 +313,7 @@ class GroupValues {
     WriteCells<T>(
         order, n, out, [&](uint32_t g) { return has(g); }, [&](uint32_t g) { return get(g); });
   }
-  // Grows with every string kept: an upper bound of what is held.
+  // Bytes of the strings held.
   size_t extra_bytes() const { return extra_; }
 
  private:
@@ -293,11 +336,14 @@ class MinMaxAccumulator final : public Accumulator {
     Update(in[0], gids, n);
     return absl::OkStatus();
   }
-  void WritePartials(const uint32_t* order, size_t n, ColumnBlock* const* out) const override {
+  absl::Status WritePartials(const uint32_t* order, size_t n,
+                             ColumnBlock* const* out) const override {
     values_.Write(order, n, out[0]);
+    return absl::OkStatus();
   }
-  void WriteResults(const uint32_t* order, size_t n, ColumnBlock* out) const override {
+  absl::Status WriteResults(const uint32_t* order, size_t n, ColumnBlock* out) const override {
     values_.Write(order, n, out);
+    return absl::OkStatus();
   }
   size_t extra_bytes() const override { return values_.extra_bytes(); }
 
@@ -341,12 +387,15 @@ class FirstLastAccumulator final : public Accumulator {
     }
     return absl::OkStatus();
   }
-  void WritePartials(const uint32_t* order, size_t n, ColumnBlock* const* out) const override {
+  absl::Status WritePartials(const uint32_t* order, size_t n,
+                             ColumnBlock* const* out) const override {
     keys_.Write(order, n, out[0]);
     values_.Write(order, n, out[1]);
+    return absl::OkStatus();
   }
-  void WriteResults(const uint32_t* order, size_t n, ColumnBlock* out) const override {
+  absl::Status WriteResults(const uint32_t* order, size_t n, ColumnBlock* out) const override {
     values_.Write(order, n, out);
+    return absl::OkStatus();
   }
   size_t extra_bytes() const override { return keys_.extra_bytes() + values_.extra_bytes(); }
 
@@ -361,10 +410,12 @@ class FirstLastAccumulator final : public Accumulator {
   GroupValues<T> values_;
 };
 
-template <typename T, typename Acc>
+template <typename T, typename Acc, SumResult kSum>
 std::unique_ptr<Accumulator> MakeSum(bool avg, std::string what, int scale) {
-  if (avg) return std::make_unique<SumAccumulator<T, Acc, true>>(std::move(what), scale);
-  return std::make_unique<SumAccumulator<T, Acc, false>>(std::move(what), scale);
+  if (avg) {
+    return std::make_unique<SumAccumulator<T, Acc, SumResult::kAverage>>(std::move(what), scale);
+  }
+  return std::make_unique<SumAccumulator<T, Acc, kSum>>(std::move(what), scale);
 }
 
 // `scale`: the input's, for decimals (AVG divides by 10^scale).
@@ -382,13 +433,15 @@ std::unique_ptr<Accumulator> MakeAccumulator(const AggregatePlan::Aggregate& a, 
         // Plans admit SUM and AVG on numbers only: never BOOL (uint8_t cells) or strings.
         const bool avg = f == AggregateFunction::kAvg;
         if constexpr (std::is_same_v<T, absl::int128>) {
-          return MakeSum<T, absl::int128>(avg, what, scale);
+          return MakeSum<T, absl::int128, SumResult::kDecimal38>(avg, what, scale);
         } else if constexpr (std::is_floating_point_v<T>) {
-          return MakeSum<T, double>(avg, what, 0);
+          return MakeSum<T, double, SumResult::kDouble>(avg, what, 0);
         } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint8_t>) {
-          // Decimals sum in int128 (DECIMAL(38, s)) whatever their storage width.
-          if (t.is_decimal()) return MakeSum<T, absl::int128>(avg, what, scale);
-          return MakeSum<T, int64_t>(avg, what, 0);
+          // Integers and decimals of every width sum in int128.
+          if (t.is_decimal()) {
+            return MakeSum<T, absl::int128, SumResult::kDecimal38>(avg, what, scale);
+          }
+          return MakeSum<T, absl::int128, SumResult::kInt64>(avg, what, 0);
         }
         break;
       }
@@ -510,8 +563,8 @@ absl::Status GroupAggregator::AddPartials(absl::Span<const ColumnBlock* const> p
   return absl::OkStatus();
 }
 
-void GroupAggregator::Emit(const std::vector<uint32_t>& order, bool partial,
-                           pb::ColumnarRowBlockPB* out) {
+absl::Status GroupAggregator::Emit(const std::vector<uint32_t>& order, bool partial,
+                                   pb::ColumnarRowBlockPB* out) {
   const Schema& schema = partial ? plan_->partial_schema() : plan_->result_schema();
   const size_t n = order.size();
   std::vector<std::unique_ptr<ColumnBlockBuffer>> buffers;
@@ -550,25 +603,26 @@ void GroupAggregator::Emit(const std::vector<uint32_t>& order, bool partial,
   }
   for (size_t a = 0; a < accumulators_.size(); a++) {
     const AggregatePlan::Aggregate& agg = plan_->aggregates()[a];
-    if (partial) {
-      accumulators_[a]->WritePartials(order.data(), n, &blocks[agg.partial]);
-    } else {
-      accumulators_[a]->WriteResults(order.data(), n, blocks[num_groups + a]);
-    }
+    absl::Status s = partial
+                         ? accumulators_[a]->WritePartials(order.data(), n, &blocks[agg.partial])
+                         : accumulators_[a]->WriteResults(order.data(), n, blocks[num_groups + a]);
+    if (!s.ok()) return s;
   }
   ColumnarBlockBuilder builder(std::move(types), std::move(inputs));
   builder.Append(blocks, n);
   builder.Finish(out);
+  return absl::OkStatus();
 }
 
-void GroupAggregator::EmitPartials(pb::ColumnarRowBlockPB* out) {
+absl::Status GroupAggregator::EmitPartials(pb::ColumnarRowBlockPB* out) {
   std::vector<uint32_t> order(keys_.size());
   std::iota(order.begin(), order.end(), 0);
-  Emit(order, true, out);
+  absl::Status s = Emit(order, true, out);
   ids_.clear();
   keys_.clear();
   key_bytes_ = 0;
   for (auto& a : accumulators_) a->Resize(0);
+  return s;
 }
 
 size_t GroupAggregator::FinishResults() {
@@ -580,11 +634,11 @@ size_t GroupAggregator::FinishResults() {
   return result_order_.size();
 }
 
-void GroupAggregator::EmitResults(size_t begin, size_t end, pb::ColumnarRowBlockPB* out) {
+absl::Status GroupAggregator::EmitResults(size_t begin, size_t end, pb::ColumnarRowBlockPB* out) {
   end = std::min(end, result_order_.size());
   begin = std::min(begin, end);
-  Emit(std::vector<uint32_t>(result_order_.begin() + begin, result_order_.begin() + end), false,
-       out);
+  return Emit(std::vector<uint32_t>(result_order_.begin() + begin, result_order_.begin() + end),
+              false, out);
 }
 
 }  // namespace basalt

@@ -14,8 +14,9 @@
 //   value with NULL first, floating point in IEEE total order.
 // - Aggregates skip NULL cells; a group whose cells were all NULL has a NULL SUM, MIN, MAX, AVG,
 //   FIRST and LAST and a COUNT of 0.
-// - SUM of integers is exact in INT64 and fails with OUT_OF_RANGE naming the column when it
-//   leaves that range, on the server or in the merge; DECIMAL sums the same within 38 digits.
+// - SUM of integers and decimals is exact: partial sums are int128 whatever the order they merge
+//   in, and only a result outside INT64 (integers) or 38 digits (DECIMAL) fails, with
+//   OUT_OF_RANGE naming the aggregate, when it is emitted.
 //
 // Not thread-safe.
 
@@ -53,7 +54,7 @@ class GroupAggregator {
 
   // Rows [0, n) of a table scan: inputs[i] holds plan->input_columns()[i]; when
   // plan->needs_key(), keys[r] is row r's encoded primary key (otherwise keys may be null).
-  // OUT_OF_RANGE when a SUM leaves its range (the aggregator is then unusable).
+  // OUT_OF_RANGE when a sum leaves int128 (the aggregator is then unusable).
   absl::Status AddRows(absl::Span<const ColumnBlock* const> inputs, const std::string_view* keys,
                        size_t n);
   // Partial rows [0, n) in plan->partial_schema()'s columns, as EmitPartials wrote them.
@@ -64,19 +65,20 @@ class GroupAggregator {
   size_t memory_bytes() const;
 
   // Every group as a partial row (plan->partial_schema()) into `out`, then forgets them all.
-  void EmitPartials(pb::ColumnarRowBlockPB* out);
+  absl::Status EmitPartials(pb::ColumnarRowBlockPB* out);
   // The number of result rows: the groups, or one row without GROUP BY even if no row came.
   // Fixes the result order (group values ascending, NULL first); call once after the last Add.
   size_t FinishResults();
-  // Result rows [begin, end) of that order (plan->result_schema()) into `out`.
-  void EmitResults(size_t begin, size_t end, pb::ColumnarRowBlockPB* out);
+  // Result rows [begin, end) of that order (plan->result_schema()) into `out`. OUT_OF_RANGE
+  // naming the aggregate for a SUM outside its result type.
+  absl::Status EmitResults(size_t begin, size_t end, pb::ColumnarRowBlockPB* out);
 
  private:
   // Sets group_ids_ for rows [0, n) from the group columns `cols` (bucketing row values when
   // `bucket`); returns null when there is no GROUP BY (every row is group 0).
   const uint32_t* AssignGroups(absl::Span<const ColumnBlock* const> cols, bool bucket, size_t n);
   uint32_t GroupOf(std::string_view key);
-  void Emit(const std::vector<uint32_t>& order, bool partial, pb::ColumnarRowBlockPB* out);
+  absl::Status Emit(const std::vector<uint32_t>& order, bool partial, pb::ColumnarRowBlockPB* out);
 
   const AggregatePlan* const plan_;
   std::vector<bool> group_nullable_;

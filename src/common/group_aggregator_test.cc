@@ -14,6 +14,7 @@
 #include "common/datum.h"
 #include "common/key_encoder.h"
 #include "common/random.h"
+#include "common/status_macros.h"
 #include "common/status_test_util.h"
 #include "proto/common.pb.h"
 #include "proto/tserver.pb.h"
@@ -356,7 +357,7 @@ TEST(GroupAggregatorTest, PartialsMergeToTheModel) {
         r = end;
         if (rnd.OneIn(3) || r == tablet_end) {
           pb::ColumnarRowBlockPB wire;
-          tablet.EmitPartials(&wire);
+          BASALT_ASSERT_OK(tablet.EmitPartials(&wire));
           EXPECT_EQ(tablet.num_groups(), 0u);
           BASALT_ASSERT_OK(AddWire(&merged, plan.partial_schema(), wire));
         }
@@ -366,9 +367,9 @@ TEST(GroupAggregatorTest, PartialsMergeToTheModel) {
     pb::ColumnarRowBlockPB out;
     // In two pieces, as a client hands them out in batches.
     const size_t half = n / 2;
-    merged.EmitResults(0, half, &out);
+    BASALT_ASSERT_OK(merged.EmitResults(0, half, &out));
     std::vector<std::vector<Datum>> got = Decode(plan.result_schema(), out);
-    merged.EmitResults(half, n, &out);
+    BASALT_ASSERT_OK(merged.EmitResults(half, n, &out));
     for (auto& row : Decode(plan.result_schema(), out)) got.push_back(std::move(row));
     const std::vector<std::vector<Datum>> want = Model(table, plan, rows);
     ASSERT_EQ(got.size(), want.size());
@@ -390,30 +391,89 @@ AggregatePlan Plan(const Schema& table, std::vector<GroupBySpec> groups,
   return std::move(*p);
 }
 
-TEST(GroupAggregatorTest, SumOverflowIsAnErrorNamingTheColumn) {
+// Emits one partial of SUM(i64) over `values` into *wire.
+void PartialSum(const AggregatePlan& plan, const std::vector<int64_t>& values,
+                pb::ColumnarRowBlockPB* wire) {
+  std::vector<std::vector<Datum>> rows;
+  for (int64_t v : values) rows.push_back({Datum::Int64(0), Datum::Int64(v)});
+  Blocks b =
+      MakeBlocks({DataType::kInt64, DataType::kInt64}, {false, true}, rows, 0, rows.size(), {1});
+  GroupAggregator t(&plan);
+  BASALT_ASSERT_OK(t.AddRows(b.ptrs, nullptr, rows.size()));
+  BASALT_ASSERT_OK(t.EmitPartials(wire));
+}
+
+// The merged result of the partials in `order`: its status and, when OK, the sum.
+absl::StatusOr<Datum> MergedSum(const AggregatePlan& plan,
+                                const std::vector<pb::ColumnarRowBlockPB>& partials) {
+  GroupAggregator merged(&plan);
+  for (const auto& w : partials) BASALT_RETURN_IF_ERROR(AddWire(&merged, plan.partial_schema(), w));
+  merged.FinishResults();
+  pb::ColumnarRowBlockPB out;
+  BASALT_RETURN_IF_ERROR(merged.EmitResults(0, 1, &out));
+  return Decode(plan.result_schema(), out)[0][0];
+}
+
+// Integer sums are exact in 128 bits whatever the order partials merge in; only a result
+// outside INT64 fails, naming the aggregate.
+TEST(GroupAggregatorTest, SumOverflowIsAnErrorOfTheResultNamingTheColumn) {
   const Schema table = TestSchema();
   const AggregatePlan plan = Plan(table, {}, {{AggregateFunction::kSum, "i64", ""}});
-  std::vector<std::vector<Datum>> rows = {{Datum::Int64(0), Datum::Int64(INT64_MAX)},
-                                          {Datum::Int64(1), Datum::Int64(1)}};
-  Blocks b = MakeBlocks({DataType::kInt64, DataType::kInt64}, {false, true}, rows, 0, 2, {1});
-  GroupAggregator agg(&plan);
-  absl::Status s = agg.AddRows(b.ptrs, nullptr, 2);
-  EXPECT_EQ(s.code(), absl::StatusCode::kOutOfRange) << s;
-  EXPECT_NE(s.message().find("sum(i64)"), std::string::npos) << s;
+  // One tablet's rows past INT64 that come back in range.
+  pb::ColumnarRowBlockPB a, b, c;
+  PartialSum(plan, {INT64_MAX, 10, -20}, &a);
+  absl::StatusOr<Datum> one = MergedSum(plan, {a});
+  BASALT_ASSERT_OK(one);
+  EXPECT_EQ(*one, Datum::Int64(INT64_MAX - 10));
+  // Partials {MAX}, {1}, {-1} in every order: MAX.
+  PartialSum(plan, {INT64_MAX}, &a);
+  PartialSum(plan, {1}, &b);
+  PartialSum(plan, {-1}, &c);
+  for (const auto& order : std::vector<std::vector<pb::ColumnarRowBlockPB>>{
+           {a, b, c}, {a, c, b}, {b, a, c}, {c, b, a}}) {
+    absl::StatusOr<Datum> sum = MergedSum(plan, order);
+    BASALT_ASSERT_OK(sum);
+    EXPECT_EQ(*sum, Datum::Int64(INT64_MAX));
+  }
+  // A result past INT64: OUT_OF_RANGE naming the aggregate.
+  absl::StatusOr<Datum> over = MergedSum(plan, {a, b});
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kOutOfRange) << over.status();
+  EXPECT_NE(over.status().message().find("sum(i64)"), std::string::npos) << over.status();
+}
 
-  // The same in the merge: two partials that fit alone.
-  GroupAggregator t1(&plan), t2(&plan), merged(&plan);
-  Blocks b1 = MakeBlocks({DataType::kInt64, DataType::kInt64}, {false, true}, rows, 0, 1, {1});
-  std::vector<std::vector<Datum>> more = {{Datum::Int64(2), Datum::Int64(5)}};
-  Blocks b2 = MakeBlocks({DataType::kInt64, DataType::kInt64}, {false, true}, more, 0, 1, {1});
-  BASALT_ASSERT_OK(t1.AddRows(b1.ptrs, nullptr, 1));
-  BASALT_ASSERT_OK(t2.AddRows(b2.ptrs, nullptr, 1));
-  pb::ColumnarRowBlockPB w1, w2;
-  t1.EmitPartials(&w1);
-  t2.EmitPartials(&w2);
-  BASALT_ASSERT_OK(AddWire(&merged, plan.partial_schema(), w1));
-  s = AddWire(&merged, plan.partial_schema(), w2);
-  EXPECT_EQ(s.code(), absl::StatusCode::kOutOfRange) << s;
+// DECIMAL sums are exact within 38 digits and never overflow int128 silently.
+TEST(GroupAggregatorTest, DecimalSumsStopAt38DigitsAndInt128) {
+  Schema table =
+      Schema::Create(
+          {ColumnSchema("key", DataType::kInt64),
+           ColumnSchema("x", DataType::kDecimal128, false, std::nullopt, TypeAttributes{38, 0, 0})},
+          1)
+          .value();
+  const AggregatePlan plan = Plan(table, {}, {{AggregateFunction::kSum, "x", ""}});
+  absl::int128 big = 1;
+  for (int i = 0; i < 38; i++) big *= 10;
+  big -= 1;  // 38 nines.
+  auto run = [&](std::vector<absl::int128> values) -> absl::StatusOr<Datum> {
+    std::vector<std::vector<Datum>> rows;
+    for (absl::int128 v : values) rows.push_back({Datum::Int64(0), Datum::Decimal128(v)});
+    Blocks b = MakeBlocks({DataType::kInt64, DataType::kDecimal128}, {false, false}, rows, 0,
+                          rows.size(), {1});
+    GroupAggregator agg(&plan);
+    BASALT_RETURN_IF_ERROR(agg.AddRows(b.ptrs, nullptr, rows.size()));
+    agg.FinishResults();
+    pb::ColumnarRowBlockPB out;
+    BASALT_RETURN_IF_ERROR(agg.EmitResults(0, 1, &out));
+    return Decode(plan.result_schema(), out)[0][0];
+  };
+  absl::StatusOr<Datum> fits = run({big, -big, big});
+  BASALT_ASSERT_OK(fits);
+  EXPECT_EQ(*fits, Datum::Decimal128(big));
+  absl::StatusOr<Datum> over = run({big, 1});
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kOutOfRange) << over.status();
+  EXPECT_NE(over.status().message().find("DECIMAL(38)"), std::string::npos) << over.status();
+  // Past int128 itself (2 * 10^38 > 2^127): an error, not a wrapped sum.
+  absl::StatusOr<Datum> wrap = run({big, big});
+  EXPECT_EQ(wrap.status().code(), absl::StatusCode::kOutOfRange) << wrap.status();
 }
 
 TEST(GroupAggregatorTest, NoRowsGiveOneRowWithoutGroupByAndNoneWithIt) {
@@ -425,7 +485,7 @@ TEST(GroupAggregatorTest, NoRowsGiveOneRowWithoutGroupByAndNoneWithIt) {
   GroupAggregator a(&plain);
   ASSERT_EQ(a.FinishResults(), 1u);
   pb::ColumnarRowBlockPB out;
-  a.EmitResults(0, 1, &out);
+  BASALT_ASSERT_OK(a.EmitResults(0, 1, &out));
   const auto rows = Decode(plain.result_schema(), out);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0][0], Datum::Int64(0));
@@ -451,7 +511,7 @@ TEST(GroupAggregatorTest, TimeBucketsFloorNegativeTimesAndHonourTheOffset) {
   BASALT_ASSERT_OK(agg.AddRows(b.ptrs, nullptr, rows.size()));
   ASSERT_EQ(agg.FinishResults(), 4u);
   pb::ColumnarRowBlockPB out;
-  agg.EmitResults(0, 4, &out);
+  BASALT_ASSERT_OK(agg.EmitResults(0, 4, &out));
   const auto got = Decode(plan.result_schema(), out);
   // Buckets [-17, -7), [-7, 3), [3, 13), [13, 23).
   const int64_t starts[] = {-17, -7, 3, 13};

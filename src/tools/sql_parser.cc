@@ -185,6 +185,9 @@ absl::StatusOr<int64_t> ParseInterval(std::string_view text) {
     while (!s.empty() && s[0] == ' ') s.remove_prefix(1);
   };
   skip_spaces();
+  // A negative interval (a time_bucket offset before the epoch's grid).
+  const bool negative = !s.empty() && s[0] == '-';
+  if (negative) s.remove_prefix(1);
   if (s.empty()) return absl::InvalidArgumentError("empty interval");
   int64_t total = 0;
   bool any_unit = false;
@@ -224,7 +227,7 @@ absl::StatusOr<int64_t> ParseInterval(std::string_view text) {
     s.remove_prefix(u);
     skip_spaces();
   }
-  return total;
+  return negative ? -total : total;
 }
 
 absl::StatusOr<SelectStmt> ParseSelect(std::string_view sql) {

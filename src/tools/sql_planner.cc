@@ -184,9 +184,13 @@ class Planner {
       }
       return plan_.outputs[o.position - 1];
     }
-    // A header (alias or item text), then an item's text.
+    // A header (alias or item text), then an item's text. Only a plain name may match a
+    // header by its column: count(host) is not host.
     for (size_t i = 0; i < plan_.headers.size(); i++) {
-      if (plan_.headers[i] == o.text || plan_.headers[i] == o.column) return plan_.outputs[i];
+      if (plan_.headers[i] == o.text ||
+          (o.kind == SqlItem::kColumn && plan_.headers[i] == o.column)) {
+        return plan_.outputs[i];
+      }
     }
     for (size_t i = 0; i < stmt_.items.size() && i < plan_.outputs.size(); i++) {
       if (stmt_.items[i].text == o.text) return plan_.outputs[i];

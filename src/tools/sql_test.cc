@@ -108,6 +108,7 @@ TEST(SqlParserTest, Intervals) {
   EXPECT_EQ(*ParseInterval("5 minutes"), 300000000);
   EXPECT_EQ(*ParseInterval("2 days 1 ms"), 172800001000);
   EXPECT_EQ(*ParseInterval("1w"), 604800000000);
+  EXPECT_EQ(*ParseInterval("-30s"), -30000000);
   EXPECT_FALSE(ParseInterval("").ok());
   EXPECT_FALSE(ParseInterval("m").ok());
   EXPECT_FALSE(ParseInterval("5 7").ok());
@@ -130,6 +131,11 @@ TEST(SqlPlannerTest, AggregatesGroupFirstAndPrintInSelectOrder) {
   ASSERT_EQ(p.sort.size(), 1u);
   EXPECT_EQ(p.sort[0].column, 2);
   EXPECT_TRUE(p.sort[0].descending);
+  // An aggregate of a printed column sorts by the aggregate, not by the column.
+  const SqlPlan q =
+      MustPlan("SELECT host, count(host) FROM metrics GROUP BY host ORDER BY count(host) DESC");
+  ASSERT_EQ(q.sort.size(), 1u);
+  EXPECT_EQ(q.sort[0].column, 1);
   // Sorted after the scan: the limit is applied after the sort.
   EXPECT_FALSE(p.limit_pushed);
   const std::string explain = ExplainPlan(p);

@@ -108,8 +108,15 @@ int Compare(const SortValue& a, const SortValue& b) {
       return 0;
     case SortValue::kInt:
       return a.i < b.i ? -1 : a.i > b.i ? 1 : 0;
-    case SortValue::kDouble:
-      return a.d < b.d ? -1 : a.d > b.d ? 1 : 0;
+    case SortValue::kDouble: {
+      // IEEE total order (NaN above +inf, -0.0 below +0.0), as aggregate groups are ordered.
+      auto order = [](double d) {
+        uint64_t u;
+        std::memcpy(&u, &d, sizeof(u));
+        return (u >> 63) != 0 ? ~u : (u | (uint64_t{1} << 63));
+      };
+      return order(a.d) < order(b.d) ? -1 : order(a.d) > order(b.d) ? 1 : 0;
+    }
     case SortValue::kBytes:
       return a.s.compare(b.s) < 0 ? -1 : a.s == b.s ? 0 : 1;
   }

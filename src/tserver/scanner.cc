@@ -62,27 +62,35 @@ absl::StatusOr<std::unique_ptr<Scanner>> Scanner::Open(std::shared_ptr<TabletRep
   return s;
 }
 
+absl::StatusOr<std::string> Scanner::CheckProjectedColumn(const Schema& schema,
+                                                          const pb::NewScanRequestPB& request,
+                                                          int i) {
+  const std::string field = StrCat("projected_columns[", i, "]");
+  absl::StatusOr<ColumnSchema> col = Schema::ColumnFromPB(request.projected_columns(i));
+  if (!col.ok()) return FieldError(field, col.status());
+  const int idx = schema.find_column(col->name());
+  if (idx < 0) {
+    return absl::InvalidArgumentError(ToAbsl(StrCat(field, ": no column named ", col->name())));
+  }
+  const ColumnSchema& actual = schema.column(idx);
+  if (actual.type() != col->type() || actual.is_nullable() != col->is_nullable() ||
+      actual.TypeToString() != col->TypeToString()) {
+    return absl::InvalidArgumentError(
+        ToAbsl(StrCat(field, ": column ", col->name(), " is ", actual.ToString(),
+                      ", the request says ", col->ToString())));
+  }
+  return col->name();
+}
+
 absl::Status Scanner::BuildProjection(const Schema& schema, const pb::NewScanRequestPB& request) {
   std::vector<std::string> requested;
   for (int i = 0; i < request.projected_columns_size(); ++i) {
-    const std::string field = StrCat("projected_columns[", i, "]");
-    absl::StatusOr<ColumnSchema> col = Schema::ColumnFromPB(request.projected_columns(i));
-    if (!col.ok()) return FieldError(field, col.status());
-    const int idx = schema.find_column(col->name());
-    if (idx < 0) {
-      return absl::InvalidArgumentError(ToAbsl(StrCat(field, ": no column named ", col->name())));
-    }
-    const ColumnSchema& actual = schema.column(idx);
-    if (actual.type() != col->type() || actual.is_nullable() != col->is_nullable() ||
-        actual.TypeToString() != col->TypeToString()) {
+    BASALT_ASSIGN_OR_RETURN(std::string name, CheckProjectedColumn(schema, request, i));
+    if (std::find(requested.begin(), requested.end(), name) != requested.end()) {
       return absl::InvalidArgumentError(
-          ToAbsl(StrCat(field, ": column ", col->name(), " is ", actual.ToString(),
-                        ", the request says ", col->ToString())));
+          ToAbsl(StrCat("projected_columns[", i, "]: ", name, " repeated")));
     }
-    if (std::find(requested.begin(), requested.end(), col->name()) != requested.end()) {
-      return absl::InvalidArgumentError(ToAbsl(StrCat(field, ": ", col->name(), " repeated")));
-    }
-    requested.push_back(col->name());
+    requested.push_back(std::move(name));
   }
   // Ordered scans need the key of the last row; a projection without columns reads the key.
   std::vector<std::string> names;
@@ -107,15 +115,27 @@ absl::Status Scanner::BuildAggregateProjection(const Schema& schema,
   if (request.aggregates_size() == 0) {
     return absl::InvalidArgumentError("group_by: GROUP BY needs an aggregate");
   }
-  if (request.projected_columns_size() > 0) {
-    return absl::InvalidArgumentError(
-        "projected_columns: an aggregate scan returns its groups and aggregates, not columns");
-  }
   if (request.limit() != 0) {
     return absl::InvalidArgumentError("limit: an aggregate scan takes no row limit");
   }
   BASALT_ASSIGN_OR_RETURN(AggregatePlan plan, AggregatePlan::FromPB(schema, request));
   plan_ = std::make_unique<AggregatePlan>(std::move(plan));
+  // The input columns as the client saw them: a column dropped and re-added with another type
+  // since the client opened the table must not be aggregated as the old one.
+  const std::vector<std::string>& inputs = plan_->input_columns();
+  if (request.projected_columns_size() != static_cast<int>(inputs.size())) {
+    return absl::InvalidArgumentError(
+        StrCat("projected_columns: an aggregate scan lists its ", inputs.size(),
+               " input column(s) (group and aggregated columns, each once), got ",
+               request.projected_columns_size()));
+  }
+  for (int i = 0; i < request.projected_columns_size(); ++i) {
+    BASALT_ASSIGN_OR_RETURN(std::string name, CheckProjectedColumn(schema, request, i));
+    if (name != inputs[i]) {
+      return absl::InvalidArgumentError(
+          StrCat("projected_columns[", i, "]: expected input column ", inputs[i], ", got ", name));
+    }
+  }
   std::vector<std::string> names;
   // Ordered scans and FIRST/LAST need each row's key; a scan reading nothing else reads the key.
   if (ordered_ || plan_->needs_key() || plan_->input_columns().empty()) {
@@ -196,9 +216,14 @@ absl::Status Scanner::NextAggregateBatch(size_t batch_bytes, pb::ScanResponsePB*
   const int64_t budget = int64_t{FLAGS_scanner_aggregate_call_ms} * 1000;
   std::vector<const ColumnBlock*> inputs;
   for (int idx : agg_inputs_) inputs.push_back(blocks_[idx]);
+  auto out_of_time = [&] { return Clock::Default()->MonotonicMicros() - start >= budget; };
   while (iter_->HasNext()) {
     BASALT_ASSIGN_OR_RETURN(size_t n, iter_->NextBlock(blocks_, capacity_));
-    if (n == 0) continue;
+    if (n == 0) {
+      // Blocks whose rows were all filtered out count against the budget too.
+      if (out_of_time()) break;
+      continue;
+    }
     const std::string_view* keys = nullptr;
     if (plan_->needs_key()) {
       row_keys_.resize(std::max(row_keys_.size(), n));
@@ -211,12 +236,9 @@ absl::Status Scanner::NextAggregateBatch(size_t batch_bytes, pb::ScanResponsePB*
     }
     BASALT_RETURN_IF_ERROR(aggregator_->AddRows(inputs, keys, n));
     if (ordered_) RememberLastKey(n - 1);
-    if (Clock::Default()->MonotonicMicros() - start >= budget ||
-        aggregator_->memory_bytes() >= batch_bytes) {
-      break;
-    }
+    if (out_of_time() || aggregator_->memory_bytes() >= batch_bytes) break;
   }
-  aggregator_->EmitPartials(response->mutable_data());
+  BASALT_RETURN_IF_ERROR(aggregator_->EmitPartials(response->mutable_data()));
   has_more_ = iter_->HasNext();
   response->set_has_more_results(has_more_);
   if (snap_ts_.is_valid()) response->set_snap_timestamp(snap_ts_.value());

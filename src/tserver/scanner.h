@@ -67,6 +67,11 @@ class Scanner {
   Scanner() = default;
   absl::Status Init(std::shared_ptr<TabletReplica> replica, const pb::NewScanRequestPB& request,
                     absl::Time deadline);
+  // Projected column i of the request, checked against the tablet's (name, type,
+  // nullability); its name.
+  static absl::StatusOr<std::string> CheckProjectedColumn(const Schema& schema,
+                                                          const pb::NewScanRequestPB& request,
+                                                          int i);
   absl::Status BuildProjection(const Schema& schema, const pb::NewScanRequestPB& request);
   // An aggregate scan's projection: the key columns when needed, then the plan's inputs.
   absl::Status BuildAggregateProjection(const Schema& schema, const pb::NewScanRequestPB& request);

@@ -648,6 +648,9 @@ TEST_F(TabletServerTest, AggregateScansAnswerPartialRowsAndRefuseBadRequests) {
   pb::AggregatePB* min = n->add_aggregates();
   min->set_function(pb::AggregatePB::MIN);
   min->set_column("s");
+  // The input columns as this client knows them: group columns (none), then aggregated ones.
+  *n->add_projected_columns() = ProjectedColumn(schema_, "int_val");
+  *n->add_projected_columns() = ProjectedColumn(schema_, "s");
   pb::ColumnPredicatePB* p = n->add_predicates();
   p->set_column("key");
   p->mutable_range()->set_lower(std::string("\x0a\0\0\0", 4));  // key >= 10
@@ -656,7 +659,9 @@ TEST_F(TabletServerTest, AggregateScansAnswerPartialRowsAndRefuseBadRequests) {
   EXPECT_FALSE(resp.has_more_results());
   ASSERT_EQ(resp.data().num_rows(), 1);
   ASSERT_EQ(resp.data().columns_size(), 3);
+  // COUNT is an INT64; an integer SUM's partial is a 128-bit integer (little-endian).
   int64_t count = 0, total = 0;
+  ASSERT_EQ(resp.data().columns(1).data().size(), 16u);
   std::memcpy(&count, resp.data().columns(0).data().data(), 8);
   std::memcpy(&total, resp.data().columns(1).data().data(), 8);
   EXPECT_EQ(count, 90);
@@ -676,7 +681,15 @@ TEST_F(TabletServerTest, AggregateScansAnswerPartialRowsAndRefuseBadRequests) {
   };
   pb::ScanRequestPB bad = scan;
   *bad.mutable_new_scan_request()->add_projected_columns() = ProjectedColumn(schema_, "key");
-  expect_bad(bad, "projected_columns");
+  expect_bad(bad, "projected_columns: an aggregate scan lists its 2 input column(s)");
+  // An input column of another type than the tablet's (dropped and re-added since).
+  bad = scan;
+  bad.mutable_new_scan_request()->mutable_projected_columns(0)->set_type(pb::INT64);
+  expect_bad(bad, "projected_columns[0]: column int_val is");
+  bad = scan;
+  std::swap(*bad.mutable_new_scan_request()->mutable_projected_columns(0),
+            *bad.mutable_new_scan_request()->mutable_projected_columns(1));
+  expect_bad(bad, "expected input column int_val");
   bad = scan;
   bad.mutable_new_scan_request()->set_limit(5);
   expect_bad(bad, "limit");
@@ -686,7 +699,7 @@ TEST_F(TabletServerTest, AggregateScansAnswerPartialRowsAndRefuseBadRequests) {
   expect_bad(bad, "group_by");
   bad = scan;
   bad.mutable_new_scan_request()->mutable_aggregates(1)->set_column("s");
-  expect_bad(bad, "aggregates[1] sum(s)");
+  expect_bad(bad, "aggregates[1]: sum needs a numeric column, 's' is STRING");
   bad = scan;
   bad.mutable_new_scan_request()->mutable_aggregates(2)->set_function(
       static_cast<pb::AggregatePB::Function>(77));
@@ -695,7 +708,8 @@ TEST_F(TabletServerTest, AggregateScansAnswerPartialRowsAndRefuseBadRequests) {
   pb::GroupByPB* g = bad.mutable_new_scan_request()->add_group_by();
   g->set_column("int_val");
   g->set_bucket_width_micros(60);
-  expect_bad(bad, "time_bucket needs a UNIXTIME_MICROS column");
+  expect_bad(
+      bad, "group_by[0] (GROUP BY time_bucket(int_val, 60)): time_bucket needs a UNIXTIME_MICROS");
 }
 
 TEST_F(TabletServerTest, MalformedRequestsGetClearErrors) {
