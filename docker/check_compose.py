@@ -44,7 +44,8 @@ import dockerfile_check  # noqa: E402 (after the line above)
 MASTER = "basalt-master"
 TSERVER = "basalt-tserver"
 CLI = "basalt"
-OUR_PROGRAMS = (MASTER, TSERVER, CLI)
+TSDBD = "basalt-tsdbd"
+OUR_PROGRAMS = (MASTER, TSERVER, CLI, TSDBD)
 NUM_MASTERS = 3
 NUM_TSERVERS = 3
 

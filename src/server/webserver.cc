@@ -14,6 +14,7 @@
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "rpc/net_util.h"
+#include "server/http_listener.h"
 
 namespace basalt {
 
@@ -159,23 +160,10 @@ void Webserver::RegisterPage(const std::string& path, const std::string& title,
 absl::Status Webserver::Start() {
   CHECK(!started_) << "Webserver started twice";
   started_ = true;
-  if (options_.port == 0) {
-    port_ = server_->bind_to_any_port(options_.bind_host);
-  } else if (server_->bind_to_port(options_.bind_host, options_.port)) {
-    port_ = options_.port;
-  } else {
-    port_ = -1;
-  }
-  if (port_ <= 0) {
-    port_ = 0;
-    return absl::UnavailableError(
-        StrCat("cannot serve HTTP on ", options_.bind_host, ":", options_.port));
-  }
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
-  // stop() is a no-op until the listener runs: wait for it so Shutdown() cannot be lost.
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (!server_->is_running() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
-  if (!server_->is_running()) return absl::InternalError("the HTTP listener did not start");
+  absl::StatusOr<int> port =
+      StartHttpListener(server_.get(), options_.bind_host, options_.port, &thread_);
+  if (!port.ok()) return port.status();
+  port_ = *port;
   LOG(INFO) << "web server listening on " << options_.bind_host << ":" << port_;
   return absl::OkStatus();
 }
@@ -184,10 +172,7 @@ void Webserver::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   SetHealth(absl::UnavailableError("shutting down"));
-  if (thread_.joinable()) {
-    server_->stop();  // Closes the listener; listen_after_bind drains the worker pool.
-    thread_.join();
-  }
+  StopHttpListener(server_.get(), &thread_);
 }
 
 namespace {

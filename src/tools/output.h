@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/json_quote.h"
 
 namespace basalt::tools {
 
@@ -47,7 +48,6 @@ class TableWriter {
   bool first_json_row_ = true;
 };
 
-std::string JsonQuote(std::string_view s);
 std::string CsvQuote(std::string_view s);
 
 }  // namespace basalt::tools

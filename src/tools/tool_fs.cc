@@ -364,7 +364,7 @@ absl::Status ParseBlockPath(const std::string& path, std::string* data_dir, Bloc
     *data_dir = data_dir->substr(0, data_dir->find_last_not_of('/') + 1);
     *data_dir = data_dir->substr(0, data_dir->find_last_of('/') + 1);
   }
-  if (data_dir->empty()) *data_dir = ".";
+  if (data_dir->empty()) data_dir->assign(1, '.');  // Not = ".": GCC 12 warns -Wrestrict.
   return absl::OkStatus();
 }
 

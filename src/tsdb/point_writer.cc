@@ -1,0 +1,116 @@
+#include "tsdb/point_writer.h"
+
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "common/status_macros.h"
+#include "common/strings.h"
+
+namespace basalt::tsdb {
+
+namespace {
+
+absl::Status SetField(client::PartialRow* row, const std::string& name, const FieldValue& v) {
+  switch (v.type) {
+    case FieldValue::kFloat:
+      return row->SetDouble(name, v.f);
+    case FieldValue::kInteger:
+      return row->SetInt64(name, v.i);
+    case FieldValue::kUnsigned:
+      if (v.u > static_cast<uint64_t>(INT64_MAX)) {
+        return absl::InvalidArgumentError(
+            StrCat("field ", name, ": unsigned value ", v.u, " is larger than 2^63-1"));
+      }
+      return row->SetInt64(name, static_cast<int64_t>(v.u));
+    case FieldValue::kString:
+      return row->SetString(name, v.s);
+    case FieldValue::kBool:
+      return row->SetBool(name, v.b);
+  }
+  return absl::InternalError("unknown field type");
+}
+
+// The upsert of one point into `table` (whose schema holds its tags and fields).
+absl::StatusOr<std::unique_ptr<client::WriteOperation>> Upsert(client::Table* table, const Point& p,
+                                                               int64_t now_us) {
+  std::unique_ptr<client::Upsert> op = table->NewUpsert();
+  client::PartialRow* row = op->mutable_row();
+  // A tag the point lacks is the empty string (InfluxDB's missing tag).
+  for (const std::string& tag : Catalog::TagColumns(table->schema())) {
+    BASALT_RETURN_IF_ERROR(row->SetString(tag, ""));
+  }
+  for (const auto& [k, v] : p.tags) BASALT_RETURN_IF_ERROR(row->SetString(k, v));
+  BASALT_RETURN_IF_ERROR(row->SetUnixTimeMicros(kTimeColumn, p.timestamp_us.value_or(now_us)));
+  for (const auto& [k, v] : p.fields) {
+    absl::Status s = SetField(row, k, v);
+    if (!s.ok()) return absl::InvalidArgumentError(StrCat("line ", p.line, ": ", s.message()));
+  }
+  return std::unique_ptr<client::WriteOperation>(std::move(op));
+}
+
+}  // namespace
+
+absl::Status WritePoints(Catalog* catalog, client::Client* client, const std::string& db,
+                         const std::vector<Point>& points, int64_t now_us, WriteResult* result) {
+  *result = WriteResult();
+  // Measurements in the order they first appear; each gets its table before its rows.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const Point*>> by_measurement;
+  for (const Point& p : points) {
+    auto& v = by_measurement[p.measurement];
+    if (v.empty()) order.push_back(p.measurement);
+    v.push_back(&p);
+  }
+  std::shared_ptr<client::Session> session = client->NewSession();
+  BASALT_RETURN_IF_ERROR(session->SetFlushMode(client::Session::AUTO_FLUSH_BACKGROUND));
+  int64_t applied = 0;
+  absl::Status first;
+  for (const std::string& m : order) {
+    std::vector<const Point*>& ps = by_measurement[m];
+    // Timestamps of points without one: their day must have a partition too.
+    std::vector<Point> stamped;
+    for (const Point* p : ps) {
+      if (!p->timestamp_us.has_value()) {
+        stamped.push_back(*p);
+        stamped.back().timestamp_us = now_us;
+      }
+    }
+    std::vector<const Point*> for_catalog = ps;
+    for (const Point& p : stamped) for_catalog.push_back(&p);
+    absl::StatusOr<std::shared_ptr<client::Table>> table =
+        catalog->TableForWrite(db, m, for_catalog);
+    if (!table.ok()) {
+      first = table.status();
+      result->points_failed += static_cast<int64_t>(ps.size());
+      break;
+    }
+    for (const Point* p : ps) {
+      absl::StatusOr<std::unique_ptr<client::WriteOperation>> op = Upsert(table->get(), *p, now_us);
+      if (!op.ok()) {
+        if (first.ok()) first = op.status();
+        result->points_failed++;
+        continue;
+      }
+      absl::Status s = session->Apply(std::move(*op));
+      if (!s.ok()) {
+        if (first.ok()) first = s;
+        result->points_failed++;
+        continue;
+      }
+      applied++;
+    }
+  }
+  absl::Status flushed = session->Flush();
+  int64_t failed_rows = 0;
+  if (!flushed.ok()) {
+    failed_rows = session->CountPendingErrors();
+    std::vector<std::unique_ptr<client::Error>> errors = session->GetPendingErrors();
+    if (first.ok()) first = errors.empty() ? flushed : errors[0]->status();
+  }
+  result->points_written = applied - failed_rows;
+  result->points_failed += failed_rows;
+  return first;
+}
+
+}  // namespace basalt::tsdb
