@@ -15,8 +15,9 @@ JOBS ?= $(shell nproc)
 TEST_JOBS ?= $(shell echo $$(( $$(nproc) * 2 )))
 # `make perf`: full (the issue's sizes, ~6 min for W1-W5 plus W6) or small (seconds; what the default suite runs).
 PERF_SCALE ?= full
+TSBS_SCALE ?= full
 
-.PHONY: all deps configure build test cluster chaos test-all asan tsan tsa bench perf format clean
+.PHONY: all deps configure build test cluster chaos test-all asan tsan tsa bench perf tsbs format clean
 
 all: build
 
@@ -75,6 +76,9 @@ bench: build
 # on stderr, one JSON object with every figure and the machine on stdout.
 perf: build
 	python3 bench/perf.py --scale=$(PERF_SCALE) --bin_dir=$(BUILD_DIR)/bin
+
+tsbs: build
+	python3 bench/tsbs/run.py --scale=$(TSBS_SCALE) --bin_dir=$(BUILD_DIR)/bin
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i

@@ -49,6 +49,18 @@ def log(msg):
     print(f"[perf {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+def machine():
+    """What a result was measured on: cores, kernel and the git revision."""
+    return {
+        "cores": os.cpu_count(),
+        "kernel": platform.release(),
+        "git_revision": subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                                       capture_output=True, text=True,
+                                       cwd=os.path.dirname(os.path.abspath(__file__))
+                                       ).stdout.strip(),
+    }
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -167,17 +179,7 @@ def run(args):
     basalt = os.path.join(args.bin_dir, "basalt")
     root = tempfile.mkdtemp(prefix="basalt-perf-", dir=args.work_dir)
     rows = scale["rows"]
-    result = {
-        "scale": args.scale,
-        "machine": {
-            "cores": os.cpu_count(),
-            "kernel": platform.release(),
-            "git_revision": subprocess.run(["git", "rev-parse", "--short", "HEAD"],
-                                           capture_output=True, text=True,
-                                           cwd=os.path.dirname(os.path.abspath(__file__))
-                                           ).stdout.strip(),
-        },
-    }
+    result = {"scale": args.scale, "machine": machine()}
     small_flags = ["--flush_threshold_secs=2"] if args.scale == "small" else []
     # History kept for snapshot reads: long enough for W5's first measurement to see W1's UNDO
     # files at full scale, short enough for the second to see them collected.

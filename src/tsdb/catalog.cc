@@ -269,17 +269,34 @@ absl::Status Catalog::AddDaysLocked(const std::string& name, Entry* entry,
 absl::StatusOr<std::shared_ptr<client::Table>> Catalog::TableForWrite(
     const std::string& db, const std::string& measurement,
     const std::vector<const Point*>& points) {
+  std::set<int64_t> days;
+  for (const Point* p : points) {
+    const int64_t t = p->timestamp_us.value_or(0);
+    if (t < -kMaxTimeUs || t > kMaxTimeUs) {
+      return absl::InvalidArgumentError(
+          StrCat("line ", p->line, ": timestamp out of range (InfluxDB's: years 1677 to 2262)"));
+    }
+    days.insert(DayOf(t));
+  }
   const std::string name = TableName(db, measurement);
   absl::MutexLock l(&mu_);
   absl::StatusOr<Entry*> entry = OpenLocked(name);
-  if (absl::IsNotFound(entry.status())) {
+  const bool create = absl::IsNotFound(entry.status());
+  if (!create && !entry.ok()) return entry.status();
+  size_t new_days = 0;
+  for (int64_t d : days) new_days += create || (*entry)->days.count(d) == 0;
+  if (new_days > kMaxNewDaysPerWrite) {
+    // Each day is hash_partitions tablets: a backfill over years must come in pieces.
+    return absl::InvalidArgumentError(
+        StrCat("the points of measurement '", measurement, "' reach ", new_days,
+               " days without a partition; a write may add at most ", kMaxNewDaysPerWrite));
+  }
+  if (create) {
     BASALT_RETURN_IF_ERROR(CreateTableLocked(name, points));
     entry = OpenLocked(name);
+    if (!entry.ok()) return entry.status();
   }
-  if (!entry.ok()) return entry.status();
   BASALT_RETURN_IF_ERROR(AddFieldsLocked(name, *entry, points));
-  std::set<int64_t> days;
-  for (const Point* p : points) days.insert(DayOf(p->timestamp_us.value_or(0)));
   BASALT_RETURN_IF_ERROR(AddDaysLocked(name, *entry, days));
   return (*entry)->table;
 }

@@ -29,6 +29,10 @@ namespace basalt::tsdb {
 
 inline constexpr char kTimeColumn[] = "time";
 inline constexpr int64_t kMicrosPerDay = 86400LL * 1000000;
+// Times InfluxDB can hold (nanoseconds in an int64), in microseconds.
+inline constexpr int64_t kMaxTimeUs = INT64_MAX / 1000;
+// Days one write may add partitions for.
+inline constexpr size_t kMaxNewDaysPerWrite = 100;
 
 struct CatalogOptions {
   int hash_partitions = 4;
@@ -51,7 +55,8 @@ class Catalog {
   // The table of `measurement`, created or altered so that it holds `points` (all of that
   // measurement): their fields as columns, day partitions for their times. INVALID_ARGUMENT for
   // a point that cannot go in: a tag key the table lacks, a field whose type differs from its
-  // column's, a tag or field named `time`.
+  // column's, a tag or field named `time`, a time outside +-kMaxTimeUs; and for points reaching
+  // more than kMaxNewDaysPerWrite days without a partition.
   absl::StatusOr<std::shared_ptr<client::Table>> TableForWrite(
       const std::string& db, const std::string& measurement,
       const std::vector<const Point*>& points) ABSL_LOCKS_EXCLUDED(mu_);

@@ -224,7 +224,7 @@ class Parser {
   absl::StatusOr<std::string> MeasurementName() {
     BASALT_ASSIGN_OR_RETURN(std::string name, Identifier("a measurement"));
     while (Symbol(".")) {
-      if (Symbol(".")) continue;  // db..m (default retention policy)
+      Symbol(".");  // db..m: the default retention policy.
       BASALT_ASSIGN_OR_RETURN(name, Identifier("a measurement"));
     }
     return name;
@@ -417,6 +417,8 @@ class Parser {
       if (n.kind != Tok::kNumber || !absl::SimpleAtod(n.text, &c.number)) {
         return Expected("a 'string' (tags) or a number (fields)");
       }
+      int64_t i = 0;
+      if (absl::SimpleAtoi(n.text, &i)) c.integer = negative ? -i : i;
       Next();
       if (negative) c.number = -c.number;
       c.kind = InfluxCondition::kField;

@@ -32,6 +32,7 @@ struct InfluxCondition {
   Op op = kEqual;
   int64_t time_us = 0;              // kTime
   double number = 0;                // kField
+  std::optional<int64_t> integer;   // kField written as an integer (exact beyond 2^53)
   std::vector<std::string> values;  // kTagIn (an OR of equalities), kTagNotEqual
 };
 

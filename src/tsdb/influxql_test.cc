@@ -70,6 +70,9 @@ TEST(InfluxQLTest, TsbsDevopsQueries) {
   // Measurement qualified by database and retention policy; fill; slimit; GROUP BY *.
   s = MustSelect("SELECT last(*) FROM \"db\".\"autogen\".\"cpu\" GROUP BY * fill(none) SLIMIT 3");
   EXPECT_EQ(s.measurement, "cpu");
+  EXPECT_EQ(MustSelect("SELECT last(v) FROM db..cpu").measurement, "cpu");
+  EXPECT_EQ(MustSelect("SELECT v FROM m WHERE v > 9007199254740993").where[0].integer,
+            9007199254740993);
   EXPECT_TRUE(s.group_all_tags);
   EXPECT_TRUE(s.fill_none);
   EXPECT_EQ(s.slimit, 3);

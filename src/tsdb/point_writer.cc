@@ -68,22 +68,25 @@ absl::Status WritePoints(Catalog* catalog, client::Client* client, const std::st
   absl::Status first;
   for (const std::string& m : order) {
     std::vector<const Point*>& ps = by_measurement[m];
-    // Timestamps of points without one: their day must have a partition too.
+    // The catalog sees each point with the time it is written at (now for those without).
     std::vector<Point> stamped;
+    std::vector<const Point*> for_catalog;
     for (const Point* p : ps) {
-      if (!p->timestamp_us.has_value()) {
+      if (p->timestamp_us.has_value()) {
+        for_catalog.push_back(p);
+      } else {
         stamped.push_back(*p);
         stamped.back().timestamp_us = now_us;
       }
     }
-    std::vector<const Point*> for_catalog = ps;
     for (const Point& p : stamped) for_catalog.push_back(&p);
     absl::StatusOr<std::shared_ptr<client::Table>> table =
         catalog->TableForWrite(db, m, for_catalog);
     if (!table.ok()) {
-      first = table.status();
+      // This measurement's points fail; the others are still written (InfluxDB's partial write).
+      if (first.ok()) first = table.status();
       result->points_failed += static_cast<int64_t>(ps.size());
-      break;
+      continue;
     }
     for (const Point* p : ps) {
       absl::StatusOr<std::unique_ptr<client::WriteOperation>> op = Upsert(table->get(), *p, now_us);
@@ -102,12 +105,12 @@ absl::Status WritePoints(Catalog* catalog, client::Client* client, const std::st
     }
   }
   absl::Status flushed = session->Flush();
-  int64_t failed_rows = 0;
-  if (!flushed.ok()) {
-    failed_rows = session->CountPendingErrors();
-    std::vector<std::unique_ptr<client::Error>> errors = session->GetPendingErrors();
-    if (first.ok()) first = errors.empty() ? flushed : errors[0]->status();
-  }
+  // Rows of batches the session sent in the background before Flush failed too: the error
+  // collector has them all, whatever Flush returned.
+  const int64_t failed_rows = session->CountPendingErrors();
+  std::vector<std::unique_ptr<client::Error>> errors = session->GetPendingErrors();
+  if (first.ok() && !errors.empty()) first = errors[0]->status();
+  if (first.ok() && !flushed.ok()) first = flushed;
   result->points_written = applied - failed_rows;
   result->points_failed += failed_rows;
   return first;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <utility>
 
+#include "absl/numeric/int128.h"
 #include "absl/time/time.h"
 #include "common/json_quote.h"
 #include "common/status_macros.h"
@@ -19,6 +20,10 @@ namespace {
 
 using client::ColumnSchema;
 using client::Scanner;
+
+// Points a raw query may return (they are sorted in memory), and rows fill(null) may make.
+constexpr size_t kMaxPoints = 1000000;
+constexpr size_t kMaxFilledRows = 1000000;
 
 // The scanner aggregate of an InfluxQL function.
 absl::StatusOr<Scanner::AggregateFunction> FunctionOf(const std::string& f) {
@@ -42,7 +47,11 @@ std::string JsonDouble(double v) {
 
 std::string TimeJson(int64_t us, const std::string& epoch) {
   if (epoch.empty()) return JsonQuote(FormatInfluxTime(us));
-  if (epoch == "ns" || epoch == "n") return std::to_string(us * 1000);
+  if (epoch == "ns" || epoch == "n") {
+    int64_t ns;
+    if (__builtin_mul_overflow(us, int64_t{1000}, &ns)) ns = us < 0 ? INT64_MIN : INT64_MAX;
+    return std::to_string(ns);
+  }
   if (epoch == "u" || epoch == "us") return std::to_string(us);
   if (epoch == "ms") return std::to_string(us / 1000);
   if (epoch == "s") return std::to_string(us / 1000000);
@@ -104,13 +113,16 @@ struct Series {
 void AppendSeries(const std::string& name, const std::vector<std::string>& columns,
                   std::vector<Series>* series, const InfluxSelect& sel, const QueryOptions& opts,
                   std::string* out) {
-  if (sel.slimit && series->size() > static_cast<size_t>(*sel.slimit)) {
+  // LIMIT 0 and SLIMIT 0 mean no limit, as in InfluxDB.
+  if (sel.slimit && *sel.slimit > 0 && series->size() > static_cast<size_t>(*sel.slimit)) {
     series->resize(*sel.slimit);
   }
   std::string s;
   for (Series& se : *series) {
     if (sel.descending) std::reverse(se.rows.begin(), se.rows.end());
-    if (sel.limit && se.rows.size() > static_cast<size_t>(*sel.limit)) se.rows.resize(*sel.limit);
+    if (sel.limit && *sel.limit > 0 && se.rows.size() > static_cast<size_t>(*sel.limit)) {
+      se.rows.resize(*sel.limit);
+    }
     if (se.rows.empty()) continue;
     StrAppend(&s, s.empty() ? "" : ",", "{\"name\":", JsonQuote(name));
     if (!se.tags.empty()) {
@@ -140,7 +152,7 @@ void TimeBounds(const InfluxSelect& sel, std::optional<int64_t>* lo, std::option
     int64_t l = INT64_MIN, h = INT64_MAX;
     switch (c.op) {
       case InfluxCondition::kGreater:
-        l = c.time_us + 1;
+        l = c.time_us == INT64_MAX ? INT64_MAX : c.time_us + 1;
         break;
       case InfluxCondition::kGreaterEqual:
         l = c.time_us;
@@ -149,11 +161,11 @@ void TimeBounds(const InfluxSelect& sel, std::optional<int64_t>* lo, std::option
         h = c.time_us;
         break;
       case InfluxCondition::kLessEqual:
-        h = c.time_us + 1;
+        h = c.time_us == INT64_MAX ? INT64_MAX : c.time_us + 1;
         break;
       case InfluxCondition::kEqual:
         l = c.time_us;
-        h = c.time_us + 1;
+        h = c.time_us == INT64_MAX ? INT64_MAX : c.time_us + 1;
         break;
       default:
         break;
@@ -217,21 +229,29 @@ absl::Status AddConditions(const InfluxSelect& sel, client::Table* table, Scanne
     const ColumnSchema::DataType t = schema.Column(idx).type();
     client::Value value = client::Value::FromDouble(c.number);
     if (t == ColumnSchema::INT64) {
-      // An integer field against a fractional bound: round the bound the way the comparison
-      // keeps its meaning (x > 2.5 is x >= 3, x < 2.5 is x <= 2).
-      double b = c.number;
-      if (b != std::floor(b)) {
-        if (op == client::Predicate::GREATER || op == client::Predicate::GREATER_EQUAL) {
-          b = std::ceil(b);
-          op = client::Predicate::GREATER_EQUAL;
-        } else if (op == client::Predicate::LESS || op == client::Predicate::LESS_EQUAL) {
-          b = std::floor(b);
-          op = client::Predicate::LESS_EQUAL;
-        } else {
-          return absl::NotFoundError(c.name);  // An integer never equals 2.5.
+      // An integer field against a fractional or out-of-range bound: decide or round it so that
+      // the comparison keeps its meaning (x > 2.5 is x >= 3, x < 2.5 is x <= 2, x > 1e19 is
+      // nothing, x < 1e19 everything).
+      int64_t bound = 0;
+      if (c.integer.has_value()) {
+        bound = *c.integer;
+      } else {
+        double b = c.number;
+        const bool up = op == client::Predicate::GREATER || op == client::Predicate::GREATER_EQUAL;
+        if (b != std::floor(b)) {
+          if (op == client::Predicate::EQUAL) return absl::NotFoundError(c.name);
+          b = up ? std::ceil(b) : std::floor(b);
+          op = up ? client::Predicate::GREATER_EQUAL : client::Predicate::LESS_EQUAL;
         }
+        if (b >= 9223372036854775808.0 || b < -9223372036854775808.0) {
+          const bool above = b > 0;
+          // Above every value: > and = match nothing, < matches everything; below: the reverse.
+          if (op == client::Predicate::EQUAL || up == above) return absl::NotFoundError(c.name);
+          continue;
+        }
+        bound = static_cast<int64_t>(b);
       }
-      value = client::Value::FromInt(static_cast<int64_t>(b));
+      value = client::Value::FromInt(bound);
     } else if (t != ColumnSchema::DOUBLE) {
       return absl::InvalidArgumentError(StrCat(c.name, " is not a numeric field"));
     }
@@ -247,6 +267,82 @@ std::string FormatInfluxTime(int64_t time_us) {
   const absl::Time t = absl::FromUnixMicros(time_us);
   std::string s = absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", t, absl::UTCTimeZone());
   return s;
+}
+
+absl::Status QueryExecutor::SelectPoints(const InfluxSelect& sel, const QueryOptions& opts,
+                                         client::Table* table,
+                                         const std::vector<std::string>& all_tags,
+                                         const std::vector<std::string>& fields,
+                                         const std::vector<std::string>& group_tags,
+                                         std::string* out) {
+  const client::Schema& schema = table->schema();
+  // Columns: the fields and tags asked; * is every field and every tag not grouped by, by name.
+  std::vector<std::string> columns;
+  bool star = false;
+  for (const InfluxSelect::Item& item : sel.items) {
+    if (item.field == "*") {
+      star = true;
+      columns.insert(columns.end(), fields.begin(), fields.end());
+      for (const std::string& t : all_tags) {
+        if (std::find(group_tags.begin(), group_tags.end(), t) == group_tags.end()) {
+          columns.push_back(t);
+        }
+      }
+    } else if (item.field != kTimeColumn && schema.FindColumn(item.field) >= 0) {
+      columns.push_back(item.field);
+    }
+    // An unknown field matches nothing (as in InfluxDB): no column.
+  }
+  if (star) std::sort(columns.begin(), columns.end());
+  if (columns.empty()) return absl::OkStatus();
+  std::vector<std::string> projection = group_tags;
+  projection.push_back(kTimeColumn);
+  std::vector<int> column_index;
+  for (const std::string& c : columns) {
+    auto it = std::find(projection.begin(), projection.end(), c);
+    if (it == projection.end()) {
+      projection.push_back(c);
+      it = projection.end() - 1;
+    }
+    column_index.push_back(static_cast<int>(it - projection.begin()));
+  }
+  Scanner scanner(table);
+  BASALT_RETURN_IF_ERROR(scanner.SetProjectedColumnNames(projection));
+  absl::Status cond = AddConditions(sel, table, &scanner);
+  if (absl::IsNotFound(cond)) return absl::OkStatus();  // An unknown tag or field: no series.
+  BASALT_RETURN_IF_ERROR(cond);
+  BASALT_RETURN_IF_ERROR(scanner.Open());
+  const int ng = static_cast<int>(group_tags.size());
+  std::map<std::vector<std::string>, std::vector<std::pair<int64_t, std::vector<std::string>>>>
+      by_series;
+  size_t points = 0;
+  client::ScanBatch batch;
+  while (scanner.HasMoreRows()) {
+    BASALT_RETURN_IF_ERROR(scanner.NextBatch(&batch));
+    points += static_cast<size_t>(batch.NumRows());
+    if (points > kMaxPoints) {
+      return absl::ResourceExhaustedError(
+          StrCat("more than ", kMaxPoints, " points; narrow the time range or use an aggregate"));
+    }
+    for (int64_t r = 0; r < batch.NumRows(); r++) {
+      std::vector<std::string> tags;
+      for (int g = 0; g < ng; g++) tags.emplace_back(batch.Column(g).GetString(r));
+      std::vector<std::string> cells;
+      for (int c : column_index) cells.push_back(CellJson(batch, c, r));
+      by_series[std::move(tags)].emplace_back(TimeCell(batch, ng, r), std::move(cells));
+    }
+  }
+  std::vector<Series> series;
+  for (auto& [tags, rows] : by_series) {
+    series.emplace_back();
+    for (int g = 0; g < ng; g++) series.back().tags.emplace_back(group_tags[g], tags[g]);
+    // By time; points of several series at one time (no GROUP BY) by their values, so that the
+    // answer does not depend on the order tablets answered in.
+    std::sort(rows.begin(), rows.end());
+    series.back().rows = std::move(rows);
+  }
+  AppendSeries(sel.measurement, columns, &series, sel, opts, out);
+  return absl::OkStatus();
 }
 
 absl::Status QueryExecutor::Select(const InfluxSelect& sel, const QueryOptions& opts,
@@ -283,9 +379,10 @@ absl::Status QueryExecutor::Select(const InfluxSelect& sel, const QueryOptions& 
   // is LAST of every field: an aggregate, not a read of every row.
   const bool lastpoint = any_raw && sel.descending && sel.limit == 1 && sel.group_time_us == 0;
   if (any_raw && !lastpoint) {
-    return absl::InvalidArgumentError(
-        "raw queries are supported as SELECT * ... ORDER BY time DESC LIMIT 1 only; use an "
-        "aggregate (docs/tsdb.md)");
+    if (sel.group_time_us > 0) {
+      return absl::InvalidArgumentError("GROUP BY time() needs an aggregate function");
+    }
+    return SelectPoints(sel, opts, table, all_tags, fields, group_tags, out);
   }
   // The aggregates asked: function, field, column name.
   struct Agg {
@@ -305,6 +402,12 @@ absl::Status QueryExecutor::Select(const InfluxSelect& sel, const QueryOptions& 
     if (f != Scanner::FIRST && f != Scanner::LAST) selectors_only = false;
     if (item.field == "*") {
       for (const std::string& field : fields) {
+        // mean(*) and sum(*) take the numeric fields only, as InfluxDB does.
+        const ColumnSchema::DataType t = schema.Column(schema.FindColumn(field)).type();
+        if ((f == Scanner::AVG || f == Scanner::SUM) && t != ColumnSchema::DOUBLE &&
+            t != ColumnSchema::INT64) {
+          continue;
+        }
         aggs.push_back({f, field, lastpoint ? field : StrCat(fname, "_", field)});
       }
     } else if (schema.FindColumn(item.field) >= schema.num_key_columns()) {
@@ -318,6 +421,25 @@ absl::Status QueryExecutor::Select(const InfluxSelect& sel, const QueryOptions& 
     // An unknown field matches nothing (as in InfluxDB): no column.
   }
   if (aggs.empty()) return absl::OkStatus();
+  bool any_selector = false;
+  for (const Agg& a : aggs) any_selector |= a.f == Scanner::FIRST || a.f == Scanner::LAST;
+  // Tags the WHERE clause pins to one value are one series' as good as grouped.
+  size_t covered = group_tags.size();
+  for (const std::string& t : all_tags) {
+    if (std::find(group_tags.begin(), group_tags.end(), t) != group_tags.end()) continue;
+    for (const InfluxCondition& c : sel.where) {
+      if (c.kind == InfluxCondition::kTagIn && c.name == t && c.values.size() == 1) {
+        covered++;
+        break;
+      }
+    }
+  }
+  if (any_selector && !selectors_only && covered != all_tags.size()) {
+    // Per series they would be right, but the other functions would then need merging across
+    // series: refused rather than answered by key order.
+    return absl::InvalidArgumentError(
+        "first() and last() with other functions need GROUP BY every tag (or *)");
+  }
   std::vector<std::string> names;
   for (const Agg& a : aggs) names.push_back(a.name);
   names = UniqueNames(names);
@@ -335,13 +457,16 @@ absl::Status QueryExecutor::Select(const InfluxSelect& sel, const QueryOptions& 
     }
   }
   Scanner scanner(table);
-  for (const std::string& g : scan_tags) BASALT_RETURN_IF_ERROR(scanner.AddGroupBy(g));
+  // Every result column is named here ("#g0", "#a0", ...), so no tag name can clash with them.
+  for (size_t i = 0; i < scan_tags.size(); i++) {
+    BASALT_RETURN_IF_ERROR(scanner.AddGroupBy(scan_tags[i], StrCat("#g", i)));
+  }
   if (sel.group_time_us > 0) {
     BASALT_RETURN_IF_ERROR(scanner.AddGroupByTimeBucket(kTimeColumn, sel.group_time_us,
-                                                        sel.group_time_offset_us, "time"));
+                                                        sel.group_time_offset_us, "#time"));
   }
   for (size_t i = 0; i < aggs.size(); i++) {
-    absl::Status s = scanner.AddAggregate(aggs[i].f, aggs[i].field, StrCat("a", i));
+    absl::Status s = scanner.AddAggregate(aggs[i].f, aggs[i].field, StrCat("#a", i));
     if (!s.ok()) {
       return absl::InvalidArgumentError(StrCat(names[i], "(", aggs[i].field, "): ", s.message()));
     }
@@ -349,13 +474,13 @@ absl::Status QueryExecutor::Select(const InfluxSelect& sel, const QueryOptions& 
   // Each series' first and last point times: which series a selector takes, and (without time
   // buckets) the time reported.
   if (selectors_only) {
-    BASALT_RETURN_IF_ERROR(scanner.AddAggregate(Scanner::FIRST, kTimeColumn, "t0"));
-    BASALT_RETURN_IF_ERROR(scanner.AddAggregate(Scanner::LAST, kTimeColumn, "t1"));
+    BASALT_RETURN_IF_ERROR(scanner.AddAggregate(Scanner::FIRST, kTimeColumn, "#t0"));
+    BASALT_RETURN_IF_ERROR(scanner.AddAggregate(Scanner::LAST, kTimeColumn, "#t1"));
   }
   // Without any group an aggregate has one row even over no rows; InfluxDB has no series then:
   // a hidden COUNT(*) tells.
   const bool count_rows = scan_tags.empty() && sel.group_time_us == 0;
-  if (count_rows) BASALT_RETURN_IF_ERROR(scanner.AddAggregate(Scanner::COUNT_ALL, "", "n"));
+  if (count_rows) BASALT_RETURN_IF_ERROR(scanner.AddAggregate(Scanner::COUNT_ALL, "", "#n"));
   absl::Status cond = AddConditions(sel, table, &scanner);
   if (absl::IsNotFound(cond)) return absl::OkStatus();  // An unknown tag or field: no series.
   BASALT_RETURN_IF_ERROR(cond);
@@ -378,7 +503,8 @@ absl::Status QueryExecutor::Select(const InfluxSelect& sel, const QueryOptions& 
   while (scanner.HasMoreRows()) {
     BASALT_RETURN_IF_ERROR(scanner.NextBatch(&batch));
     for (int64_t r = 0; r < batch.NumRows(); r++) {
-      if (count_rows && TimeCell(batch, hidden, r) == 0) continue;  // An INT64 like a time.
+      // The hidden count (an INT64, read like a time) comes after the selectors' times.
+      if (count_rows && TimeCell(batch, hidden + (selectors_only ? 2 : 0), r) == 0) continue;
       std::vector<std::string> tag_values;
       for (int g = 0; g < ng; g++) tag_values.emplace_back(batch.Column(g).GetString(r));
       const int64_t bucket = time_col >= 0 ? TimeCell(batch, time_col, r) : 0;
@@ -419,22 +545,29 @@ absl::Status QueryExecutor::Select(const InfluxSelect& sel, const QueryOptions& 
     }
     series.back().rows.emplace_back(red.time, std::move(red.cells));
   }
-  // fill(null): every interval of [lo, hi) has a row.
+  // fill(null): every interval of [lo, hi) has a row (count() has 0 there, as in InfluxDB).
   if (time_col >= 0 && !sel.fill_none && lo.has_value()) {
     const int64_t end = hi.value_or(opts.now_us);
     const int64_t w = sel.group_time_us, off = sel.group_time_offset_us;
-    const int64_t first = ((*lo - off) / w - ((*lo - off) % w < 0 ? 1 : 0)) * w + off;
-    if ((end - first) / w <= 100000) {
-      for (Series& se : series) {
-        std::map<int64_t, std::vector<std::string>> by_time;
-        for (auto& row : se.rows) by_time[row.first] = std::move(row.second);
-        se.rows.clear();
-        for (int64_t b = first; b < end; b += w) {
-          auto it = by_time.find(b);
-          se.rows.emplace_back(b, it != by_time.end()
-                                      ? std::move(it->second)
-                                      : std::vector<std::string>(aggs.size(), "null"));
-        }
+    // In 128 bits: bounds may be anywhere in int64.
+    const absl::int128 d = absl::int128(*lo) - off;
+    absl::int128 first = (d / w - (d % w < 0 ? 1 : 0)) * w + off;
+    const absl::int128 buckets = end > first ? (absl::int128(end) - first + w - 1) / w : 0;
+    if (buckets * std::max<size_t>(series.size(), 1) > absl::int128(kMaxFilledRows)) {
+      return absl::ResourceExhaustedError(
+          StrCat("GROUP BY time(", w, "us) over that time range makes more than ", kMaxFilledRows,
+                 " rows; narrow the range, widen the interval or use fill(none)"));
+    }
+    std::vector<std::string> empty;
+    for (const Agg& a : aggs) empty.push_back(a.f == Scanner::COUNT ? "0" : "null");
+    for (Series& se : series) {
+      std::map<int64_t, std::vector<std::string>> by_time;
+      for (auto& row : se.rows) by_time[row.first] = std::move(row.second);
+      se.rows.clear();
+      for (absl::int128 b = first; b < end; b += w) {
+        auto it = by_time.find(static_cast<int64_t>(b));
+        se.rows.emplace_back(static_cast<int64_t>(b),
+                             it != by_time.end() ? std::move(it->second) : empty);
       }
     }
   }

@@ -33,6 +33,12 @@ class QueryExecutor {
   // Appends `"series":[...]` members (or nothing when empty) to *out.
   absl::Status Select(const InfluxSelect& select, const QueryOptions& options, std::string* out);
   absl::Status Show(const InfluxStatement& s, const QueryOptions& options, std::string* out);
+  // A raw query (fields and tags of the points themselves), sorted by series and time.
+  // RESOURCE_EXHAUSTED past a million points.
+  absl::Status SelectPoints(const InfluxSelect& select, const QueryOptions& options,
+                            client::Table* table, const std::vector<std::string>& all_tags,
+                            const std::vector<std::string>& fields,
+                            const std::vector<std::string>& group_tags, std::string* out);
 
   Catalog* const catalog_;
 };
