@@ -373,9 +373,18 @@ class FirstLastAccumulator final : public Accumulator {
   }
   absl::Status AddRows(const ColumnBlock* in, const std::string_view* keys, const uint32_t* gids,
                        size_t n) override {
+    // Per run of rows of one group (rows come in key order, so runs are long), find the winning
+    // row first and offer only it: one copy of its key and value instead of one per row.
     const T* v = in->data<T>();
-    for (size_t r = 0; r < n; r++) {
-      if (!in->is_null(r)) Offer(Gid(gids, r), keys[r], v[r]);
+    size_t r = 0;
+    while (r < n) {
+      const uint32_t g = Gid(gids, r);
+      size_t best = n;
+      for (; r < n && Gid(gids, r) == g; r++) {
+        if (in->is_null(r)) continue;
+        if (best == n || (kLast ? keys[r] > keys[best] : keys[r] < keys[best])) best = r;
+      }
+      if (best != n) Offer(g, keys[best], v[best]);
     }
     return absl::OkStatus();
   }
@@ -515,9 +524,40 @@ const uint32_t* GroupAggregator::AssignGroups(absl::Span<const ColumnBlock* cons
     return nullptr;
   }
   group_ids_.resize(n);
+  // Rows come in key order within a rowset, so neighbours often share their group (a time
+  // series' tags, a time bucket): comparing a row's group cells with the previous row's is much
+  // cheaper than encoding and hashing them.
+  const size_t ng = cols.size();
+  bucket_starts_.resize(ng);
+  auto same_as_previous = [&](size_t r) {
+    for (size_t g = 0; g < ng; g++) {
+      const ColumnBlock& b = *cols[g];
+      const bool null = b.is_null(r);
+      if (null != b.is_null(r - 1)) return false;
+      if (null) continue;
+      const int64_t width = bucket ? plan_->groups()[g].spec.bucket_width_micros : 0;
+      if (width > 0) {
+        int64_t delta;
+        if (__builtin_sub_overflow(b.data<int64_t>()[r], bucket_starts_[g], &delta) || delta < 0 ||
+            delta >= width) {
+          return false;
+        }
+      } else if (b.cell_size == sizeof(std::string_view) &&
+                 GetTypeInfo(b.type).is_variable_length()) {
+        if (b.data<std::string_view>()[r] != b.data<std::string_view>()[r - 1]) return false;
+      } else if (std::memcmp(b.cell(r), b.cell(r - 1), b.cell_size) != 0) {
+        return false;
+      }
+    }
+    return true;
+  };
   for (size_t r = 0; r < n; r++) {
+    if (r > 0 && same_as_previous(r)) {
+      group_ids_[r] = group_ids_[r - 1];
+      continue;
+    }
     scratch_.clear();
-    for (size_t g = 0; g < cols.size(); g++) {
+    for (size_t g = 0; g < ng; g++) {
       const ColumnBlock& b = *cols[g];
       if (b.is_null(r)) {
         scratch_.push_back('\0');
@@ -528,6 +568,7 @@ const uint32_t* GroupAggregator::AssignGroups(absl::Span<const ColumnBlock* cons
       if (bucket && spec.bucket_width_micros > 0) {
         const int64_t v =
             Bucket(b.data<int64_t>()[r], spec.bucket_width_micros, spec.bucket_offset_micros);
+        bucket_starts_[g] = v;
         EncodeKeyCell(DataType::kUnixtimeMicros, &v, false, &scratch_);
       } else {
         EncodeKeyCell(b.type, b.cell(r), false, &scratch_);

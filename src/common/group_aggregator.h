@@ -89,6 +89,8 @@ class GroupAggregator {
   size_t key_bytes_ = 0;
   std::vector<uint32_t> group_ids_;
   std::vector<const ColumnBlock*> group_cols_;
+  // AssignGroups: the bucket (start) of the last row whose group key was encoded, per column.
+  std::vector<int64_t> bucket_starts_;
   std::string scratch_;
   std::vector<uint32_t> result_order_;
 };
