@@ -13,6 +13,7 @@
 
 #include "absl/time/clock.h"
 #include "client/client.h"
+#include "common/status_macros.h"
 #include "common/status_test_util.h"
 #include "common/strings.h"
 #include "glog/logging.h"
@@ -57,13 +58,22 @@ TEST_F(ClientClusterTest, MillionRowsThenProjectionsAndEveryPredicateKind) {
   LOG(INFO) << "inserted " << kRows << " rows in " << absl::FormatDuration(load) << " ("
             << static_cast<int64_t>(kRows / absl::ToDoubleSeconds(load)) << " rows/s)";
 
+  // READ_YOUR_WRITES: a READ_LATEST scan may reach a replica the client still takes for the
+  // leader but which is a follower that has not applied everything yet (seen once under a
+  // loaded suite: 952,560 of 1,000,000 rows counted).
   std::vector<Row> rows;
   ASSERT_OK(ScanRows(
-      table.get(), [](Scanner* sc) { return sc->SetProjectedColumnNames({}); }, &rows));
+      table.get(),
+      [](Scanner* sc) {
+        BASALT_RETURN_IF_ERROR(sc->SetReadMode(Scanner::READ_YOUR_WRITES));
+        return sc->SetProjectedColumnNames({});
+      },
+      &rows));
   EXPECT_EQ(rows.size(), static_cast<size_t>(kRows)) << "count scan";
   rows.clear();
   const absl::Time t1 = absl::Now();
-  ASSERT_OK(ScanRows(table.get(), nullptr, &rows));
+  ASSERT_OK(ScanRows(
+      table.get(), [](Scanner* sc) { return sc->SetReadMode(Scanner::READ_YOUR_WRITES); }, &rows));
   LOG(INFO) << "full scan of " << rows.size() << " rows in "
             << absl::FormatDuration(absl::Now() - t1);
   rows = SortedByKey(std::move(rows));
