@@ -187,32 +187,32 @@ Cell Read(const client::ScanBatch::RowPtr& row, const client::Schema& schema, in
   switch (schema.Column(j).type()) {
     case client::ColumnSchema::INT64: {
       int64_t v = 0;
-      EXPECT_TRUE(row.GetInt64(j, &v).ok());
+      BASALT_EXPECT_OK(row.GetInt64(j, &v));
       return Cell::Num(static_cast<double>(v));
     }
     case client::ColumnSchema::INT32: {
       int32_t v = 0;
-      EXPECT_TRUE(row.GetInt32(j, &v).ok());
+      BASALT_EXPECT_OK(row.GetInt32(j, &v));
       return Cell::Num(v);
     }
     case client::ColumnSchema::UNIXTIME_MICROS: {
       int64_t v = 0;
-      EXPECT_TRUE(row.GetUnixTimeMicros(j, &v).ok());
+      BASALT_EXPECT_OK(row.GetUnixTimeMicros(j, &v));
       return Cell::Num(static_cast<double>(v));
     }
     case client::ColumnSchema::DOUBLE: {
       double v = 0;
-      EXPECT_TRUE(row.GetDouble(j, &v).ok());
+      BASALT_EXPECT_OK(row.GetDouble(j, &v));
       return Cell::Num(v);
     }
     case client::ColumnSchema::DECIMAL: {
       int64_t v = 0;
-      EXPECT_TRUE(row.GetUnscaledDecimal(j, &v).ok());
+      BASALT_EXPECT_OK(row.GetUnscaledDecimal(j, &v));
       return Cell::Num(static_cast<double>(v) / 100.0);
     }
     case client::ColumnSchema::STRING: {
       std::string_view v;
-      EXPECT_TRUE(row.GetString(j, &v).ok());
+      BASALT_EXPECT_OK(row.GetString(j, &v));
       return Cell::Text(std::string(v));
     }
     default:

@@ -32,9 +32,9 @@
 #include "tools/scan_predicates.h"
 #include "tools/tool_common.h"
 
-    DEFINE_string(table_name, "",
-                  "Table loadgen inserts into; empty: a new table loadgen_auto_<random> with a "
-                  "default schema (key INT64, int_val INT32, string_val STRING).");
+DEFINE_string(table_name, "",
+              "Table loadgen inserts into; empty: a new table loadgen_auto_<random> with a "
+              "default schema (key INT64, int_val INT32, string_val STRING).");
 DEFINE_int64(num_rows_per_thread, 1000, "Number of rows each loadgen thread inserts.");
 DEFINE_int32(num_threads, 2,
              "Number of worker threads: inserting threads of perf loadgen, looking-up threads of "
