@@ -529,21 +529,28 @@ const uint32_t* GroupAggregator::AssignGroups(absl::Span<const ColumnBlock* cons
   // cheaper than encoding and hashing them.
   const size_t ng = cols.size();
   bucket_starts_.resize(ng);
+  // Per column, fixed for the block: its bucket width (0: compared as is) and whether its cells
+  // are string views.
+  bucket_widths_.resize(ng);
+  variable_length_.resize(ng);
+  for (size_t g = 0; g < ng; g++) {
+    bucket_widths_[g] = bucket ? plan_->groups()[g].spec.bucket_width_micros : 0;
+    variable_length_[g] = GetTypeInfo(cols[g]->type).is_variable_length();
+  }
   auto same_as_previous = [&](size_t r) {
     for (size_t g = 0; g < ng; g++) {
       const ColumnBlock& b = *cols[g];
       const bool null = b.is_null(r);
       if (null != b.is_null(r - 1)) return false;
       if (null) continue;
-      const int64_t width = bucket ? plan_->groups()[g].spec.bucket_width_micros : 0;
+      const int64_t width = bucket_widths_[g];
       if (width > 0) {
         int64_t delta;
         if (__builtin_sub_overflow(b.data<int64_t>()[r], bucket_starts_[g], &delta) || delta < 0 ||
             delta >= width) {
           return false;
         }
-      } else if (b.cell_size == sizeof(std::string_view) &&
-                 GetTypeInfo(b.type).is_variable_length()) {
+      } else if (variable_length_[g]) {
         if (b.data<std::string_view>()[r] != b.data<std::string_view>()[r - 1]) return false;
       } else if (std::memcmp(b.cell(r), b.cell(r - 1), b.cell_size) != 0) {
         return false;
@@ -564,10 +571,9 @@ const uint32_t* GroupAggregator::AssignGroups(absl::Span<const ColumnBlock* cons
         continue;
       }
       if (group_nullable_[g]) scratch_.push_back('\1');
-      const GroupBySpec& spec = plan_->groups()[g].spec;
-      if (bucket && spec.bucket_width_micros > 0) {
-        const int64_t v =
-            Bucket(b.data<int64_t>()[r], spec.bucket_width_micros, spec.bucket_offset_micros);
+      if (bucket_widths_[g] > 0) {
+        const int64_t v = Bucket(b.data<int64_t>()[r], bucket_widths_[g],
+                                 plan_->groups()[g].spec.bucket_offset_micros);
         bucket_starts_[g] = v;
         EncodeKeyCell(DataType::kUnixtimeMicros, &v, false, &scratch_);
       } else {

@@ -91,6 +91,8 @@ class GroupAggregator {
   std::vector<const ColumnBlock*> group_cols_;
   // AssignGroups: the bucket (start) of the last row whose group key was encoded, per column.
   std::vector<int64_t> bucket_starts_;
+  std::vector<int64_t> bucket_widths_;  // AssignGroups' per-column facts (see there).
+  std::vector<bool> variable_length_;
   std::string scratch_;
   std::vector<uint32_t> result_order_;
 };

@@ -85,7 +85,8 @@ std::string CellJson(const client::ScanBatch& batch, int col, int64_t row) {
   }
 }
 
-int64_t TimeCell(const client::ScanBatch& batch, int col, int64_t row) {
+// An INT64 or UNIXTIME_MICROS cell (a time or a count); 0 for NULL.
+int64_t Int64Cell(const client::ScanBatch& batch, int col, int64_t row) {
   const client::ScanBatch::ColumnView v = batch.Column(col);
   int64_t t = 0;
   if (!v.IsNull(row)) std::memcpy(&t, static_cast<const char*>(v.data) + row * 8, 8);
@@ -329,7 +330,7 @@ absl::Status QueryExecutor::SelectPoints(const InfluxSelect& sel, const QueryOpt
       for (int g = 0; g < ng; g++) tags.emplace_back(batch.Column(g).GetString(r));
       std::vector<std::string> cells;
       for (int c : column_index) cells.push_back(CellJson(batch, c, r));
-      by_series[std::move(tags)].emplace_back(TimeCell(batch, ng, r), std::move(cells));
+      by_series[std::move(tags)].emplace_back(Int64Cell(batch, ng, r), std::move(cells));
     }
   }
   std::vector<Series> series;
@@ -503,19 +504,19 @@ absl::Status QueryExecutor::Select(const InfluxSelect& sel, const QueryOptions& 
   while (scanner.HasMoreRows()) {
     BASALT_RETURN_IF_ERROR(scanner.NextBatch(&batch));
     for (int64_t r = 0; r < batch.NumRows(); r++) {
-      // The hidden count (an INT64, read like a time) comes after the selectors' times.
-      if (count_rows && TimeCell(batch, hidden + (selectors_only ? 2 : 0), r) == 0) continue;
+      // The hidden count comes after the selectors' times.
+      if (count_rows && Int64Cell(batch, hidden + (selectors_only ? 2 : 0), r) == 0) continue;
       std::vector<std::string> tag_values;
       for (int g = 0; g < ng; g++) tag_values.emplace_back(batch.Column(g).GetString(r));
-      const int64_t bucket = time_col >= 0 ? TimeCell(batch, time_col, r) : 0;
+      const int64_t bucket = time_col >= 0 ? Int64Cell(batch, time_col, r) : 0;
       Reduced& red = rows[{std::move(tag_values), bucket}];
       if (!red.any) {
         red.cells.assign(aggs.size(), "null");
         red.chosen.assign(aggs.size(), 0);
         red.time = time_col >= 0 ? bucket : lo.value_or(0);
       }
-      const int64_t first_time = selectors_only ? TimeCell(batch, hidden, r) : 0;
-      const int64_t last_time = selectors_only ? TimeCell(batch, hidden + 1, r) : 0;
+      const int64_t first_time = selectors_only ? Int64Cell(batch, hidden, r) : 0;
+      const int64_t last_time = selectors_only ? Int64Cell(batch, hidden + 1, r) : 0;
       for (size_t a = 0; a < aggs.size(); a++) {
         std::string cell = CellJson(batch, first_agg + static_cast<int>(a), r);
         if (red.any && selectors_only) {
