@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <string>
@@ -198,6 +199,66 @@ TEST_F(ClientAlterWriterTest, AWriterKeepsWritingThroughAddDropRenameColumnAndRe
     }
   }
   EXPECT_EQ(count, rows + 1);
+}
+
+// A client that cached a tablet's location before its range partition was dropped (by itself or
+// by another client) skips the dropped range when it scans: plain, concurrent and aggregate scans
+// all read the rows of the ranges that remain, and a write into the gap fails alone.
+TEST_F(ClientAlterWriterTest, ScansSkipARangeDroppedAfterItsLocationWasCached) {
+  std::shared_ptr<Table> table;
+  ASSERT_NO_FATAL_FAILURE(CreateTable("ranges", 0, {100, 200}, &table));
+  auto session = client_->NewSession();
+  for (int32_t key : {10, 150, 250}) {
+    ASSERT_OK(ApplyOp(session.get(), table.get(), WriteOperation::INSERT, Expected(key)));
+  }
+  std::vector<Row> rows;
+  ASSERT_OK(ScanRows(table.get(), nullptr, &rows));  // Caches every tablet's location.
+  ASSERT_EQ(rows.size(), 3u);
+
+  auto alterer = client_->NewTableAlterer("ranges");
+  auto lower = table->schema().NewRow();
+  auto upper = table->schema().NewRow();
+  ASSERT_OK(lower->SetInt32("key", 100));
+  ASSERT_OK(upper->SetInt32("key", 200));
+  alterer->DropRangePartition(std::move(lower), std::move(upper));
+  ASSERT_OK(alterer->Alter());
+  // The dropped tablet's replicas are deleted after the alter: until then a scan may still read
+  // it (as in Kudu). This test is about the time after.
+  ASSERT_OK(WaitFor(absl::Seconds(30), "the dropped tablet's deletion", [&] {
+    const size_t n = TabletIds("ranges").size();
+    return n == 2 ? absl::OkStatus() : absl::UnavailableError(StrCat(n, " tablets"));
+  }));
+
+  for (int tablets : {1, 3}) {
+    rows.clear();
+    ASSERT_OK(ScanRows(
+        table.get(), [&](client::Scanner* s) { return s->SetMaxConcurrentTablets(tablets); },
+        &rows));
+    std::vector<int32_t> keys;
+    for (const Row& r : rows) keys.push_back(r.key);
+    std::sort(keys.begin(), keys.end());
+    EXPECT_EQ(keys, (std::vector<int32_t>{10, 250})) << tablets << " tablet(s) at once";
+  }
+  client::Scanner count(table.get());
+  ASSERT_OK(count.AddAggregate(client::Scanner::COUNT_ALL, ""));
+  ASSERT_OK(count.Open());
+  client::ScanBatch batch;
+  int64_t counted = -1;
+  while (count.HasMoreRows()) {
+    ASSERT_OK(count.NextBatch(&batch));
+    if (batch.NumRows() > 0) {
+      ASSERT_OK(batch.Row(0).GetInt64(0, &counted));
+    }
+  }
+  EXPECT_EQ(counted, 2);
+
+  ASSERT_OK(session->SetFlushMode(Session::MANUAL_FLUSH));
+  // Its lookup fails in Apply (which buffers nothing and collects the error).
+  ASSERT_OK(ApplyOp(session.get(), table.get(), WriteOperation::INSERT, Expected(160)));
+  ASSERT_OK(session->Flush());
+  auto errors = session->GetPendingErrors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0]->status().code(), absl::StatusCode::kNotFound) << errors[0]->status();
 }
 
 }  // namespace

@@ -65,6 +65,7 @@ void ParallelScan::Run(int index, std::unique_ptr<TabletScanner> scanner) {
       Fail(std::move(s));
       break;
     }
+    if (scanner->range_dropped()) continue;  // No answer; the next round claims another.
     if (!Push(index, *scanner)) break;
   }
   if (scanner != nullptr) {

@@ -112,6 +112,7 @@ constexpr absl::Duration kScanAttemptFloor = absl::Seconds(5);
 absl::Status TabletScanner::Open(absl::Time deadline, uint64_t limit) {
   scanner_id_.clear();
   last_primary_key_.clear();
+  range_dropped_ = false;
   return NewScan(deadline, limit);
 }
 
@@ -181,14 +182,26 @@ absl::Status TabletScanner::NewScan(absl::Time deadline, uint64_t limit) {
     if (!tablet_->IsFresh(absl::GetCurrentTimeNanos())) {
       // Locations changed (or expired): look the partition up again. A different partition
       // there is not this tablet's: it stays (a retried Open must not scan another range).
+      const Partition& old = tablet_->partition();
       BASALT_ASSIGN_OR_RETURN(
           std::shared_ptr<RemoteTablet> fresh,
-          c.client->meta_cache->Lookup(c.locations, tablet_->partition().partition_key_start(),
-                                       deadline));
-      if (!(fresh->partition() == tablet_->partition())) {
-        return absl::NotFoundError("the tablet being scanned was dropped");
+          c.client->meta_cache->LookupOrNext(c.locations, old.partition_key_start(), deadline));
+      if (fresh != nullptr && fresh->partition() == old) {
+        tablet_ = std::move(fresh);
+        continue;
       }
-      tablet_ = std::move(fresh);
+      // Its range partition was dropped (the cached location predates the drop) when no tablet
+      // covers any of its range now: the table has no rows there, so a tablet not yet read
+      // from is skipped. Anything else (a resumed scan, a range re-created differently) fails.
+      const bool uncovered =
+          fresh == nullptr || (!old.partition_key_end().empty() &&
+                               fresh->partition().partition_key_start() >= old.partition_key_end());
+      if (uncovered && last_primary_key_.empty()) {
+        range_dropped_ = true;
+        has_more_ = false;
+        return absl::OkStatus();
+      }
+      return absl::NotFoundError("the tablet being scanned was dropped");
     }
   }
 }

@@ -84,7 +84,8 @@ class TabletScanner {
   TabletScanner& operator=(const TabletScanner&) = delete;
 
   // Opens a server-side scanner (asking for at most `limit` rows, 0: all), trying the replicas
-  // in turn with retries until `deadline`; its first batch becomes the response.
+  // in turn with retries until `deadline`; its first batch becomes the response. OK with no
+  // response and range_dropped() when the tablet's range partition turns out to be dropped.
   absl::Status Open(absl::Time deadline, uint64_t limit);
   // Fetches the next batch into the response. A fault-tolerant scan reopens on another replica
   // after the last key returned when its server fails (asking for at most `limit` rows).
@@ -98,6 +99,8 @@ class TabletScanner {
 
   // Whether the server holds more rows of this tablet for Continue().
   bool has_more() const { return has_more_; }
+  // Whether Open found the tablet's range partition dropped: the scan skips it.
+  bool range_dropped() const { return range_dropped_; }
   // The last answer (null once taken).
   std::unique_ptr<pb::ScanResponsePB> TakeResponse();
   // The server-side scanner (empty when none is open) and its server.
@@ -118,6 +121,7 @@ class TabletScanner {
   std::string scanner_id_;  // Empty when the server holds no scanner.
   uint32_t call_seq_ = 0;
   bool has_more_ = false;
+  bool range_dropped_ = false;
   std::string last_primary_key_;
   std::unique_ptr<pb::ScanResponsePB> response_;
 
