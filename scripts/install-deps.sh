@@ -12,7 +12,7 @@ PACKAGES=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   libsnappy-dev liblz4-dev libzstd-dev zlib1g-dev libxxhash-dev
   libcpp-httplib-dev libssl-dev libbrotli-dev libgoogle-perftools-dev libedit-dev
-  python3 python3-yaml
+  python3 python3-yaml python3-dev pybind11-dev python3-numpy python3-pytest
 )
 
 missing=()

@@ -1,0 +1,43 @@
+"""Table shapes and small helpers shared by the tests."""
+
+import basalt
+
+
+def all_types_schema():
+    """Every column type; key INT64, a NOT NULL int8, the rest nullable."""
+    b = basalt.schema_builder()
+    b.add_column("key", basalt.int64, nullable=False, primary_key=True)
+    b.add_column("i8", basalt.int8, nullable=False)
+    b.add_column("i16", basalt.int16)
+    b.add_column("i32", basalt.int32)
+    b.add_column("i64", basalt.int64)
+    b.add_column("f", basalt.float_)
+    b.add_column("d", basalt.double)
+    b.add_column("b", basalt.bool_)
+    b.add_column("s", basalt.string)
+    b.add_column("bin", basalt.binary)
+    b.add_column("ts", basalt.unixtime_micros)
+    b.add_column("dt", basalt.date)
+    b.add_column("dec", basalt.decimal, precision=10, scale=3)
+    b.add_column("vc", basalt.varchar, length=5)
+    return b.build()
+
+
+def simple_schema():
+    b = basalt.schema_builder()
+    b.add_column("key", basalt.int32, nullable=False, primary_key=True)
+    b.add_column("v", basalt.int32)
+    b.add_column("s", basalt.string)
+    return b.build()
+
+
+def hash3():
+    return basalt.Partitioning().add_hash_partitions(["key"], 3)
+
+
+def count(table):
+    return len(table.scanner().set_projected_column_names([]).read_all_tuples())
+
+
+def rows_by_key(table):
+    return sorted(table.scanner().read_all_tuples())
