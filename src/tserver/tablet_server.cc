@@ -52,9 +52,10 @@ DEFINE_int32(tablet_apply_pool_threads, 0,
              "at least 2.");
 
 DEFINE_int32(memrowset_block_cache_mb, 128,
-             "MemRowSet memory blocks (2 MiB huge pages) freed by flushes are kept, up to this "
-             "many MiB and at most 1/8 of the memory limit, for the next MemRowSets: reusing them "
-             "spares the page faults and kernel zeroing of fresh memory. 0: return them at once.");
+             "MemRowSet memory blocks (2 MiB huge pages) freed by flushes, and those of decoded "
+             "write batches, are kept, up to this many MiB and at most 1/8 of the memory limit, "
+             "for the next MemRowSets and batches: reusing them spares the page faults and "
+             "kernel zeroing of fresh memory. 0: return them at once.");
 DEFINE_validator(memrowset_block_cache_mb, [](const char*, int32_t v) { return v >= 0; });
 
 DEFINE_int64(fs_data_dirs_reserved_bytes, -1,
