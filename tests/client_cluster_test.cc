@@ -391,5 +391,51 @@ TEST_F(ClientClusterTest, SnapshotScanRepeatsAcrossRestartOfEveryProcess) {
   EXPECT_TRUE(latest == want) << Diff(latest, want);
 }
 
+// Session::TryApply buffers without waiting or leaves the operation for Apply; row errors are
+// Apply's.
+TEST_F(ClientClusterTest, TryApplyBuffersRoutedRowsAndLeavesTheRestToApply) {
+  std::shared_ptr<Table> table;
+  ASSERT_NO_FATAL_FAILURE(CreateTable("try_apply", 0, {}, &table));
+  auto insert = [&](int32_t key) {
+    auto op = table->NewInsert();
+    BASALT_EXPECT_OK(op->mutable_row()->SetInt32("key", key));
+    BASALT_EXPECT_OK(op->mutable_row()->SetInt32("int_val", 2 * key));
+    return op;
+  };
+  auto session = client_->NewSession();  // AUTO_FLUSH_SYNC: every row waits, so none is taken.
+  std::unique_ptr<WriteOperation> op = insert(0);
+  bool applied = true;
+  ASSERT_OK(session->TryApply(&op, &applied));
+  EXPECT_FALSE(applied);
+  ASSERT_NE(op, nullptr);
+  ASSERT_OK(session->Apply(std::move(op)));  // Also caches the tablet's location.
+
+  ASSERT_OK(session->SetFlushMode(Session::MANUAL_FLUSH));
+  for (int32_t key = 1; key <= 10; ++key) {
+    op = insert(key);
+    ASSERT_OK(session->TryApply(&op, &applied));
+    EXPECT_TRUE(applied) << key;
+    EXPECT_EQ(op, nullptr) << key;
+  }
+  EXPECT_EQ(session->CountBufferedOperations(), 10);
+  op = table->NewInsert();  // No key: Apply's error, and the operation is consumed.
+  ASSERT_OK(op->mutable_row()->SetInt32("int_val", 1));
+  absl::Status s = session->TryApply(&op, &applied);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_EQ(op, nullptr);
+  ASSERT_OK(session->Flush());
+
+  ASSERT_OK(session->SetMutationBufferSpace(1));  // Full after one row: MANUAL_FLUSH refuses.
+  op = insert(11);
+  ASSERT_OK(session->TryApply(&op, &applied));
+  op = insert(12);
+  s = session->TryApply(&op, &applied);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  ASSERT_OK(session->Flush());
+  std::vector<Row> rows;
+  ASSERT_OK(ScanRows(table.get(), nullptr, &rows));
+  EXPECT_EQ(rows.size(), 12u);
+}
+
 }  // namespace
 }  // namespace basalt::client_test

@@ -75,6 +75,9 @@ struct SessionData : std::enable_shared_from_this<SessionData> {
   using BufferKey = std::pair<const void*, std::string>;
 
   absl::Status Apply(std::unique_ptr<WriteOperation> op) ABSL_LOCKS_EXCLUDED(mu);
+  absl::Status TryApply(std::unique_ptr<WriteOperation>* op, bool* applied) ABSL_LOCKS_EXCLUDED(mu);
+  // Checks `op`'s columns for its type and returns its partition key.
+  absl::StatusOr<std::string> CheckAndRoute(const WriteOperation* op);
   // Sends `op` alone, within `deadline` (the one its tablet lookup had).
   absl::Status ApplySync(std::unique_ptr<WriteOperation> op, std::shared_ptr<RemoteTablet> tablet,
                          absl::Time deadline);
@@ -150,7 +153,7 @@ struct SessionData : std::enable_shared_from_this<SessionData> {
   bool stop_flusher ABSL_GUARDED_BY(flusher_mu) = false;
 };
 
-absl::Status SessionData::Apply(std::unique_ptr<WriteOperation> op) {
+absl::StatusOr<std::string> SessionData::CheckAndRoute(const WriteOperation* op) {
   if (op == nullptr) return absl::InvalidArgumentError("null operation");
   auto* td = Access::Data(op->table());
   const basalt::Schema& schema = Access::Internal(td->schema);
@@ -159,7 +162,33 @@ absl::Status SessionData::Apply(std::unique_ptr<WriteOperation> op) {
       CheckRowOperationColumns(static_cast<RowOperationType>(op->type()), schema,
                                Access::IsSet(row), Access::IsNull(row)),
       op->ToString());
-  const std::string pkey = td->partition_schema.PartitionKey(schema, Access::RowData(row));
+  return td->partition_schema.PartitionKey(schema, Access::RowData(row));
+}
+
+absl::Status SessionData::TryApply(std::unique_ptr<WriteOperation>* op, bool* applied) {
+  *applied = false;
+  absl::StatusOr<std::string> pkey = CheckAndRoute(op->get());
+  if (!pkey.ok()) {
+    op->reset();  // Consumed, as by Apply.
+    return pkey.status();
+  }
+  absl::MutexLock l(&mu);
+  if (closed || mode == Session::AUTO_FLUSH_SYNC) return absl::OkStatus();
+  Buffer* buf = RouteLocked(**op, *pkey, absl::GetCurrentTimeNanos());
+  // Unrouted rows need a master lookup; a full buffer in AUTO_FLUSH_BACKGROUND, a wait.
+  if (buf == nullptr ||
+      (mode == Session::AUTO_FLUSH_BACKGROUND && buffered_bytes + inflight_bytes >= buffer_space)) {
+    return absl::OkStatus();
+  }
+  *applied = true;
+  absl::Status s = BufferLocked(buf, **op);
+  op->reset();
+  return s;
+}
+
+absl::Status SessionData::Apply(std::unique_ptr<WriteOperation> op) {
+  BASALT_ASSIGN_OR_RETURN(const std::string pkey, CheckAndRoute(op.get()));
+  auto* td = Access::Data(op->table());
   Session::FlushMode m;
   absl::Duration t;
   {
@@ -576,6 +605,10 @@ void Session::SetErrorBufferSpace(size_t bytes) {
 
 absl::Status Session::Apply(std::unique_ptr<WriteOperation> op) {
   return data_->Apply(std::move(op));
+}
+
+absl::Status Session::TryApply(std::unique_ptr<WriteOperation>* op, bool* applied) {
+  return data_->TryApply(op, applied);
 }
 
 absl::Status Session::Flush() { return data_->Flush(); }

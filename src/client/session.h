@@ -89,6 +89,14 @@ class BASALT_EXPORT Session {
 
   // Takes the operation. See the class comment for the outcome.
   absl::Status Apply(std::unique_ptr<WriteOperation> op);
+  // Apply that never waits, for callers that must not block here (a binding holding an
+  // interpreter lock): in MANUAL_FLUSH or AUTO_FLUSH_BACKGROUND, when the operation's tablet
+  // location is known and (AUTO_FLUSH_BACKGROUND) the buffer has room, buffers it as Apply
+  // would, sets *applied and takes *op. Otherwise (AUTO_FLUSH_SYNC, a location to look up, a
+  // full buffer, a closed session) sets *applied = false and leaves *op for Apply. A row error
+  // (INVALID_ARGUMENT for bad columns, RESOURCE_EXHAUSTED for a full MANUAL_FLUSH buffer) is
+  // returned as Apply returns it, and *op is consumed.
+  absl::Status TryApply(std::unique_ptr<WriteOperation>* op, bool* applied);
   // Sends everything buffered and waits until every operation of this session is done.
   absl::Status Flush();
   // Sends everything buffered; `callback` runs once every operation applied so far is done, with
