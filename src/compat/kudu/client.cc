@@ -120,9 +120,10 @@ class KuduClient::Data {
   MonoDelta rpc_timeout;
   MonoDelta negotiation_timeout;
   bool multi_master = false;
-  // Runs FlushAsync callbacks of this client's sessions. Declared last: destroyed (drained and
-  // joined) first.
-  CallbackRunner callbacks;
+  // Runs FlushAsync callbacks of this client's sessions. Declared last: released first; drained
+  // and joined then, or by the last FlushAsync completion holding it (Basalt may run one after
+  // the session and the client are gone).
+  std::shared_ptr<CallbackRunner> callbacks = std::make_shared<CallbackRunner>();
 };
 
 const uint64_t KuduClient::kNoTimestamp = 0;
@@ -243,7 +244,9 @@ KuduClient* Access::MakeClient(std::shared_ptr<bc::Client> client,
 
 bc::Client* Access::Basalt(const KuduClient* client) { return client->data_->client.get(); }
 
-CallbackRunner* Access::Callbacks(KuduClient* client) { return &client->data_->callbacks; }
+std::shared_ptr<CallbackRunner> Access::Callbacks(KuduClient* client) {
+  return client->data_->callbacks;
+}
 
 KuduTabletServer* Access::MakeTabletServer(const bc::TabletServerInfo& info) {
   auto* ts = new KuduTabletServer();

@@ -151,7 +151,9 @@ struct Access {
   static KuduClient* MakeClient(std::shared_ptr<basalt::client::Client> client,
                                 const MonoDelta& negotiation_timeout, bool multi_master);
   static basalt::client::Client* Basalt(const KuduClient* client);
-  static CallbackRunner* Callbacks(KuduClient* client);
+  // Shared: a FlushAsync completion keeps the runner alive after the client and session are
+  // gone (Basalt may run it after the session's destructor returned).
+  static std::shared_ptr<CallbackRunner> Callbacks(KuduClient* client);
   static KuduTabletServer* MakeTabletServer(const basalt::client::TabletServerInfo& info);
   static sp::shared_ptr<KuduTable> MakeTable(sp::shared_ptr<KuduClient> client,
                                              std::shared_ptr<basalt::client::Table> table);

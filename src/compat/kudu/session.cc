@@ -150,7 +150,7 @@ Status KuduSession::Apply(KuduWriteOperation* write_op) {
 Status KuduSession::Flush() { return FromAbsl(data_->session->Flush()); }
 
 void KuduSession::FlushAsync(KuduStatusCallback* cb) {
-  CallbackRunner* runner = Access::Callbacks(data_->client.get());
+  std::shared_ptr<CallbackRunner> runner = Access::Callbacks(data_->client.get());
   // Basalt runs the callback on its own thread (or inline when nothing is outstanding); the
   // runner moves the user's callback to the client's callback thread in both cases.
   data_->session->FlushAsync([runner, cb](absl::Status s) {
