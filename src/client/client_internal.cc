@@ -42,7 +42,7 @@ bool Backoff::Sleep() {
   if (now >= deadline_) return false;
   attempts_++;
   const int shift = std::min(attempts_ - 1, 8);
-  absl::Duration delay = std::min(absl::Milliseconds(5) * (1 << shift), absl::Seconds(1));
+  absl::Duration delay = std::min(absl::Milliseconds(5) * (1 << shift), max_delay_);
   // Jitter: 50% to 100% of the delay, so that many clients do not retry in lockstep.
   static thread_local Random rng(static_cast<uint64_t>(absl::GetCurrentTimeNanos()) ^
                                  std::hash<std::thread::id>{}(std::this_thread::get_id()));

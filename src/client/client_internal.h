@@ -79,11 +79,12 @@ struct ClientData {
 // time (--follower_snapshot_wait, 3 s), so that a follower is not left just before it answers.
 absl::Duration AttemptTimeout(absl::Duration total, absl::Duration floor = absl::Seconds(3));
 
-// Exponential backoff with jitter for retries: 5 ms doubling to 1 s, never past the deadline.
-// Not thread-safe.
+// Exponential backoff with jitter for retries: 5 ms doubling to `max_delay` (1 s by default),
+// never past the deadline. Not thread-safe.
 class Backoff {
  public:
-  explicit Backoff(absl::Time deadline) : deadline_(deadline) {}
+  explicit Backoff(absl::Time deadline, absl::Duration max_delay = absl::Seconds(1))
+      : deadline_(deadline), max_delay_(max_delay) {}
   // Sleeps for the next delay; false (without sleeping the full delay) when the deadline is
   // reached.
   bool Sleep();
@@ -91,6 +92,7 @@ class Backoff {
 
  private:
   absl::Time deadline_;
+  absl::Duration max_delay_;
   int attempts_ = 0;
 };
 

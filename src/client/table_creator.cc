@@ -55,10 +55,12 @@ absl::Status EncodeRange(const RangeSpec& r, const basalt::Schema& schema,
   return EncodeBound(upper, r.upper.get(), schema, "range upper bound", out);
 }
 
-// Polls `is_done` until it says done or the deadline passes.
+// Polls `is_done` until it says done or the deadline passes. The polls are cheap master reads
+// and a new tablet elects its leader within about one Raft tick (500 ms), so they stay at most
+// 100 ms apart: a caller should not wait most of a second after the table is ready.
 absl::Status WaitUntilDone(std::string_view what, absl::Time deadline,
                            const std::function<absl::StatusOr<bool>()>& is_done) {
-  internal::Backoff backoff(deadline);
+  internal::Backoff backoff(deadline, absl::Milliseconds(100));
   for (;;) {
     BASALT_ASSIGN_OR_RETURN(bool done, is_done());
     if (done) return absl::OkStatus();

@@ -57,6 +57,10 @@ RaftCore::RaftCore(const RaftOptions& options, const LogReader* log, const RaftB
   // If RaftLog clamped the commit index, the next Ready persists the corrected value.
   handed_out_hard_state_ = boot.hard_state;
   ResetElectionTimer();
+  if (options_.fast_first_election && term_ == 0 && log_.LastIndex() == 0 &&
+      !config_.voters.empty() && config_.voters.front() == options_.id) {
+    randomized_election_timeout_ = 1;
+  }
 }
 
 absl::Status RaftCore::LoadConfigs(const RaftBootState& boot) {
