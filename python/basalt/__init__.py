@@ -15,7 +15,8 @@
 
 Whole NumPy columns go in with ``session.insert_columns(table, {'key': array, ...})`` and come
 out with ``scanner.to_dict_of_arrays()``. Errors are :class:`BasaltError` subclasses
-(basalt.errors). Every call that waits on the cluster releases the GIL.
+(basalt.errors). Every call that may wait on the cluster releases the GIL while it waits,
+including closing or garbage-collecting a session or scanner (docs/python.md, "The GIL").
 """
 
 from . import errors

@@ -99,11 +99,23 @@ def _object_to(col, arr, mask, ok, dtype, fill=0):
     try:
         return arr.astype(dtype)
     except OverflowError:
-        # Python ints beyond int64: find the row.
+        # Python ints beyond int64 (or beyond float64, for floats): find the row.
         for row, v in enumerate(arr):
-            if not -2**63 <= int(v) < 2**63:
-                raise InvalidArgument(f"{_where(col, row)}: value {v} is out of range") from None
+            try:
+                np.array([v], dtype=object).astype(dtype)
+            except OverflowError:
+                raise InvalidArgument(f"{_where(col, row)}: value {_short(v)} is out of "
+                                      f"range") from None
         raise
+
+
+def _short(v) -> str:
+    """repr(v), shortened (and safe for ints beyond sys.get_int_max_str_digits())."""
+    try:
+        r = repr(v)
+    except ValueError:
+        return f"<{type(v).__name__}>"
+    return r if len(r) <= 60 else r[:57] + "..."
 
 
 def _ints(col, arr, mask, lo: int, hi: int) -> np.ndarray:
@@ -132,7 +144,8 @@ def _convert(col, arr: np.ndarray, mask) -> Any:
         target = np.float32 if t == T.FLOAT else np.float64
         if arr.dtype == object:
             arr = _object_to(col, arr, mask, lambda k: issubclass(k, (int, float, np.number))
-                             and not issubclass(k, (bool, np.bool_)), np.float64)
+                             and not issubclass(k, (bool, np.bool_, np.complexfloating)),
+                             np.float64)
         elif arr.dtype.kind not in "iuf":
             raise InvalidType(f"{_where(col)}: expected numbers, got an array of {arr.dtype}")
         if t == T.FLOAT and arr.dtype != np.float32:
@@ -178,12 +191,21 @@ def _convert(col, arr: np.ndarray, mask) -> Any:
 def _decimals(col, arr, mask) -> np.ndarray:
     """Unscaled int64 values of a DECIMAL column (Decimal objects or whole numbers)."""
     import decimal
+    # Unscaled values lie strictly within (-limit, limit): DECIMAL(p <= 18) by its digits,
+    # wider ones by the 64 bits they travel in.
     limit = 10 ** col.precision if col.precision <= 18 else 2**63
+    factor = 10 ** col.scale
     out = np.zeros(len(arr), dtype=np.int64)
     if arr.dtype.kind in "iu":
-        _check_range(col, arr, mask, -(limit - 1) // 10 ** col.scale,
-                     (limit - 1) // 10 ** col.scale)
-        return arr.astype(np.int64) * (10 ** col.scale)
+        # Whole numbers v with |v * factor| < limit: as |v| <= hi, the int64 product below
+        # cannot overflow (hi * factor <= limit - 1 <= 2**63 - 1).
+        hi = (limit - 1) // factor
+        _check_range(col, arr, mask, -hi, hi)
+        if hi == 0:
+            return out  # Only 0 fits (and factor may exceed int64).
+        if mask is not None:
+            arr = np.where(mask, 0, arr)  # Masked values are not range-checked.
+        return arr.astype(np.int64) * np.int64(factor)
     if arr.dtype != object:
         raise InvalidType(f"{_where(col)}: expected decimal.Decimal or int values, got an array "
                           f"of {arr.dtype}")
@@ -194,11 +216,11 @@ def _decimals(col, arr, mask) -> np.ndarray:
             raise InvalidType(f"{_where(col, row)}: expected decimal.Decimal or int, got "
                               f"{type(v).__name__}")
         u = _conv.decimal_to_unscaled(v if isinstance(v, decimal.Decimal) else int(v),
-                                         col.scale)
+                                      col.scale, col.precision)
         if isinstance(u, str):
             raise InvalidArgument(f"{_where(col, row)}: {u}")
         if not -limit < u < limit:
-            raise InvalidArgument(f"{_where(col, row)}: value {v} does not fit DECIMAL("
+            raise InvalidArgument(f"{_where(col, row)}: value {_short(v)} does not fit DECIMAL("
                                   f"{col.precision}, {col.scale})")
         out[row] = u
     return out
@@ -232,7 +254,9 @@ def prepare(table: _basalt.Table, columns: Mapping[str, Any],
         data = _convert(col, arr, mask)
         if isinstance(data, np.ndarray) and data.dtype != object:
             data = np.ascontiguousarray(data)
-        out.append((idx, data, None if mask is None else mask.view(np.uint8)))
+        # The mask is copied: a masked array's own mask could change while the rows are applied
+        # without the GIL.
+        out.append((idx, data, None if mask is None else mask.astype(np.uint8)))
     _check_columns(table, schema, given, op)
     return out, int(num_rows)
 

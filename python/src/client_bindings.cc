@@ -1,7 +1,9 @@
 // Client, Table, table creation and alteration. The Python Client in basalt/client.py wraps
 // _Client (address parsing, the table cache, Partitioning).
 //
-// Every call that may wait on the cluster releases the GIL: other Python threads run meanwhile.
+// Every call that may wait on the cluster releases the GIL while it waits (this file, the
+// sessions and scanners of table_bindings.cc and scan_bindings.cc, their close() and their
+// destructors): other Python threads run meanwhile. See docs/python.md, "The GIL".
 
 #include <chrono>
 #include <string>

@@ -28,9 +28,31 @@ struct SourceColumn {
   const void* data = nullptr;
   const uint8_t* mask = nullptr;  // 1 = NULL; nullptr: no NULL.
   std::vector<std::string_view> strings;
-  py::object keep_data;  // Owns what `data`, `mask` and `strings` point into.
+  // Owns what `data`, `mask` and `strings` point into: the buffer (kept requested, so an
+  // exporter that copies keeps the copy alive), or for variable-length columns a tuple snapshot
+  // of the elements, so that a thread replacing an element of the caller's array while the GIL
+  // is released cannot free a string still read.
+  std::shared_ptr<py::buffer_info> keep_buffer;
+  py::object keep_data;
   py::object keep_mask;
 };
+
+// The bytes of one cell of each fixed-width column type, as _columnar.py produces them.
+size_t CellSize(ColumnSchema::DataType t) {
+  switch (t) {
+    case ColumnSchema::BOOL:
+    case ColumnSchema::INT8:
+      return 1;
+    case ColumnSchema::INT16:
+      return 2;
+    case ColumnSchema::INT32:
+    case ColumnSchema::FLOAT:
+    case ColumnSchema::DATE:
+      return 4;
+    default:
+      return 8;
+  }
+}
 
 template <typename T>
 T At(const void* data, int64_t row) {
@@ -76,6 +98,16 @@ bool IsVariableLength(ColumnSchema::DataType t) {
   return t == ColumnSchema::STRING || t == ColumnSchema::VARCHAR || t == ColumnSchema::BINARY;
 }
 
+// The buffer of `obj`, C-contiguous (exporters that cannot provide one raise BufferError).
+std::shared_ptr<py::buffer_info> RequestCContiguous(py::handle obj) {
+  auto* view = new Py_buffer();
+  if (PyObject_GetBuffer(obj.ptr(), view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+    delete view;
+    throw py::error_already_set();
+  }
+  return std::make_shared<py::buffer_info>(view);  // Owns (and releases) the view.
+}
+
 std::vector<SourceColumn> Prepare(const TableHandle& table, py::list columns, int64_t num_rows) {
   std::vector<SourceColumn> out;
   for (py::handle item : columns) {
@@ -83,7 +115,6 @@ std::vector<SourceColumn> Prepare(const TableHandle& table, py::list columns, in
     SourceColumn src;
     src.idx = t[0].cast<int>();
     src.meta = &table.columns.at(src.idx);
-    src.keep_data = t[1];
     if (!t[2].is_none()) {
       auto mask = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>::ensure(t[2]);
       if (!mask || mask.size() != num_rows) RaiseInvalid(Describe(*src.meta) + ": bad NULL mask");
@@ -91,29 +122,46 @@ std::vector<SourceColumn> Prepare(const TableHandle& table, py::list columns, in
       src.keep_mask = mask;
     }
     if (IsVariableLength(src.meta->type)) {
-      // A list (or object array) of str / bytes, None where masked.
-      py::sequence seq = t[1].cast<py::sequence>();
+      // A list (or object array) of str / bytes, None where masked. Copied into a tuple: the
+      // views below point into its elements, which nobody else can replace.
+      py::tuple seq = py::reinterpret_steal<py::tuple>(PySequence_Tuple(t[1].ptr()));
+      if (!seq) throw py::error_already_set();
+      if (static_cast<int64_t>(seq.size()) != num_rows) {
+        RaiseInvalid(Describe(*src.meta) + ": bad array length");
+      }
+      src.keep_data = seq;
       src.strings.resize(num_rows);
       for (int64_t r = 0; r < num_rows; ++r) {
         if (src.mask != nullptr && src.mask[r]) continue;
-        py::object v = seq[r];
-        if (!PyUnicode_Check(v.ptr()) && !PyBytes_Check(v.ptr())) {
+        PyObject* v = PyTuple_GET_ITEM(seq.ptr(), r);
+        if (!PyUnicode_Check(v) && !PyBytes_Check(v)) {
           RaiseInvalidType(Describe(*src.meta, r) + ": expected str or bytes, got " +
-                           Py_TYPE(v.ptr())->tp_name);
+                           Py_TYPE(v)->tp_name);
         }
         Py_ssize_t n = 0;
-        const char* p = PyUnicode_Check(v.ptr()) ? PyUnicode_AsUTF8AndSize(v.ptr(), &n) : nullptr;
-        if (PyBytes_Check(v.ptr())) {
-          p = PyBytes_AS_STRING(v.ptr());
-          n = PyBytes_GET_SIZE(v.ptr());
+        const char* p = nullptr;
+        if (PyBytes_Check(v)) {
+          p = PyBytes_AS_STRING(v);
+          n = PyBytes_GET_SIZE(v);
+        } else {
+          p = PyUnicode_AsUTF8AndSize(v, &n);
+          if (p == nullptr) throw py::error_already_set();
         }
-        if (p == nullptr) throw py::error_already_set();
-        // The str objects live in `seq`, which keep_data holds; their UTF-8 caches with them.
+        // The str's UTF-8 cache lives as long as the str, which `seq` holds.
         src.strings[r] = std::string_view(p, n);
       }
     } else {
-      py::buffer_info info = py::cast<py::buffer>(t[1]).request();
+      // C-contiguous, exactly the cell type (_columnar.py makes it so; checked, as the loop
+      // reads the memory as such).
+      src.keep_data = t[1];
+      src.keep_buffer = RequestCContiguous(t[1]);
+      const py::buffer_info& info = *src.keep_buffer;
       if (info.size != num_rows) RaiseInvalid(Describe(*src.meta) + ": bad array length");
+      const size_t want = CellSize(src.meta->type);
+      if (info.itemsize != static_cast<py::ssize_t>(want)) {
+        RaiseInvalid(Describe(*src.meta) + ": expected items of " + std::to_string(want) +
+                     " bytes, got " + std::to_string(info.itemsize));
+      }
       src.data = info.ptr;
     }
     out.push_back(std::move(src));

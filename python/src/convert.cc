@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "py_common.h"
 
@@ -13,7 +14,12 @@ namespace {
 std::string TypeName(py::handle v) { return Py_TYPE(v.ptr())->tp_name; }
 
 std::string Repr(py::handle v) {
-  std::string r = py::repr(v).cast<std::string>();
+  PyObject* o = PyObject_Repr(v.ptr());
+  if (o == nullptr) {  // E.g. an int beyond sys.get_int_max_str_digits().
+    PyErr_Clear();
+    return std::string("<") + Py_TYPE(v.ptr())->tp_name + ">";
+  }
+  std::string r = py::reinterpret_steal<py::str>(o).cast<std::string>();
   if (r.size() > 60) r = r.substr(0, 57) + "...";
   return r;
 }
@@ -23,8 +29,52 @@ std::string Repr(py::handle v) {
                    Repr(v));
 }
 
+// numpy.bool_ (named numpy.bool in NumPy 2) and numpy.complexfloating, looked up on first use;
+// nullptr without NumPy. Plain pointers, not a guarded static: the import may release the GIL,
+// and another thread blocking on a static's guard while holding the GIL would deadlock. Racing
+// lookups under the GIL store the same types. Leaked on purpose (see errors.cc).
+struct NumpyTypes {
+  PyTypeObject* bool_type = nullptr;
+  PyTypeObject* complex_type = nullptr;
+};
+
+const NumpyTypes& GetNumpyTypes() {
+  static NumpyTypes types;
+  static bool looked_up = false;
+  if (looked_up) return types;
+  NumpyTypes found;
+  PyObject* numpy = PyImport_ImportModule("numpy");
+  if (numpy == nullptr) PyErr_Clear();
+  for (auto [name, out] :
+       {std::pair{"bool_", &found.bool_type}, std::pair{"complexfloating", &found.complex_type}}) {
+    PyObject* t = numpy == nullptr ? nullptr : PyObject_GetAttrString(numpy, name);
+    if (t != nullptr && PyType_Check(t)) {
+      *out = reinterpret_cast<PyTypeObject*>(t);
+    } else {
+      PyErr_Clear();
+      Py_XDECREF(t);
+    }
+  }
+  Py_XDECREF(numpy);
+  if (!looked_up) {
+    types = found;
+    looked_up = true;
+  } else {
+    Py_XDECREF(found.bool_type);
+    Py_XDECREF(found.complex_type);
+  }
+  return types;
+}
+
 bool IsNumpyBool(py::handle v) {
-  return std::strcmp(Py_TYPE(v.ptr())->tp_name, "numpy.bool_") == 0;
+  PyTypeObject* t = GetNumpyTypes().bool_type;
+  return t != nullptr && PyObject_TypeCheck(v.ptr(), t);
+}
+
+// complex and NumPy's complex scalars (which convert to float dropping the imaginary part).
+bool IsComplex(py::handle v) {
+  PyTypeObject* t = GetNumpyTypes().complex_type;
+  return PyComplex_Check(v.ptr()) || (t != nullptr && PyObject_TypeCheck(v.ptr(), t));
 }
 
 bool IsInstance(py::handle v, const py::object& type) {
@@ -61,11 +111,22 @@ double AsDouble(py::handle v, const ColumnMeta& c, int64_t row) {
   PyObject* o = v.ptr();
   if (PyFloat_Check(o)) return PyFloat_AS_DOUBLE(o);
   if (PyBool_Check(o) || IsNumpyBool(v) || PyUnicode_Check(o) || PyBytes_Check(o) ||
-      !PyNumber_Check(o)) {
+      !PyNumber_Check(o) || IsComplex(v)) {
     WrongType(c, row, "a float or int", v);
   }
   double d = PyFloat_AsDouble(o);
-  if (d == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+  if (d == -1.0 && PyErr_Occurred()) {
+    // An int beyond the double range raises OverflowError, a complex TypeError: name the cell.
+    if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+      PyErr_Clear();
+      RaiseInvalid(Describe(c, row) + ": value " + Repr(v) + " is out of the DOUBLE range");
+    }
+    if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+      PyErr_Clear();
+      WrongType(c, row, "a float or int", v);
+    }
+    throw py::error_already_set();
+  }
   return d;
 }
 
@@ -131,7 +192,7 @@ int64_t AsUnscaled(py::handle v, const ColumnMeta& c, int64_t row) {
   if (PyBool_Check(o) || (!PyLong_Check(o) && !IsInstance(v, conv.decimal_type))) {
     WrongType(c, row, "a decimal.Decimal or int", v);
   }
-  py::object r = conv.decimal_to_unscaled(v, c.scale);
+  py::object r = conv.decimal_to_unscaled(v, c.scale, c.precision);
   if (py::isinstance<py::str>(r)) RaiseInvalid(Describe(c, row) + ": " + r.cast<std::string>());
   int overflow = 0;
   long long x = PyLong_AsLongLongAndOverflow(r.ptr(), &overflow);

@@ -90,11 +90,28 @@ client::Value ToValue(const ColumnMeta& column, py::handle value);
 py::object CellToPython(const client::ScanBatch::ColumnView& view, const ColumnMeta& column,
                         int64_t row);
 
+// Runs fn() without the GIL when this thread holds it (a destructor may also run at interpreter
+// exit, or on a thread that never held it), with it otherwise.
+template <typename Fn>
+void WithoutGil(Fn&& fn) {
+#if PY_VERSION_HEX >= 0x030D0000
+  const bool finalizing = Py_IsFinalizing();
+#else
+  const bool finalizing = _Py_IsFinalizing();
+#endif
+  if (PyGILState_Check() && !finalizing) {
+    py::gil_scoped_release release;
+    fn();
+  } else {
+    fn();
+  }
+}
+
 // Helpers implemented in basalt/_convert.py, looked up once.
 struct Converters {
   py::object datetime_to_micros;   // (datetime) -> int
   py::object date_to_days;         // (date) -> int
-  py::object decimal_to_unscaled;  // (value, scale) -> int or None
+  py::object decimal_to_unscaled;  // (value, scale, precision) -> int or str (why not)
   py::object micros_to_datetime;   // (int) -> datetime
   py::object days_to_date;         // (int) -> date
   py::object unscaled_to_decimal;  // (int, scale) -> Decimal

@@ -1,7 +1,7 @@
 // Scanners, their batches, column predicates (table['key'] >= 5).
 //
-// Open, NextBatch and KeepAlive release the GIL. Configuration methods return the scanner, so
-// calls chain as in kudu-python.
+// Open, NextBatch, KeepAlive, Close and the destructor (garbage collection) release the GIL.
+// Configuration methods return the scanner, so calls chain as in kudu-python.
 
 #include <string>
 
@@ -157,6 +157,16 @@ std::unique_ptr<PyBatch> PyScanner::NextBatch() {
   return std::make_unique<PyBatch>(std::move(batch));
 }
 
+PyScanner::~PyScanner() {
+  WithoutGil([this] { scanner.reset(); });
+}
+
+void PyScanner::Close() {
+  if (scanner == nullptr) return;
+  py::gil_scoped_release release;
+  scanner->Close();
+}
+
 void PyScanner::Open() {
   if (opened) return;
   absl::Status s;
@@ -290,11 +300,11 @@ void BindScan(py::module_& m) {
       .def(
           "snapshot_raw", [](const PyScanner& s) { return s.scanner->GetSnapshotRaw(); },
           "The raw HybridTime a snapshot scan reads at (0 before the first tablet answered).")
-      .def("close", [](PyScanner& s) { s.scanner->Close(); })
+      .def("close", &PyScanner::Close, "Ends the scan on its tablet server; releases the GIL.")
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__",
            [](PyScanner& s, py::args) {
-             s.scanner->Close();
+             s.Close();
              return false;
            })
       .def("__repr__", [](const PyScanner& s) { return s.scanner->ToString(); });

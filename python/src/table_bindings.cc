@@ -93,11 +93,14 @@ void BindSession(py::module_& m) {
           [](PySession& s, PyWriteOp& op) {
             std::unique_ptr<WriteOperation> w(std::move(op.op));
             if (!w) RaiseIllegalState("the operation was already applied to a session");
-            absl::Status st;
-            if (s.mode == Session::MANUAL_FLUSH) {
-              st = s.session->Apply(std::move(w));  // Buffers only: never waits.
-            } else {
-              py::gil_scoped_release release;  // Sends (sync) or may block on a full buffer.
+            // Buffering a routed row takes microseconds: the GIL is kept for it (releasing it
+            // per row would hand it to any other thread for a whole switch interval). A row
+            // that must wait (AUTO_FLUSH_SYNC's send, a master lookup, a full buffer) waits
+            // without it.
+            bool applied = false;
+            absl::Status st = s.session->TryApply(&w, &applied);
+            if (st.ok() && !applied) {
+              py::gil_scoped_release release;
               st = s.session->Apply(std::move(w));
             }
             CheckStatus(st);
@@ -184,6 +187,10 @@ void BindOps(py::module_& m) {
 }
 
 }  // namespace
+
+PySession::~PySession() {
+  WithoutGil([this] { session.reset(); });
+}
 
 std::unique_ptr<WriteOperation> NewOperation(client::Table& t, WriteOperation::Type type) {
   switch (type) {

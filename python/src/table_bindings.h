@@ -19,6 +19,13 @@ struct PyWriteOp {
 // A session plus its flush mode, which decides whether apply() may wait (and so releases the
 // GIL). Not thread-safe (one writer thread per session, as in the C++ client).
 struct PySession {
+  PySession() = default;
+  PySession(const PySession&) = delete;
+  PySession& operator=(const PySession&) = delete;
+  // Destroying the C++ session flushes what is buffered and waits: done without the GIL when
+  // the destroying thread holds it (garbage collection does), see WithoutGil.
+  ~PySession();
+
   std::shared_ptr<client::Session> session;
   client::Session::FlushMode mode = client::Session::AUTO_FLUSH_SYNC;
 };
