@@ -9,6 +9,7 @@ row before anything is sent.
 
 from __future__ import annotations
 
+import datetime
 from typing import Any, List, Mapping, Optional, Tuple
 
 import numpy as np
@@ -163,7 +164,6 @@ def _convert(col, arr: np.ndarray, mask) -> Any:
         if arr.dtype.kind == "M":
             return arr.astype("datetime64[us]").view(np.int64)
         if arr.dtype == object:
-            import datetime
             _object_to(col, arr, mask, lambda k: _int_type(k) or issubclass(k, datetime.datetime),
                        None)
             arr = np.fromiter(
@@ -175,7 +175,6 @@ def _convert(col, arr: np.ndarray, mask) -> Any:
         if arr.dtype.kind == "M":
             arr = arr.astype("datetime64[D]").view(np.int64)
         elif arr.dtype == object:
-            import datetime
             _object_to(col, arr, mask, lambda k: _int_type(k) or (
                 issubclass(k, datetime.date) and not issubclass(k, datetime.datetime)), None)
             arr = np.fromiter(

@@ -1,5 +1,8 @@
 """Table shapes and small helpers shared by the tests."""
 
+import threading
+import time
+
 import basalt
 
 
@@ -41,3 +44,26 @@ def count(table):
 
 def rows_by_key(table):
     return sorted(table.scanner().read_all_tuples())
+
+
+def spin_while(fn):
+    """Runs fn() while a Python thread ticks every millisecond; (ticks during fn, seconds)."""
+    ticks = []
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
+
+    th = threading.Thread(target=spin)
+    th.start()
+    time.sleep(0.01)
+    start = time.perf_counter()
+    try:
+        fn()
+    finally:
+        end = time.perf_counter()
+        stop.set()
+        th.join()
+    return len([x for x in ticks if start < x < end]), end - start

@@ -3,7 +3,7 @@
 import pytest
 
 import basalt
-from helpers import all_types_schema, count, hash3, simple_schema
+from helpers import all_types_schema, hash3, simple_schema
 
 
 def test_connect_forms(master, client):

@@ -10,32 +10,9 @@ import numpy as np
 import pytest
 
 import basalt
-from helpers import count, hash3, simple_schema
+from helpers import count, hash3, simple_schema, spin_while
 
 D = decimal.Decimal
-
-
-def _spin_while(fn):
-    """Runs fn() while a Python thread ticks every millisecond; (ticks during fn, seconds)."""
-    ticks = []
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            ticks.append(time.perf_counter())
-            time.sleep(0.001)
-
-    th = threading.Thread(target=spin)
-    th.start()
-    time.sleep(0.01)
-    start = time.perf_counter()
-    try:
-        fn()
-    finally:
-        end = time.perf_counter()
-        stop.set()
-        th.join()
-    return len([x for x in ticks if start < x < end]), end - start
 
 
 # ---- string columns --------------------------------------------------------------------------
@@ -117,7 +94,7 @@ def test_session_garbage_collection_flushes_without_the_gil(client, table_name):
         del s  # The last reference: the session flushes what it buffered.
         gc.collect()
 
-    ticks, seconds = _spin_while(drop)
+    ticks, seconds = spin_while(drop)
     assert seconds > 0.02, "flush too quick to tell"
     assert ticks >= 5, (ticks, seconds)
     assert count(t) == n

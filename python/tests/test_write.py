@@ -3,13 +3,11 @@ the GIL."""
 
 import datetime
 import decimal
-import threading
-import time
 
 import pytest
 
 import basalt
-from helpers import all_types_schema, count, hash3, rows_by_key, simple_schema
+from helpers import all_types_schema, count, hash3, rows_by_key, simple_schema, spin_while
 
 UTC = datetime.timezone.utc
 ROW = {"key": 1, "i8": -128, "i16": 32767, "i32": -2**31, "i64": 2**63 - 1, "f": 1.5,
@@ -204,24 +202,8 @@ def test_gil_released_during_flush(client, shared_table):
     s = client.new_session(mutation_buffer_sz=64 << 20)
     import numpy as np
     s.insert_columns(t, {"key": np.arange(150_000, dtype=np.int32)})
-    ticks = []
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            ticks.append(time.perf_counter())
-            time.sleep(0.001)
-
-    th = threading.Thread(target=spin)
-    th.start()
-    time.sleep(0.01)
-    start = time.perf_counter()
-    s.flush()
-    end = time.perf_counter()
-    stop.set()
-    th.join()
-    during = [x for x in ticks if start < x < end]
+    during, seconds = spin_while(s.flush)
     # With the GIL held the thread could not tick at all during the flush.
-    assert end - start > 0.02, "flush too quick to tell"
-    assert len(during) >= 5, (len(during), end - start)
+    assert seconds > 0.02, "flush too quick to tell"
+    assert during >= 5, (during, seconds)
     assert count_range(t, 0, 150_000) == 150_000
