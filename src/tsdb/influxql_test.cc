@@ -91,12 +91,12 @@ TEST(InfluxQLTest, TimesDurationsAndNow) {
   EXPECT_EQ(*ParseInfluxDuration("2d"), 172800000000LL);
   EXPECT_EQ(*ParseInfluxDuration("1500ns"), 1);
   EXPECT_EQ(*ParseInfluxDuration("10u"), 10);
-  EXPECT_FALSE(ParseInfluxDuration("5y").ok());
-  EXPECT_FALSE(ParseInfluxDuration("m").ok());
+  EXPECT_FALSE(ParseInfluxDuration("5y").ok()) << "accepted 5y";
+  EXPECT_FALSE(ParseInfluxDuration("m").ok()) << "accepted m";
   EXPECT_EQ(*ParseInfluxTime("2016-01-01T00:00:00.5Z"), kT0 + 500000);
   EXPECT_EQ(*ParseInfluxTime("2016-01-01T01:00:00+01:00"), kT0);
   EXPECT_EQ(*ParseInfluxTime("2016-01-01"), kT0);
-  EXPECT_FALSE(ParseInfluxTime("yesterday").ok());
+  EXPECT_FALSE(ParseInfluxTime("yesterday").ok()) << "accepted yesterday";
   EXPECT_EQ(FormatInfluxTime(kT0), "2016-01-01T00:00:00Z");
   EXPECT_EQ(FormatInfluxTime(kT0 + 1500), "2016-01-01T00:00:00.0015Z");
 }

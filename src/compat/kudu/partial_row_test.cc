@@ -13,6 +13,13 @@
 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // KuduSchema::Reset.
 
+// Asserts that a kudu::Status is OK, printing it otherwise.
+#define ASSERT_KUDU_OK(expr)                 \
+  do {                                       \
+    const ::kudu::Status _st = (expr);       \
+    ASSERT_TRUE(_st.ok()) << _st.ToString(); \
+  } while (0)
+
 namespace kudu {
 namespace client {
 namespace {
@@ -119,14 +126,14 @@ TEST(KuduSchemaTest, BuildErrors) {
 TEST(KuduSchemaTest, NamesOfTypesAndAttributes) {
   EXPECT_EQ("UNIXTIME_MICROS", KuduColumnSchema::DataTypeToString(KuduColumnSchema::TIMESTAMP));
   KuduColumnSchema::DataType t;
-  ASSERT_TRUE(KuduColumnSchema::StringToDataType("int64", &t).ok());
+  ASSERT_KUDU_OK(KuduColumnSchema::StringToDataType("int64", &t));
   EXPECT_EQ(KuduColumnSchema::INT64, t);
   EXPECT_TRUE(KuduColumnSchema::StringToDataType("int65", &t).IsInvalidArgument());
   KuduColumnStorageAttributes::EncodingType e;
-  ASSERT_TRUE(KuduColumnStorageAttributes::StringToEncodingType("bit_shuffle", &e).ok());
+  ASSERT_KUDU_OK(KuduColumnStorageAttributes::StringToEncodingType("bit_shuffle", &e));
   EXPECT_EQ(KuduColumnStorageAttributes::BIT_SHUFFLE, e);
   KuduColumnStorageAttributes::CompressionType c;
-  ASSERT_TRUE(KuduColumnStorageAttributes::StringToCompressionType("LZ4", &c).ok());
+  ASSERT_KUDU_OK(KuduColumnStorageAttributes::StringToCompressionType("LZ4", &c));
   EXPECT_EQ(KuduColumnStorageAttributes::LZ4, c);
   EXPECT_TRUE(KuduColumnStorageAttributes::StringToCompressionType("zip", &c).IsInvalidArgument());
 }
@@ -135,30 +142,30 @@ TEST(KuduPartialRowTest, SettersGettersAndErrors) {
   KuduSchema schema = TestSchema();
   std::unique_ptr<KuduPartialRow> row(schema.NewRow());
   EXPECT_FALSE(row->IsKeySet());
-  ASSERT_TRUE(row->SetInt32("key", 42).ok());
+  ASSERT_KUDU_OK(row->SetInt32("key", 42));
   EXPECT_TRUE(row->IsKeySet());
   int32_t k = 0;
-  ASSERT_TRUE(row->GetInt32("key", &k).ok());
+  ASSERT_KUDU_OK(row->GetInt32("key", &k));
   EXPECT_EQ(42, k);
-  ASSERT_TRUE(row->GetInt32(0, &k).ok());
+  ASSERT_KUDU_OK(row->GetInt32(0, &k));
 
-  ASSERT_TRUE(row->SetString("name", "alice").ok());
+  ASSERT_KUDU_OK(row->SetString("name", "alice"));
   Slice name;
-  ASSERT_TRUE(row->GetString("name", &name).ok());
+  ASSERT_KUDU_OK(row->GetString("name", &name));
   EXPECT_EQ("alice", name.ToString());
-  ASSERT_TRUE(row->SetNull("name").ok());
+  ASSERT_KUDU_OK(row->SetNull("name"));
   EXPECT_TRUE(row->IsNull("name"));
   EXPECT_TRUE(row->GetString("name", &name).IsNotFound());
 
   // VARCHAR(3) values are cut to three characters (UTF-8 aware), as Kudu does.
-  ASSERT_TRUE(row->SetVarchar("v", "h\xc3\xa9llo").ok());
+  ASSERT_KUDU_OK(row->SetVarchar("v", "h\xc3\xa9llo"));
   Slice v;
-  ASSERT_TRUE(row->GetVarchar("v", &v).ok());
+  ASSERT_KUDU_OK(row->GetVarchar("v", &v));
   EXPECT_EQ("h\xc3\xa9l", v.ToString());
 
-  ASSERT_TRUE(row->SetUnscaledDecimal("d", 12345).ok());
+  ASSERT_KUDU_OK(row->SetUnscaledDecimal("d", 12345));
   int128_t d = 0;
-  ASSERT_TRUE(row->GetUnscaledDecimal("d", &d).ok());
+  ASSERT_KUDU_OK(row->GetUnscaledDecimal("d", &d));
   EXPECT_TRUE(d == 12345);
   Status s = row->SetUnscaledDecimal("d", static_cast<int128_t>(INT64_MAX) * 4);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
@@ -179,20 +186,20 @@ TEST(KuduPartialRowTest, SettersGettersAndErrors) {
   EXPECT_TRUE(row->EncodeRowKey(&encoded).IsNotSupported());
 
   EXPECT_FALSE(row->AllColumnsSet());
-  ASSERT_TRUE(row->SetInt64("n", 9).ok());
+  ASSERT_KUDU_OK(row->SetInt64("n", 9));
   EXPECT_TRUE(row->AllColumnsSet());
   EXPECT_EQ(0u, row->ToString().find("int32 key=42"));
 
   // Copies own their cells.
   KuduPartialRow copy(*row);
-  ASSERT_TRUE(row->SetInt32("key", 1).ok());
-  ASSERT_TRUE(copy.GetInt32("key", &k).ok());
+  ASSERT_KUDU_OK(row->SetInt32("key", 1));
+  ASSERT_KUDU_OK(copy.GetInt32("key", &k));
   EXPECT_EQ(42, k);
   copy = *row;
-  ASSERT_TRUE(copy.GetInt32("key", &k).ok());
+  ASSERT_KUDU_OK(copy.GetInt32("key", &k));
   EXPECT_EQ(1, k);
 
-  ASSERT_TRUE(row->Unset("key").ok());
+  ASSERT_KUDU_OK(row->Unset("key"));
   EXPECT_FALSE(row->IsColumnSet("key"));
   EXPECT_FALSE(row->IsKeySet());
 }

@@ -15,10 +15,10 @@ namespace kudu {
 namespace {
 
 TEST(StatusTest, OkAndCodes) {
-  EXPECT_TRUE(Status::OK().ok());
+  EXPECT_TRUE(Status::OK().ok()) << Status::OK().ToString();
   EXPECT_EQ("OK", Status::OK().ToString());
   Status s = Status::NotFound("table", "db.t");
-  EXPECT_FALSE(s.ok());
+  EXPECT_FALSE(s.ok()) << s.ToString();
   EXPECT_TRUE(s.IsNotFound());
   EXPECT_FALSE(s.IsAlreadyPresent());
   EXPECT_EQ("Not found: table: db.t", s.ToString());
@@ -40,10 +40,11 @@ TEST(StatusTest, CopyMovePrependAppend) {
   Status c = std::move(b);
   EXPECT_TRUE(c.IsInvalidArgument());
   a = Status::OK();
-  EXPECT_TRUE(a.ok());
+  EXPECT_TRUE(a.ok()) << a.ToString();
   EXPECT_EQ("Invalid argument: ctx: bad", c.CloneAndPrepend("ctx").ToString());
   EXPECT_EQ("Invalid argument: bad: more", c.CloneAndAppend("more").ToString());
-  EXPECT_TRUE(Status::OK().CloneAndPrepend("x").ok());
+  EXPECT_TRUE(Status::OK().CloneAndPrepend("x").ok())
+      << Status::OK().CloneAndPrepend("x").ToString();
   EXPECT_GT(c.memory_footprint_including_this(), sizeof(Status));
   int calls = 0;
   Status d = Status::OK().AndThen([&] {
@@ -84,7 +85,7 @@ TEST(StatusTest, Macros) {
 
 TEST(StatusTest, AbslMap) {
   using client::FromAbsl;
-  EXPECT_TRUE(FromAbsl(absl::OkStatus()).ok());
+  EXPECT_TRUE(FromAbsl(absl::OkStatus()).ok()) << FromAbsl(absl::OkStatus()).ToString();
   EXPECT_TRUE(FromAbsl(absl::NotFoundError("t")).IsNotFound());
   EXPECT_TRUE(FromAbsl(absl::AlreadyExistsError("k")).IsAlreadyPresent());
   EXPECT_TRUE(FromAbsl(absl::InvalidArgumentError("a")).IsInvalidArgument());
@@ -117,7 +118,7 @@ TEST(SliceTest, Basics) {
   s.remove_prefix(1);
   s.truncate(3);
   EXPECT_EQ("ell", s.ToString());
-  EXPECT_TRUE(s.check_size(3).ok());
+  EXPECT_TRUE(s.check_size(3).ok()) << s.check_size(3).ToString();
   EXPECT_TRUE(s.check_size(4).IsCorruption());
   EXPECT_EQ("a\\x00b", Slice("a\0b", 3).ToDebugString());
   EXPECT_EQ("ab...<4 bytes total>", Slice("abcd").ToDebugString(2));
