@@ -61,10 +61,12 @@ struct RaftOptions {
   uint64_t learner_catch_up_entries = 100;
   // The leader proposes promotion of a learner as soon as it has caught up.
   bool auto_promote_learners = false;
-  // A group starting fresh (term 0, empty log): its smallest voter campaigns after one tick
-  // instead of a full election timeout, so a new tablet has a leader within about one tick
+  // A group starting fresh (term 0, empty log): its smallest voter campaigns after two ticks
+  // instead of a full election timeout, so a new tablet has a leader within about 1-2 ticks
   // rather than 3-6. Only timing changes (safety never depends on it), and pre-vote keeps an
-  // early campaign from disturbing anyone.
+  // early campaign from disturbing anyone. Two ticks, not one: the peers' replicas are created
+  // at about the same time, and a leader that finds one not yet there asks for a needless
+  // tablet copy, which holds that peer back for the copy retry delay.
   bool fast_first_election = false;
 
   // Deliberately broken behaviour, only for the simulation's self-test (raft_simulation_test),
