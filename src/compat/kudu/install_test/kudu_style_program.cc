@@ -270,6 +270,33 @@ void UpsertInBackground(const shared_ptr<KuduTable>& table) {
   EXPECT_TRUE(session->CountPendingErrors() == 0, "errors after background upserts");
 }
 
+// FlushAsync, then at once the session, the table and the client are dropped: the callback still
+// runs (Basalt may complete the flush after they are gone), on a live callback thread.
+void FlushAsyncThenDropEverything(const std::string& master, const std::string& table_name) {
+  shared_ptr<KuduClient> client;
+  EXPECT_OK(KuduClientBuilder().add_master_server_addr(master).Build(&client));
+  shared_ptr<KuduTable> table;
+  EXPECT_OK(client->OpenTable(table_name, &table));
+  shared_ptr<KuduSession> session = client->NewSession();
+  EXPECT_OK(session->SetFlushMode(KuduSession::MANUAL_FLUSH));
+  for (int i = 0; i < 10; i++) {
+    auto* upsert = table->NewUpsert();
+    KUDU_CHECK_OK(upsert->mutable_row()->SetInt32(0, i));
+    KUDU_CHECK_OK(upsert->mutable_row()->SetInt32(1, i * 2));
+    EXPECT_OK(session->Apply(upsert));
+  }
+  FlushWaiter waiter;
+  KuduStatusMemberCallback<FlushWaiter> cb(&waiter, &FlushWaiter::Done);
+  session->FlushAsync(&cb);
+  session.reset();
+  table.reset();
+  client.reset();
+  Status s;
+  std::thread::id thread;
+  EXPECT_TRUE(waiter.Wait(&s, &thread), "FlushAsync's callback did not run within 30 s");
+  EXPECT_OK(s);
+}
+
 void MutateSync(const shared_ptr<KuduTable>& table) {
   shared_ptr<KuduSession> session = table->client()->NewSession();  // AUTO_FLUSH_SYNC.
   for (int i = 0; i < 100; i++) {
@@ -511,6 +538,7 @@ int main(int argc, char** argv) {
   ScanOrdered(table);
   ScanWithPredicates(table);
   ScanColumnar(table);
+  FlushAsyncThenDropEverything(argv[1], renamed);
 
   std::vector<std::string> tables;
   EXPECT_OK(client->ListTables(&tables, "kudu_compat_"));
