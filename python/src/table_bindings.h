@@ -16,8 +16,9 @@ struct PyWriteOp {
   std::shared_ptr<TableHandle> table;
 };
 
-// A session plus its flush mode, which decides whether apply() may wait (and so releases the
-// GIL). Not thread-safe (one writer thread per session, as in the C++ client).
+// A session plus its flush mode (the columnar paths switch AUTO_FLUSH_SYNC to background batches
+// by it; apply() asks Session::TryApply whether it must wait). Not thread-safe (one writer thread
+// per session, as in the C++ client).
 struct PySession {
   PySession() = default;
   PySession(const PySession&) = delete;

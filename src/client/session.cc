@@ -77,7 +77,7 @@ struct SessionData : std::enable_shared_from_this<SessionData> {
   absl::Status Apply(std::unique_ptr<WriteOperation> op) ABSL_LOCKS_EXCLUDED(mu);
   absl::Status TryApply(std::unique_ptr<WriteOperation>* op, bool* applied) ABSL_LOCKS_EXCLUDED(mu);
   // Checks `op`'s columns for its type and returns its partition key.
-  absl::StatusOr<std::string> CheckAndRoute(const WriteOperation* op);
+  absl::StatusOr<std::string> CheckedPartitionKey(const WriteOperation* op);
   // Sends `op` alone, within `deadline` (the one its tablet lookup had).
   absl::Status ApplySync(std::unique_ptr<WriteOperation> op, std::shared_ptr<RemoteTablet> tablet,
                          absl::Time deadline);
@@ -153,7 +153,7 @@ struct SessionData : std::enable_shared_from_this<SessionData> {
   bool stop_flusher ABSL_GUARDED_BY(flusher_mu) = false;
 };
 
-absl::StatusOr<std::string> SessionData::CheckAndRoute(const WriteOperation* op) {
+absl::StatusOr<std::string> SessionData::CheckedPartitionKey(const WriteOperation* op) {
   if (op == nullptr) return absl::InvalidArgumentError("null operation");
   auto* td = Access::Data(op->table());
   const basalt::Schema& schema = Access::Internal(td->schema);
@@ -167,7 +167,7 @@ absl::StatusOr<std::string> SessionData::CheckAndRoute(const WriteOperation* op)
 
 absl::Status SessionData::TryApply(std::unique_ptr<WriteOperation>* op, bool* applied) {
   *applied = false;
-  absl::StatusOr<std::string> pkey = CheckAndRoute(op->get());
+  absl::StatusOr<std::string> pkey = CheckedPartitionKey(op->get());
   if (!pkey.ok()) {
     op->reset();  // Consumed, as by Apply.
     return pkey.status();
@@ -187,7 +187,7 @@ absl::Status SessionData::TryApply(std::unique_ptr<WriteOperation>* op, bool* ap
 }
 
 absl::Status SessionData::Apply(std::unique_ptr<WriteOperation> op) {
-  BASALT_ASSIGN_OR_RETURN(const std::string pkey, CheckAndRoute(op.get()));
+  BASALT_ASSIGN_OR_RETURN(const std::string pkey, CheckedPartitionKey(op.get()));
   auto* td = Access::Data(op->table());
   Session::FlushMode m;
   absl::Duration t;
