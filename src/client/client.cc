@@ -6,6 +6,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/client_internal.h"
+#include "client/elastic_thread_pool.h"
 #include "client/master_proxy.h"
 #include "client/meta_cache.h"
 #include "client/thread_pool.h"
@@ -81,6 +82,7 @@ absl::Status ClientBuilder::Build(std::shared_ptr<Client>* client) {
   data->meta_cache = std::make_unique<internal::MetaCache>(data->master.get());
   data->pool = std::make_unique<ThreadPool>(std::max(1, num_rpc_threads_));
   data->pool->Start();
+  data->scan_workers = std::make_unique<internal::ElasticThreadPool>();
   client->reset(new Client(std::move(data)));
   return absl::OkStatus();
 }

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "absl/time/clock.h"
+#include "client/elastic_thread_pool.h"
 #include "client/master_proxy.h"
 #include "client/meta_cache.h"
 #include "client/thread_pool.h"

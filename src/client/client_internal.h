@@ -39,6 +39,7 @@ class ThreadPool;
 
 namespace internal {
 
+class ElasticThreadPool;
 class MasterProxy;
 class MetaCache;
 class TableLocations;
@@ -61,6 +62,8 @@ struct ClientData {
   std::unique_ptr<MasterProxy> master;
   std::unique_ptr<MetaCache> meta_cache;
   std::unique_ptr<ThreadPool> pool;
+  // Parallel scans' workers (ParallelScan).
+  std::unique_ptr<ElasticThreadPool> scan_workers;
 
   // Atomic: a max updated with compare-exchange; readers need no consistency with anything else.
   std::atomic<uint64_t> latest_observed_timestamp{0};

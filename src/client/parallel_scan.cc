@@ -3,6 +3,8 @@
 #include <utility>
 
 #include "absl/time/clock.h"
+#include "client/client_internal.h"
+#include "client/elastic_thread_pool.h"
 #include "client/tablet_scanner.h"
 #include "proto/tserver.pb.h"
 
@@ -21,8 +23,15 @@ ParallelScan::ParallelScan(ScanConfig* config, PartitionPruner* pruner,
     running_ = num_workers;
   }
   if (first != nullptr && !first->has_more()) first.reset();
+  // std::function needs a copyable task: the first tablet's scanner travels in a shared_ptr.
+  auto first_holder = std::make_shared<std::unique_ptr<TabletScanner>>(std::move(first));
   for (int i = 0; i < num_workers; i++) {
-    threads_.emplace_back(&ParallelScan::Run, this, i, i == 0 ? std::move(first) : nullptr);
+    auto done = std::make_shared<std::promise<void>>();
+    workers_done_.push_back(done->get_future());
+    config_->client->scan_workers->Run([this, i, first_holder, done] {
+      Run(i, i == 0 ? std::move(*first_holder) : nullptr);
+      done->set_value();
+    });
   }
 }
 
@@ -180,10 +189,8 @@ void ParallelScan::Stop() {
     absl::MutexLock l(&mu_);
     StopLocked();
   }
-  for (std::thread& t : threads_) {
-    if (t.joinable()) t.join();
-  }
-  threads_.clear();
+  for (std::future<void>& f : workers_done_) f.wait();
+  workers_done_.clear();
 }
 
 }  // namespace basalt::client::internal

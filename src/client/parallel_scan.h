@@ -1,8 +1,9 @@
 #pragma once
 
-// The tablets of an unordered scan read several at a time. Worker threads each drive one
-// TabletScanner at a time: they claim the next tablet from the scan's pruner, open it and fetch
-// its batches ahead of the caller into one queue, then claim another. Private to src/client.
+// The tablets of an unordered scan read several at a time. Workers (tasks on the client's
+// ElasticThreadPool) each drive one TabletScanner at a time: they claim the next tablet from the
+// scan's pruner, open it and fetch its batches ahead of the caller into one queue, then claim
+// another. Private to src/client.
 //
 // Why: a scan that reads one tablet at a time keeps one tablet server busy while the others
 // (and the client's own cores) wait; W3 of docs/performance.md found the CPUs idle 37% of a
@@ -22,9 +23,9 @@
 
 #include <cstdint>
 #include <deque>
+#include <future>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -66,7 +67,7 @@ class ParallelScan {
   // Keeps alive the server-side scanners of the workers waiting for room in the queue (the
   // others are fetching, which keeps theirs alive). The first error, after trying every one.
   absl::Status KeepAlive(absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
-  // Cancels the RPCs in flight, releases the server-side scanners and joins the workers.
+  // Cancels the RPCs in flight, releases the server-side scanners and waits for the workers.
   // Idempotent.
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -102,7 +103,10 @@ class ParallelScan {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;  // Next() returned the failure or the end.
 
-  std::vector<std::thread> threads_;  // Touched by the constructor and Stop() only.
+  // One per worker, ready once its task has returned (after its last touch of this object, so
+  // unlike waiting for running_ == 0 under mu_, it makes destruction safe). Touched by the
+  // constructor and Stop() only.
+  std::vector<std::future<void>> workers_done_;
 };
 
 }  // namespace basalt::client::internal
