@@ -32,6 +32,8 @@
 
 #include <gflags/gflags.h>
 
+#include "absl/strings/str_split.h"
+
 DEFINE_string(host, "127.0.0.1", "basalt-tsdbd's host.");
 DEFINE_int32(port, 8086, "basalt-tsdbd's HTTP port.");
 DEFINE_string(db, "benchmark", "Database (created if missing).");
@@ -42,6 +44,9 @@ DEFINE_int32(load_workers, 4, "Threads POSTing /write batches.");
 DEFINE_int32(batch_lines, 10000, "Lines (points) per /write request.");
 DEFINE_int32(queries, 100, "Queries of each type for each thread count.");
 DEFINE_bool(skip_load, false, "Only run the queries (the data is there already).");
+DEFINE_string(query_types, "",
+              "Comma-separated query types to run (empty: all of them), e.g. "
+              "single-groupby-1-1-1,lastpoint.");
 
 namespace {
 
@@ -281,7 +286,9 @@ int main(int argc, char** argv) {
   const char* kTypes[] = {"single-groupby-1-1-1", "single-groupby-5-1-12", "double-groupby-1",
                           "lastpoint", "high-cpu-1"};
   bool first = true;
+  const std::vector<std::string> wanted = absl::StrSplit(FLAGS_query_types, ',', absl::SkipEmpty());
   for (const char* type : kTypes) {
+    if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), type) == wanted.end()) continue;
     std::string per = "";
     for (int threads : {2, 4}) {
       const QueryResult r = RunQueries(type, threads);
