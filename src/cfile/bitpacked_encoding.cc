@@ -416,6 +416,21 @@ size_t BitPackedPageDecoder<T>::DecodeRaw(size_t n, T* out) {
 }
 
 template <typename T>
+bool BitPackedPageDecoder<T>::ConstantRun(size_t n, T* value, size_t* run) const {
+  DCHECK(validation_ == BlockValidation::kAtInit);
+  if (pos_ >= count_ || n == 0) return false;
+  const size_t b = pos_ / kBlockValues;
+  const char* p = data_ + block_offsets_[b];
+  const uint8_t desc = static_cast<uint8_t>(*p++);
+  if ((desc & kWidthMask) != 0) return false;
+  const U ref = GetCell<U>(p);
+  if ((desc & kDeltaFlag) && GetCell<U>(p + sizeof(U)) != 0) return false;
+  *value = static_cast<T>(ref);
+  *run = std::min({n, kBlockValues - pos_ % kBlockValues, count_ - pos_});
+  return true;
+}
+
+template <typename T>
 absl::StatusOr<size_t> BitPackedPageDecoder<T>::DecodeNext(size_t n, ColumnBlock* out,
                                                            size_t dst_offset) {
   DCHECK_EQ(out->cell_size, sizeof(T));

@@ -106,6 +106,12 @@ class BitPackedPageDecoder final : public PageDecoder {
   // DecodeValues for a decoder that cannot fail after Init().
   // REQUIRES: constructed with BlockValidation::kAtInit.
   size_t DecodeRaw(size_t n, T* out);
+  // Whether the values from position() to the end of its block (at most n of them) are all one
+  // value, which a block stores as a header without residuals (a width-0 FOR block, or a width-0
+  // DELTA block whose deltas are 0): then sets *value and *run (how many) without decoding or
+  // moving. Sorted or clustered columns (DICT codes of a key column) are mostly such runs.
+  // REQUIRES: constructed with BlockValidation::kAtInit.
+  bool ConstantRun(size_t n, T* value, size_t* run) const;
 
  protected:
   absl::Status CompareAt(size_t pos, const void* value, int* result) override;

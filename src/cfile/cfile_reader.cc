@@ -102,6 +102,7 @@ absl::Status CFileReader::ParseFooter(const std::string& bytes, pb::CFileFooterP
   compression_ = static_cast<CompressionType>(codec);
   nullable_ = f.nullable();
   is_sorted_ = f.is_sorted();
+  dict_complete_ = encoding_ == EncodingType::kDict && f.dict_complete();
   num_rows_ = f.num_rows();
   null_count_ = f.null_count();
   const uint64_t footer_offset = block_->size() - kTrailerSize - bytes.size();
@@ -181,8 +182,19 @@ absl::Status CFileReader::ReadDictionary(uint64_t offset, uint64_t size) {
 }
 
 bool CFileReader::MayMatch(const ColumnPredicate& pred) const {
-  return pred.MayMatchRange(min_ ? min_->cell() : nullptr, max_ ? max_->cell() : nullptr,
-                            null_count_ > 0, null_count_ < num_rows_);
+  if (!pred.MayMatchRange(min_ ? min_->cell() : nullptr, max_ ? max_->cell() : nullptr,
+                          null_count_ > 0, null_count_ < num_rows_)) {
+    return false;
+  }
+  const PredicateKind kind = pred.kind();
+  if (dict_complete_ && kind != PredicateKind::kIsNull && kind != PredicateKind::kIsNotNull) {
+    // Every value of the file is a dictionary entry: a value predicate none matches matches no
+    // row. (A time-series query on one host skips the tablets without that host this way: the
+    // host's name lies within the zone map of every tablet.)
+    const std::vector<uint8_t> match = dictionary_->Evaluate(pred);
+    return BitmapCountSet(match.data(), dictionary_->size()) > 0;
+  }
+  return true;
 }
 
 std::unique_ptr<CFileIterator> CFileReader::NewIterator() const {
@@ -314,6 +326,12 @@ absl::Status CFileIterator::LoadPage(size_t index) {
     page_index_ = kNoPage;
     return s.ok() ? PageCorruption("value count disagrees with the page header")
                   : PrependToStatus(s, StrCat(reader_->name_, ": page ", index));
+  }
+  if (reader_->dict_complete_ && decoder_->count() > 0 && !decoder_->CanEvaluateOnEncoded()) {
+    // MayMatch() trusted the footer to prune by the dictionary: a plain page would have been
+    // pruned wrongly.
+    page_index_ = kNoPage;
+    return PageCorruption("plain values in a file whose footer says every page holds codes");
   }
   return absl::OkStatus();
 }

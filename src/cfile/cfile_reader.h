@@ -144,6 +144,7 @@ class CFileReader {
   const CompressionCodec* codec_ = nullptr;
   bool nullable_ = false;
   bool is_sorted_ = false;
+  bool dict_complete_ = false;  // Footer's dict_complete (DICT files only).
   uint64_t num_rows_ = 0;
   uint64_t null_count_ = 0;
   std::optional<cfile_internal::CellValue> min_;

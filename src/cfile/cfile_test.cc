@@ -15,7 +15,9 @@
 #include "cfile/compression.h"
 #include "cfile/dict_encoding.h"
 #include "cfile/encoding.h"
+#include "common/coding.h"
 #include "common/column_predicate.h"
+#include "common/crc32c.h"
 #include "common/datum.h"
 #include "common/fault_injection_env.h"
 #include "common/key_encoder.h"
@@ -23,6 +25,7 @@
 #include "common/strings.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
+#include "proto/cfile.pb.h"
 
 namespace basalt::cfile_test {
 namespace {
@@ -459,6 +462,112 @@ TEST_F(CFileTest, DictFallbackToPlainMidFile) {
   }
   EXPECT_GT(it->stats().ranges_evaluated_encoded, 0);
   EXPECT_LT(it->stats().ranges_evaluated_encoded, it->stats().pages_decoded);
+}
+
+// Strings drawn from a few names ("host_0" .. "host_9", never "host_5"), each name's rows
+// together as a sorted key column would hold them.
+Column HostColumn(size_t n) {
+  static const std::vector<std::string> kNames = {"host_0", "host_1", "host_2", "host_3", "host_4",
+                                                  "host_6", "host_7", "host_8", "host_9"};
+  Values v(DataType::kString, n);
+  for (size_t i = 0; i < n; ++i) {
+    v.buf->block()->data<std::string_view>()[i] = kNames[i * kNames.size() / n];
+  }
+  return Column(std::move(v), false);
+}
+
+// A DICT file whose every page holds codes says so in its footer: a value predicate that no
+// dictionary entry matches prunes the file although its zone map admits the value.
+TEST_F(CFileTest, CompleteDictionaryPrunesAbsentValues) {
+  Random rng(SeedFromEnvOrTime());
+  Column col = HostColumn(5000);
+  auto reader = OpenFile(WriteColumn(Options(DataType::kString, EncodingType::kDict,
+                                             CompressionType::kLz4, false, 1024),
+                                     col, &rng))
+                    .value();
+  ColumnSchema cs("hostname", DataType::kString);
+  auto eq = [&](const char* v) { return ColumnPredicate::Equality(cs, Datum::String(v)).value(); };
+  EXPECT_FALSE(
+      reader->MayMatch(eq("host_5")));  // Between host_4 and host_6: the zone map admits it.
+  EXPECT_TRUE(reader->MayMatch(eq("host_6")));
+  EXPECT_FALSE(reader->MayMatch(
+      ColumnPredicate::InList(cs, {Datum::String("host_5"), Datum::String("host_55")}).value()));
+  EXPECT_FALSE(reader->MayMatch(  // Upper bound exclusive: host_6 is out.
+      ColumnPredicate::Range(cs, Datum::String("host_5"), Datum::String("host_6")).value()));
+  EXPECT_TRUE(reader->MayMatch(
+      ColumnPredicate::Range(cs, Datum::String("host_5"), Datum::String("host_7")).value()));
+  EXPECT_TRUE(reader->MayMatch(ColumnPredicate::IsNotNull(cs)));
+  // The scans agree.
+  ASSERT_NO_FATAL_FAILURE(ExpectScanMatches(reader.get(), col, &rng));
+  // Runs of one code are evaluated a block at a time, from any starting row.
+  for (const char* v : {"host_0", "host_6", "host_9"}) {
+    const ColumnPredicate pred = eq(v);
+    auto it = reader->NewIterator();
+    const size_t start = rng.Uniform(col.size());
+    BASALT_ASSERT_OK(it->SeekToOrdinal(start));
+    const size_t n = col.size() - start;
+    std::vector<uint8_t> sel(BitmapSize(n) + 1, 0xff);
+    size_t got = 0;
+    BASALT_ASSERT_OK(it->ScanWithPredicate(pred, n, sel.data(), nullptr, &got));
+    ASSERT_EQ(got, n);
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(BitmapTest(sel.data(), i), pred.Evaluate(col.cell(start + i))) << v << " " << i;
+    }
+  }
+}
+
+// Once the dictionary filled up, later pages hold plain values the dictionary lacks: no pruning
+// by the dictionary then.
+TEST_F(CFileTest, FullDictionaryDoesNotPrune) {
+  Random rng(SeedFromEnvOrTime());
+  gflags::FlagSaver saver;
+  FLAGS_cfile_dict_max_bytes = 64;  // host_0 .. host_3 or so fit, the rest go plain.
+  Column col = HostColumn(5000);
+  auto reader = OpenFile(WriteColumn(Options(DataType::kString, EncodingType::kDict,
+                                             CompressionType::kLz4, false, 1024),
+                                     col, &rng))
+                    .value();
+  ColumnSchema cs("hostname", DataType::kString);
+  EXPECT_TRUE(reader->MayMatch(ColumnPredicate::Equality(cs, Datum::String("host_9")).value()));
+  EXPECT_TRUE(reader->MayMatch(ColumnPredicate::Equality(cs, Datum::String("host_5")).value()));
+  ASSERT_NO_FATAL_FAILURE(ExpectScanMatches(reader.get(), col, &rng));
+}
+
+// A footer that claims a complete dictionary over a file with plain pages (a corrupt or forged
+// footer with a valid CRC) is a clean DATA_LOSS when the plain page is read, not wrong results
+// served quietly ever after.
+TEST_F(CFileTest, CompleteDictionaryClaimOverPlainPagesIsCorruption) {
+  Random rng(SeedFromEnvOrTime());
+  std::string bytes;
+  {
+    gflags::FlagSaver saver;
+    FLAGS_cfile_dict_max_bytes = 64;
+    Column col = HostColumn(5000);
+    bytes = ReadAll(WriteColumn(
+        Options(DataType::kString, EncodingType::kDict, CompressionType::kLz4, false, 1024), col,
+        &rng));
+  }
+  // Rewrite the footer with dict_complete set, and its size and CRC in the trailer.
+  const size_t trailer = bytes.size() - cfile_internal::kTrailerSize;
+  const uint32_t footer_size = DecodeFixed32(bytes.data() + trailer);
+  pb::CFileFooterPB footer;
+  ASSERT_TRUE(footer.ParseFromArray(bytes.data() + trailer - footer_size, footer_size));
+  ASSERT_FALSE(footer.dict_complete());
+  footer.set_dict_complete(true);
+  std::string forged = bytes.substr(0, trailer - footer_size);
+  std::string tail;
+  ASSERT_TRUE(footer.SerializeToString(&tail));
+  forged += tail;
+  PutFixed32(&forged, static_cast<uint32_t>(tail.size()));
+  PutFixed32(&forged, crc32c::Mask(crc32c::Value(tail)));
+  forged += bytes.substr(trailer + 8);
+  auto reader = OpenFile(WriteBytes(forged)).value();
+  auto it = reader->NewIterator();
+  ColumnBlockBuffer buf(DataType::kString, 5000, false);
+  size_t got = 0;
+  absl::Status s = it->Scan(5000, buf.block(), &got);
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_NE(s.message().find("every page holds codes"), std::string::npos) << s;
 }
 
 TEST_F(CFileTest, ScanRejectsUnfitOutputBlocks) {

@@ -304,6 +304,9 @@ absl::Status CFileWriter::WriteFooter() {
     return WriteRaw(bytes);
   };
   if (dictionary_ != nullptr) {
+    // A page is written plain only when the dictionary was full as it started (DictPageBuilder),
+    // and a full dictionary stays full.
+    footer.set_dict_complete(!dictionary_->IsFull());
     // varint32 uncompressed size | compressed dictionary page | CRC, like a page payload.
     const std::string dict = dictionary_->FinishDictionary();
     std::string framed;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "cfile/bitpacked_encoding.h"
+#include "cfile/cfile_format.h"
 #include "cfile/encoding_internal.h"
 #include "cfile/plain_encoding.h"
 #include "common/bitmap.h"
@@ -258,7 +259,25 @@ absl::StatusOr<size_t> DictPageDecoder::EvaluatePredicate(const EncodedPredicate
   const uint8_t* match = static_cast<const DictEncodedPredicate&>(prepared).matching_codes.data();
   size_t done = 0;
   while (done < n) {
-    BASALT_ASSIGN_OR_RETURN(size_t k, NextCodes(n - done));
+    int32_t code;
+    size_t run;
+    if (codes_.ConstantRun(n - done, &code, &run)) {
+      // A run of one code (a key column's value over many rows): one test for the whole run.
+      if (static_cast<uint32_t>(code) >= dict_->size()) {
+        return Corruption(kDict, "code ", code, " near position ", codes_.position(),
+                          " is past the ", dict_->size(), "-entry dictionary");
+      }
+      if (!BitmapTest(match, static_cast<size_t>(code))) {
+        cfile_internal::ClearBits(selection, sel_offset + done, run);
+      }
+      codes_.SeekToPositionInPage(codes_.position() + run);
+      done += run;
+      continue;
+    }
+    // Up to the end of the current block, so that a constant block after it takes the path above.
+    const size_t to_block_end =
+        bitpacking::kBlockValues - codes_.position() % bitpacking::kBlockValues;
+    BASALT_ASSIGN_OR_RETURN(size_t k, NextCodes(std::min(n - done, to_block_end)));
     if (k == 0) break;
     const size_t bit0 = sel_offset + done;
     size_t j = 0;

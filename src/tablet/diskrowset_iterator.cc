@@ -99,6 +99,11 @@ absl::Status DiskRowSetIterator::InitPredicates() {
     pred_cols_.push_back(j);
     pred_ids_.push_back(c.id);
   }
+  // Columns whose pages answer predicates on their codes go first: they decode nothing, and the
+  // columns after them are read only for chunks where a row is still selected.
+  std::stable_partition(pred_cols_.begin(), pred_cols_.end(), [this](int j) {
+    return cols_[j].reader != nullptr && cols_[j].reader->encoding() == EncodingType::kDict;
+  });
   for (int j : pred_cols_) {
     Column& c = cols_[j];
     if (c.reader == nullptr) {
