@@ -45,9 +45,16 @@ void Transpose(const uint8_t* in, size_t n8, size_t cell_bytes, uint8_t* out) {
 
 void Untranspose(const uint8_t* in, size_t n8, size_t cell_bytes, uint8_t* out) {
   DCHECK_EQ(n8 % 8, 0u);
+  UntransposeGroups(in, n8, cell_bytes, 0, n8 / 8, out);
+}
+
+void UntransposeGroups(const uint8_t* in, size_t n8, size_t cell_bytes, size_t first_group,
+                       size_t num_groups, uint8_t* out) {
+  DCHECK_EQ(n8 % 8, 0u);
+  DCHECK_LE(8 * (first_group + num_groups), n8);
   const size_t plane_bytes = n8 / 8;
-  for (size_t m = 0; m < plane_bytes; m++) {
-    uint8_t* group = out + 8 * m * cell_bytes;
+  for (size_t m = first_group; m < first_group + num_groups; m++) {
+    uint8_t* group = out + 8 * (m - first_group) * cell_bytes;
     for (size_t k = 0; k < cell_bytes; k++) {
       uint64_t x = 0;
       for (size_t b = 0; b < 8; b++) x |= uint64_t{in[(8 * k + b) * plane_bytes + m]} << (8 * b);
@@ -151,8 +158,8 @@ class BitShufflePageDecoder final : public encoding_internal::PositionedPageDeco
       return Corruption(kBitShuffle, "LZ4 data of ", page.size(), " bytes does not decompress to ",
                         expected, " bytes (result ", got, ")");
     }
-    values_.resize(expected);
-    bitshuffle::Untranspose(shuffled_.data(), n8, cell_size_, values_.data());
+    n8_ = n8;
+    // Values are untransposed when read, only the groups of 8 a read touches.
     ResetPosition(count);
     return absl::OkStatus();
   }
@@ -160,7 +167,7 @@ class BitShufflePageDecoder final : public encoding_internal::PositionedPageDeco
     const size_t k = std::min(n, count_ - pos_);
     if (k == 0) return 0;  // Empty pages have no buffers to copy from.
     DCHECK_LE(dst_offset + k, out->capacity);
-    std::memcpy(out->cell(dst_offset), values_.data() + pos_ * cell_size_, k * cell_size_);
+    std::memcpy(out->cell(dst_offset), Cells(pos_, k), k * cell_size_);
     pos_ += k;
     return k;
   }
@@ -168,15 +175,25 @@ class BitShufflePageDecoder final : public encoding_internal::PositionedPageDeco
  protected:
   absl::Status CompareAt(size_t pos, const void* value, int* result) override {
     *result = encoding_internal::CompareUnalignedCell(
-        type_info_, reinterpret_cast<const char*>(values_.data()) + pos * cell_size_, value);
+        type_info_, reinterpret_cast<const char*>(Cells(pos, 1)), value);
     return absl::OkStatus();
   }
 
  private:
+  // Cells [pos, pos + k) of the page, untransposed into values_. REQUIRES: pos + k <= count_.
+  const uint8_t* Cells(size_t pos, size_t k) {
+    const size_t first = pos / 8;
+    const size_t groups = (pos + k + 7) / 8 - first;
+    values_.resize(groups * 8 * cell_size_);
+    bitshuffle::UntransposeGroups(shuffled_.data(), n8_, cell_size_, first, groups, values_.data());
+    return values_.data() + (pos - 8 * first) * cell_size_;
+  }
+
   const TypeInfo& type_info_;
   const size_t cell_size_;
-  std::vector<uint8_t> shuffled_;
-  std::vector<uint8_t> values_;
+  size_t n8_ = 0;
+  std::vector<uint8_t> shuffled_;  // The page's bit-planes.
+  std::vector<uint8_t> values_;    // The groups of 8 cells the last read untransposed.
 };
 
 }  // namespace

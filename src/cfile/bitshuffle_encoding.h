@@ -28,6 +28,12 @@ namespace bitshuffle {
 // `out` (n8 * cell_bytes bytes), and back. Exposed for tests.
 void Transpose(const uint8_t* in, size_t n8, size_t cell_bytes, uint8_t* out);
 void Untranspose(const uint8_t* in, size_t n8, size_t cell_bytes, uint8_t* out);
+// Untransposes only the cells [8 * first_group, 8 * (first_group + num_groups)) of the `n8`
+// cells whose bit-planes are at `in`, into `out` (num_groups * 8 * cell_bytes bytes): a reader
+// of a few values of a page pays for those values, not for the page.
+// REQUIRES: 8 * (first_group + num_groups) <= n8.
+void UntransposeGroups(const uint8_t* in, size_t n8, size_t cell_bytes, size_t first_group,
+                       size_t num_groups, uint8_t* out);
 }  // namespace bitshuffle
 
 }  // namespace basalt
