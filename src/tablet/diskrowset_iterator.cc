@@ -265,7 +265,20 @@ absl::StatusOr<size_t> DiskRowSetIterator::EmitRows(rowid_t start, size_t k,
       FillDefault(c, blocks[j], out, rows_.size());
       continue;
     }
-    BASALT_RETURN_IF_ERROR(DecodeToScratch(&c, start, k));
+    if (c.decoded || c.reader == nullptr) {
+      BASALT_RETURN_IF_ERROR(DecodeToScratch(&c, start, k));
+    } else {
+      // Only the span of the selected rows (from a byte-aligned row, for the null bits): a
+      // selective scan decodes what it returns, not the whole chunk. Rows of the scratch
+      // outside the span are left as they were; none of them is gathered.
+      const size_t lo = rows_.front() & ~size_t{7};
+      const size_t hi = rows_.back() + 1;
+      ColumnBlock view = *c.scratch->block();
+      view.cells = view.cell(lo);
+      if (view.null_bitmap != nullptr) view.null_bitmap += lo / 8;
+      view.capacity = hi - lo;
+      BASALT_RETURN_IF_ERROR(ScanColumn(&c, start + static_cast<rowid_t>(lo), hi - lo, &view));
+    }
     ColumnBlock* src = c.scratch->block();
     GatherRows(absl::MakeConstSpan(&src, 1), rows_, blocks.subspan(j, 1), out);
   }
