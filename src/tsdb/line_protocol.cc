@@ -453,7 +453,28 @@ absl::Status Parser::ParseTimestamp(Point* point) {
 size_t Parser::ScanName(size_t i, std::string_view escapes, std::string_view stops,
                         std::string* out) const {
   out->clear();
-  while (!AtLineEnd(i)) {
+  // Bytes that end a run copied as is: the stops, a backslash and the line-end bytes. A name is
+  // mostly such a run, appended at once (a per-byte search of `stops` cost a fifth of
+  // basalt-tsdbd's CPU under a /write load).
+  uint64_t special[4] = {};
+  auto mark = [&special](char c) {
+    const auto b = static_cast<uint8_t>(c);
+    special[b >> 6] |= uint64_t{1} << (b & 63);
+  };
+  for (char c : stops) mark(c);
+  mark('\\');
+  mark('\n');
+  mark('\r');
+  auto is_special = [&special](char c) {
+    const auto b = static_cast<uint8_t>(c);
+    return (special[b >> 6] >> (b & 63)) & 1;
+  };
+  while (true) {
+    size_t j = i;
+    while (j < body_.size() && !is_special(body_[j])) ++j;
+    out->append(body_.data() + i, j - i);
+    i = j;
+    if (AtLineEnd(i)) break;
     const char c = At(i);
     // A pair is never a separator. A line end is not escapable: the backslash stays literal.
     if (c == '\\' && !AtLineEnd(i + 1)) {
@@ -464,7 +485,7 @@ size_t Parser::ScanName(size_t i, std::string_view escapes, std::string_view sto
       continue;
     }
     if (stops.find(c) != std::string_view::npos) break;
-    out->push_back(c);
+    out->push_back(c);  // A backslash before a line end, or a '\r' inside the line.
     ++i;
   }
   return i;
