@@ -141,6 +141,7 @@ LoadResult Load() {
   for (int w = 0; w < FLAGS_load_workers; w++) {
     workers.emplace_back([&] {
       httplib::Client c(FLAGS_host, FLAGS_port);
+      c.set_keep_alive(true);  // As TSBS's own clients (Go's net/http) do.
       c.set_read_timeout(300, 0);
       c.set_write_timeout(300, 0);
       std::string body;
@@ -230,6 +231,7 @@ QueryResult RunQueries(const std::string& type, int threads) {
   for (int t = 0; t < threads; t++) {
     ts.emplace_back([&] {
       httplib::Client c(FLAGS_host, FLAGS_port);
+      c.set_keep_alive(true);  // As TSBS's own clients (Go's net/http) do.
       c.set_read_timeout(300, 0);
       std::string body;
       for (int i; (i = next.fetch_add(1)) < FLAGS_queries && !failed;) {

@@ -71,6 +71,13 @@ TsdbServer::TsdbServer(std::shared_ptr<client::Client> client, TsdbServerOptions
       executor_(&catalog_),
       server_(std::make_unique<httplib::Server>()) {
   server_->set_payload_max_length(options_.max_body_bytes);
+  // Dashboards and collectors send request after request on one connection; httplib closes a
+  // connection after 5 by default, and each new one costs a TCP handshake and a handler thread
+  // hand-off. The idle timeout (5 s) still bounds how long an idle client holds a thread.
+  server_->set_keep_alive_max_count(10000);
+  // httplib writes a response's headers and body separately: without TCP_NODELAY, Nagle holds
+  // the body until the client's delayed ACK (40 ms) on a kept-alive connection.
+  server_->set_tcp_nodelay(true);
   RegisterHandlers();
 }
 
