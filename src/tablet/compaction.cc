@@ -386,6 +386,8 @@ absl::Status CoalesceRedos(std::vector<RowDelta>* redos, std::deque<std::string>
 // Sorts UNDOs given in the chronological order of the ops they undo by timestamp and merges
 // equal timestamps: the UNDO of the later op applies first, so it is the "older" list of the merge.
 absl::Status CoalesceUndos(std::vector<std::pair<HybridTime, std::string>>* undos) {
+  // Most rows have one UNDO (an insert's): nothing to sort or merge, and no temporary buffer.
+  if (undos->size() < 2) return absl::OkStatus();
   std::stable_sort(undos->begin(), undos->end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::pair<HybridTime, std::string>> out;

@@ -72,8 +72,16 @@ void RowState::LoadFromRow(const Schema& source, const uint8_t* row_data,
                            const uint8_t* null_bitmap) {
   ResetStorage();
   live_ = true;
+  if (matched_source_ != &source) {
+    // Once per source schema, not per cell of every row (a flush loads millions of rows).
+    source_idx_.resize(schema_->num_columns());
+    for (int i = 0; i < schema_->num_columns(); ++i) {
+      source_idx_[i] = source.find_column_by_id(schema_->column_id(i));
+    }
+    matched_source_ = &source;
+  }
   for (int i = 0; i < schema_->num_columns(); ++i) {
-    int src = source.find_column_by_id(schema_->column_id(i));
+    const int src = source_idx_[i];
     if (src < 0) {
       SetDefault(i);
       continue;

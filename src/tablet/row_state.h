@@ -39,7 +39,9 @@ class RowState {
   // Loads row `row` of `blocks` (one per schema column, in schema order): a live row.
   void LoadFromBlocks(absl::Span<const ColumnBlock* const> blocks, size_t row);
   // Loads a row given in `source`'s layout, matching columns by id; columns `source` lacks get
-  // their default (or NULL). `null_bitmap` may be nullptr. A live row.
+  // their default (or NULL). `null_bitmap` may be nullptr. A live row. The column matching is
+  // kept for the next call with the same `source` object: REQUIRES that a Schema passed here
+  // stays alive (unchanged) while this RowState may be handed it again (a flush's MemRowSet).
   void LoadFromRow(const Schema& source, const uint8_t* row_data, const uint8_t* null_bitmap);
 
   // Loads a dead row with the key `encoded_key` (key_encoder.h) and default non-key values; a
@@ -75,6 +77,9 @@ class RowState {
   const Schema* const schema_;
   std::vector<uint8_t> row_;    // fixed_row_size bytes, then the null bitmap.
   std::vector<int> id_to_idx_;  // Column id → index in schema_, -1 if absent.
+  // LoadFromRow's column matching: index in *matched_source_ of each column of schema_, or -1.
+  const Schema* matched_source_ = nullptr;
+  std::vector<int> source_idx_;
   Arena arena_;
   bool live_ = true;
 };
