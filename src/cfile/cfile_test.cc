@@ -91,6 +91,12 @@ CFileWriterOptions Options(DataType type, EncodingType enc, CompressionType code
 
 class CFileTest : public CFileTestBase {
  protected:
+  // A DICT, LZ4 file of `col` (HostColumn below) in pages of 1 KiB.
+  BlockId WriteHostFile(const Column& col, Random* rng) {
+    return WriteColumn(
+        Options(DataType::kString, EncodingType::kDict, CompressionType::kLz4, false, 1024), col,
+        rng);
+  }
   // Writes `col`, reads it back whole, by random seeks, and twice through a cache.
   void RoundTrip(const CFileWriterOptions& options, const Column& col, Random* rng) {
     const BlockId id = WriteColumn(options, col, rng);
@@ -481,10 +487,7 @@ Column HostColumn(size_t n) {
 TEST_F(CFileTest, CompleteDictionaryPrunesAbsentValues) {
   Random rng(SeedFromEnvOrTime());
   Column col = HostColumn(5000);
-  auto reader = OpenFile(WriteColumn(Options(DataType::kString, EncodingType::kDict,
-                                             CompressionType::kLz4, false, 1024),
-                                     col, &rng))
-                    .value();
+  auto reader = OpenFile(WriteHostFile(col, &rng)).value();
   ColumnSchema cs("hostname", DataType::kString);
   auto eq = [&](const char* v) { return ColumnPredicate::Equality(cs, Datum::String(v)).value(); };
   EXPECT_FALSE(
@@ -523,10 +526,7 @@ TEST_F(CFileTest, FullDictionaryDoesNotPrune) {
   gflags::FlagSaver saver;
   FLAGS_cfile_dict_max_bytes = 64;  // host_0 .. host_3 or so fit, the rest go plain.
   Column col = HostColumn(5000);
-  auto reader = OpenFile(WriteColumn(Options(DataType::kString, EncodingType::kDict,
-                                             CompressionType::kLz4, false, 1024),
-                                     col, &rng))
-                    .value();
+  auto reader = OpenFile(WriteHostFile(col, &rng)).value();
   ColumnSchema cs("hostname", DataType::kString);
   EXPECT_TRUE(reader->MayMatch(ColumnPredicate::Equality(cs, Datum::String("host_9")).value()));
   EXPECT_TRUE(reader->MayMatch(ColumnPredicate::Equality(cs, Datum::String("host_5")).value()));
@@ -543,9 +543,7 @@ TEST_F(CFileTest, CompleteDictionaryClaimOverPlainPagesIsCorruption) {
     gflags::FlagSaver saver;
     FLAGS_cfile_dict_max_bytes = 64;
     Column col = HostColumn(5000);
-    bytes = ReadAll(WriteColumn(
-        Options(DataType::kString, EncodingType::kDict, CompressionType::kLz4, false, 1024), col,
-        &rng));
+    bytes = ReadAll(WriteHostFile(col, &rng));
   }
   // Rewrite the footer with dict_complete set, and its size and CRC in the trailer.
   const size_t trailer = bytes.size() - cfile_internal::kTrailerSize;
