@@ -17,22 +17,28 @@ ParallelScan::ParallelScan(ScanConfig* config, PartitionPruner* pruner,
       timeout_(timeout),
       capacity_(static_cast<size_t>(num_workers)),
       pruner_(pruner) {
-  {
-    absl::MutexLock l(&mu_);
-    workers_.resize(num_workers);
-    running_ = num_workers;
-  }
   if (first != nullptr && !first->has_more()) first.reset();
-  // std::function needs a copyable task: the first tablet's scanner travels in a shared_ptr.
-  auto first_holder = std::make_shared<std::unique_ptr<TabletScanner>>(std::move(first));
-  for (int i = 0; i < num_workers; i++) {
-    auto done = std::make_shared<std::promise<void>>();
-    workers_done_.push_back(done->get_future());
-    config_->client->scan_workers->Run([this, i, first_holder, done] {
-      Run(i, i == 0 ? std::move(*first_holder) : nullptr);
-      done->set_value();
-    });
-  }
+  absl::MutexLock l(&mu_);
+  workers_.resize(num_workers);
+  StartWorkerLocked(std::move(first));
+}
+
+void ParallelScan::StartWorkerLocked(std::unique_ptr<TabletScanner> first) {
+  const int index = started_++;
+  running_++;
+  auto done = std::make_shared<std::promise<void>>();
+  workers_done_.push_back(done->get_future());
+  // std::function needs a copyable task: the scanner travels in a shared_ptr.
+  auto holder = std::make_shared<std::unique_ptr<TabletScanner>>(std::move(first));
+  config_->client->scan_workers->Run([this, index, holder, done] {
+    Run(index, std::move(*holder));
+    done->set_value();
+  });
+}
+
+void ParallelScan::MaybeStartNextWorker() {
+  absl::MutexLock l(&mu_);
+  if (!stopping_ && started_ < static_cast<int>(workers_.size())) StartWorkerLocked(nullptr);
 }
 
 ParallelScan::~ParallelScan() { Stop(); }
@@ -45,6 +51,7 @@ bool ParallelScan::SetScanner(int index, TabletScanner* scanner) {
 
 void ParallelScan::Run(int index, std::unique_ptr<TabletScanner> scanner) {
   if (!SetScanner(index, scanner.get()) && scanner != nullptr) scanner->Cancel();
+  if (scanner != nullptr) MaybeStartNextWorker();
   for (;;) {
     absl::Status s;
     if (scanner == nullptr) {
@@ -62,6 +69,7 @@ void ParallelScan::Run(int index, std::unique_ptr<TabletScanner> scanner) {
       if (*tablet == nullptr) break;  // No tablet left.
       scanner = std::make_unique<TabletScanner>(config_, std::move(*tablet));
       if (!SetScanner(index, scanner.get())) break;
+      MaybeStartNextWorker();
       s = scanner->Open(absl::Now() + timeout_, /*limit=*/0);
     } else if (scanner->has_more()) {
       s = scanner->Continue(absl::Now() + timeout_, /*limit=*/0);
@@ -185,12 +193,14 @@ absl::Status ParallelScan::KeepAlive(absl::Time deadline) {
 }
 
 void ParallelScan::Stop() {
+  std::vector<std::future<void>> done;
   {
     absl::MutexLock l(&mu_);
     StopLocked();
+    // No worker starts once stopping_ is set: these are all of them.
+    done.swap(workers_done_);
   }
-  for (std::future<void>& f : workers_done_) f.wait();
-  workers_done_.clear();
+  for (std::future<void>& f : done) f.wait();
 }
 
 }  // namespace basalt::client::internal

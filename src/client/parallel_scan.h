@@ -1,9 +1,10 @@
 #pragma once
 
 // The tablets of an unordered scan read several at a time. Workers (tasks on the client's
-// ElasticThreadPool) each drive one TabletScanner at a time: they claim the next tablet from the
-// scan's pruner, open it and fetch its batches ahead of the caller into one queue, then claim
-// another. Private to src/client.
+// ElasticThreadPool) each drive one TabletScanner at a time; a worker starts the next one when
+// it gets a tablet, up to num_workers, so a scan of few tablets starts few workers: they claim the
+// next tablet from the scan's pruner, open it and fetch its batches ahead of the caller into one
+// queue, then claim another. Private to src/client.
 //
 // Why: a scan that reads one tablet at a time keeps one tablet server busy while the others
 // (and the client's own cores) wait; W3 of docs/performance.md found the CPUs idle 37% of a
@@ -78,6 +79,10 @@ class ParallelScan {
   };
 
   void Run(int index, std::unique_ptr<TabletScanner> scanner) ABSL_LOCKS_EXCLUDED(mu_);
+  // Starts worker started_ with `first` (or none) as its tablet.
+  void StartWorkerLocked(std::unique_ptr<TabletScanner> first) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts another worker unless num_workers run or the scan is stopping.
+  void MaybeStartNextWorker() ABSL_LOCKS_EXCLUDED(mu_);
   // Queues `scanner`'s answer, waiting for room (and keeping its server-side scanner alive
   // meanwhile); false when the scan is stopping.
   bool Push(int index, TabletScanner& scanner) ABSL_LOCKS_EXCLUDED(mu_);
@@ -99,14 +104,14 @@ class ParallelScan {
   mutable absl::Mutex mu_;
   std::deque<absl::StatusOr<std::unique_ptr<pb::ScanResponsePB>>> queue_ ABSL_GUARDED_BY(mu_);
   std::vector<Worker> workers_ ABSL_GUARDED_BY(mu_);
+  int started_ ABSL_GUARDED_BY(mu_) = 0;  // Workers started (indexes [0, started_)).
   int running_ ABSL_GUARDED_BY(mu_) = 0;  // Workers not yet finished.
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;  // Next() returned the failure or the end.
 
-  // One per worker, ready once its task has returned (after its last touch of this object, so
-  // unlike waiting for running_ == 0 under mu_, it makes destruction safe). Touched by the
-  // constructor and Stop() only.
-  std::vector<std::future<void>> workers_done_;
+  // One per started worker, ready once its task has returned (after its last touch of this
+  // object, so unlike waiting for running_ == 0 under mu_, it makes destruction safe).
+  std::vector<std::future<void>> workers_done_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace basalt::client::internal
