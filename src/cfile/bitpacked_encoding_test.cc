@@ -230,5 +230,48 @@ TEST(BitPackedDecoderTest, LazyAndEagerDecodeTheSame) {
   }
 }
 
+// ConstantRun reports exactly the blocks holding one value (width-0 FOR, or width-0 DELTA with no
+// step), from any position to its block's end; never a sequential block (width-0 DELTA that
+// steps by 1) nor a block of mixed values.
+TEST(BitPackedDecoderTest, ConstantRunFindsOnlyBlocksOfOneValue) {
+  Random rng(SeedFromEnvOrTime());
+  std::vector<int32_t> values;
+  std::vector<bool> constant_block;
+  for (int b = 0; b < 40; b++) {
+    const int kind = static_cast<int>(rng.Uniform(3));  // 0: one value, 1: sequential, 2: mixed.
+    const int32_t base = static_cast<int32_t>(rng.Uniform(1000));
+    for (size_t i = 0; i < kBlockValues; i++) {
+      values.push_back(kind == 0   ? base
+                       : kind == 1 ? base + static_cast<int32_t>(i)
+                                   : static_cast<int32_t>(rng.Uniform(1000)));
+    }
+    constant_block.push_back(kind == 0);
+  }
+  values.resize(values.size() - rng.Uniform(kBlockValues));  // A partial last block.
+  BitPackedPageBuilder<int32_t> builder{PageBuilderOptions{}};
+  ASSERT_EQ(builder.Add(values.data(), values.size()), values.size());
+  const std::string page(builder.Finish());
+  BitPackedPageDecoder<int32_t> d(Validation::kAtInit);
+  BASALT_ASSERT_OK(d.Init(page));
+  for (int i = 0; i < 300; i++) {
+    const size_t pos = rng.Uniform(values.size());
+    const size_t n = 1 + rng.Uniform(2 * kBlockValues);
+    d.SeekToPositionInPage(pos);
+    int32_t value = -1;
+    size_t run = 0;
+    const bool got = d.ConstantRun(n, &value, &run);
+    ASSERT_EQ(got, constant_block[pos / kBlockValues]) << "position " << pos;
+    EXPECT_EQ(d.position(), pos);  // Never moves.
+    if (!got) continue;
+    const size_t block_end = std::min((pos / kBlockValues + 1) * kBlockValues, values.size());
+    ASSERT_EQ(run, std::min(n, block_end - pos)) << "position " << pos;
+    for (size_t j = pos; j < pos + run; j++) ASSERT_EQ(values[j], value) << "position " << j;
+  }
+  d.SeekToPositionInPage(values.size());
+  int32_t value;
+  size_t run;
+  EXPECT_FALSE(d.ConstantRun(10, &value, &run));  // At the end.
+}
+
 }  // namespace
 }  // namespace basalt

@@ -238,11 +238,15 @@ class DictPageDecoder final : public PageDecoder {
     const size_t k = codes_.DecodeRaw(std::min(n, kCodeChunk), codes_buf_);
     uint32_t max = 0;
     for (size_t j = 0; j < k; j++) max = std::max(max, static_cast<uint32_t>(codes_buf_[j]));
-    if (k > 0 && max >= dict_->size()) {
-      return Corruption(kDict, "code ", max, " near position ", start, " is past the ",
-                        dict_->size(), "-entry dictionary");
-    }
+    if (k > 0) BASALT_RETURN_IF_ERROR(CheckCode(max, start));
     return k;
+  }
+  // DATA_LOSS unless `code` (the largest of codes read near position `pos`) is a dictionary
+  // entry.
+  absl::Status CheckCode(uint32_t code, size_t pos) const {
+    if (code < dict_->size()) return absl::OkStatus();
+    return Corruption(kDict, "code ", code, " near position ", pos, " is past the ", dict_->size(),
+                      "-entry dictionary");
   }
 
   const Dictionary* const dict_;
@@ -263,10 +267,7 @@ absl::StatusOr<size_t> DictPageDecoder::EvaluatePredicate(const EncodedPredicate
     size_t run;
     if (codes_.ConstantRun(n - done, &code, &run)) {
       // A run of one code (a key column's value over many rows): one test for the whole run.
-      if (static_cast<uint32_t>(code) >= dict_->size()) {
-        return Corruption(kDict, "code ", code, " near position ", codes_.position(),
-                          " is past the ", dict_->size(), "-entry dictionary");
-      }
+      BASALT_RETURN_IF_ERROR(CheckCode(static_cast<uint32_t>(code), codes_.position()));
       if (!BitmapTest(match, static_cast<size_t>(code))) {
         cfile_internal::ClearBits(selection, sel_offset + done, run);
       }

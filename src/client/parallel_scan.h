@@ -1,10 +1,10 @@
 #pragma once
 
 // The tablets of an unordered scan read several at a time. Workers (tasks on the client's
-// ElasticThreadPool) each drive one TabletScanner at a time; a worker starts the next one when
-// it gets a tablet, up to num_workers, so a scan of few tablets starts few workers: they claim the
-// next tablet from the scan's pruner, open it and fetch its batches ahead of the caller into one
-// queue, then claim another. Private to src/client.
+// ElasticThreadPool) each drive one TabletScanner at a time: they claim the next tablet from the
+// scan's pruner, open it and fetch its batches ahead of the caller into one queue, then claim
+// another. A worker that gets a tablet starts the next worker, up to num_workers, so a scan of k
+// tablets starts at most k + 1 of them. Private to src/client.
 //
 // Why: a scan that reads one tablet at a time keeps one tablet server busy while the others
 // (and the client's own cores) wait; W3 of docs/performance.md found the CPUs idle 37% of a
