@@ -1,0 +1,343 @@
+#include "rpc/frame_channel.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "common/strings.h"
+#include "glog/logging.h"
+#include "rpc/frame_codec.h"
+#include "rpc/net_util.h"
+#include "rpc/socket_util.h"
+
+namespace basalt {
+
+namespace {
+
+// The first read of a response takes up to this many bytes: the header, and a small body or
+// error status with it, in one recv. The rest of a larger reply is read straight into its
+// string. Never more than the response (the server sends nothing else), so nothing of it is lost.
+constexpr size_t kFirstReadSize = 8 << 10;
+
+// The errors a stale connection (closed by the server while it sat in the pool) produces.
+bool IsPeerClosed(int err) { return err == ECONNRESET || err == EPIPE; }
+
+absl::Status ConnectFailed(absl::StatusCode code, const std::string& address,
+                           std::string_view message) {
+  absl::Status s(code, ToAbsl(message));
+  s.SetPayload(kFrameConnectFailedUrl, absl::Cord(address));
+  return s;
+}
+
+// `s` with "<context>: " before its message, payloads kept (PrependToStatus drops them).
+absl::Status WithContext(const absl::Status& s, std::string_view context) {
+  absl::Status out(s.code(), StrCat(context, ": ", s.message()));
+  s.ForEachPayload(
+      [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
+}
+
+// Waits until `fd` is ready for `events` (POLLIN / POLLOUT), or reports DEADLINE_EXCEEDED once
+// `deadline` has passed. Readiness includes errors and hangups: the next recv/send reports them.
+absl::Status WaitFor(int fd, short events, absl::Time deadline) {
+  for (;;) {
+    int timeout_ms = -1;
+    if (deadline != absl::InfiniteFuture()) {
+      const absl::Duration left = deadline - absl::Now();
+      if (left <= absl::ZeroDuration()) return absl::DeadlineExceededError("deadline exceeded");
+      // Rounded up: poll must not return before the deadline and leave a busy loop.
+      timeout_ms = static_cast<int>(std::min<int64_t>(
+          absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))), INT_MAX));
+    }
+    pollfd p{fd, events, 0};
+    const int rc = poll(&p, 1, timeout_ms);
+    if (rc > 0) return absl::OkStatus();
+    if (rc < 0 && errno != EINTR) {
+      return absl::UnavailableError(StrCat("poll: ", ErrnoText(errno)));
+    }
+    // Timed out or interrupted: the loop checks the deadline again.
+  }
+}
+
+// Sends every byte of `iov` on the non-blocking socket `fd` before `deadline`. Sends first and
+// polls only when the socket buffer is full (a request usually fits: one syscall).
+// `*peer_closed` is set when it fails because the server closed the connection.
+absl::Status SendAll(int fd, iovec* iov, int iovcnt, absl::Time deadline, bool* peer_closed) {
+  while (iovcnt > 0) {
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = iovcnt;
+    const ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);  // MSG_NOSIGNAL: EPIPE, not SIGPIPE.
+    if (n >= 0) {
+      AdvanceIov(&iov, &iovcnt, static_cast<size_t>(n));
+      continue;
+    }
+    const int err = errno;
+    if (err == EINTR) continue;
+    if (err == EAGAIN || err == EWOULDBLOCK) {
+      BASALT_RETURN_IF_ERROR(WaitFor(fd, POLLOUT, deadline));
+      continue;
+    }
+    *peer_closed = IsPeerClosed(err);
+    return absl::UnavailableError(StrCat("sending the request: ", ErrnoText(err)));
+  }
+  return absl::OkStatus();
+}
+
+// One recv of up to `n` bytes (at least 1) before `deadline`. EOF is an error: the caller always
+// expects more bytes. `*peer_closed` as for SendAll.
+absl::StatusOr<size_t> RecvSome(int fd, char* dst, size_t n, absl::Time deadline,
+                                bool* peer_closed) {
+  for (;;) {
+    const ssize_t got = recv(fd, dst, n, 0);
+    if (got > 0) return static_cast<size_t>(got);
+    if (got == 0) {
+      *peer_closed = true;
+      return absl::UnavailableError("connection closed by the server");
+    }
+    const int err = errno;
+    if (err == EINTR) continue;
+    if (err == EAGAIN || err == EWOULDBLOCK) {
+      BASALT_RETURN_IF_ERROR(WaitFor(fd, POLLIN, deadline));
+      continue;
+    }
+    *peer_closed = IsPeerClosed(err);
+    return absl::UnavailableError(StrCat("receiving the reply: ", ErrnoText(err)));
+  }
+}
+
+// The outcome of one call on one connection.
+struct Attempt {
+  absl::Status status;        // The server's status, or why the call failed.
+  bool from_server = false;   // `status` is the server's (a complete, well-formed response).
+  bool reusable = false;      // The connection can serve another call.
+  bool closed_early = false;  // EOF/ECONNRESET/EPIPE before any byte of the response.
+};
+
+// Reads the response to the request just sent on `fd` into `*a`: the server's status, with the
+// body in `*response` for OK.
+void ReadResponse(int fd, absl::Time deadline, std::string* response, Attempt* a) {
+  // The header (and usually the whole reply) in one recv, after one poll: the reply cannot be
+  // there yet, so a recv first would only fail with EAGAIN.
+  char buf[kFirstReadSize];
+  size_t have = 0;
+  bool peer_closed = false;
+  a->status = WaitFor(fd, POLLIN, deadline);
+  while (a->status.ok() && have < kFrameResponseHeaderSize) {
+    absl::StatusOr<size_t> got =
+        RecvSome(fd, buf + have, sizeof(buf) - have, deadline, &peer_closed);
+    a->status = got.status();
+    if (got.ok()) have += *got;
+  }
+  if (!a->status.ok()) {
+    a->closed_early = peer_closed && have == 0;
+    return;
+  }
+  absl::StatusOr<FrameResponseHeader> h = DecodeFrameResponseHeader(std::string_view(buf, have));
+  if (!h.ok()) {
+    a->status = h.status();
+    return;
+  }
+  const size_t payload_have = have - kFrameResponseHeaderSize;
+  if (payload_have > h->payload_len) {
+    a->status = absl::DataLossError(
+        absl::StrFormat("the server sent %d bytes after a response of %d",
+                        payload_have - h->payload_len, h->payload_len + kFrameResponseHeaderSize));
+    return;
+  }
+  // The codec guarantees an OK reply is all body and an error reply all message and detail: the
+  // payload goes into one string, received in place. Its size was checked by the decoder.
+  std::string status_bytes;
+  std::string* payload = h->code == absl::StatusCode::kOk ? response : &status_bytes;
+  payload->resize(h->payload_len);
+  std::memcpy(payload->data(), buf + kFrameResponseHeaderSize, payload_have);
+  for (size_t done = payload_have; done < h->payload_len;) {
+    absl::StatusOr<size_t> got =
+        RecvSome(fd, payload->data() + done, h->payload_len - done, deadline, &peer_closed);
+    if (!got.ok()) {
+      a->status = got.status();
+      return;
+    }
+    done += *got;
+  }
+  a->from_server = true;
+  a->reusable = true;
+  if (h->code == absl::StatusCode::kOk) {
+    a->status = absl::OkStatus();
+  } else {
+    const std::string_view bytes(status_bytes);
+    a->status = FrameErrorStatus(h->code, bytes.substr(0, h->message_len),
+                                 bytes.substr(h->message_len, h->detail_len));
+  }
+}
+
+// One call on connection `fd`.
+Attempt CallOn(int fd, uint8_t method, std::string_view request, absl::Time deadline,
+               std::string* response) {
+  Attempt a;
+  const absl::Time now = absl::Now();
+  if (now >= deadline) {
+    a.status = absl::DeadlineExceededError("deadline exceeded before the request was sent");
+    a.reusable = true;  // Nothing was sent: the connection is as good as before.
+    return a;
+  }
+  char header[kFrameRequestHeaderSize];
+  EncodeFrameRequestHeader(
+      {static_cast<uint32_t>(request.size()), method, FrameTimeoutMs(deadline, now)}, header);
+  iovec iov[2] = {{header, sizeof(header)}, {const_cast<char*>(request.data()), request.size()}};
+  a.status = SendAll(fd, iov, 2, deadline, &a.closed_early);
+  if (a.status.ok()) ReadResponse(fd, deadline, response, &a);
+  return a;
+}
+
+}  // namespace
+
+FrameChannel::FrameChannel(std::string address, int max_idle)
+    : address_(std::move(address)), max_idle_(max_idle) {
+  absl::StatusOr<HostPort> hp = ParseHostPort(address_, 0);
+  if (!hp.ok()) {
+    address_status_ = hp.status();
+    return;
+  }
+  host_ = hp->host;
+  port_ = std::to_string(hp->port);
+}
+
+FrameChannel::~FrameChannel() {
+  absl::MutexLock l(&mu_);
+  for (int fd : idle_) close(fd);
+  idle_.clear();
+}
+
+int FrameChannel::num_idle() const {
+  absl::MutexLock l(&mu_);
+  return static_cast<int>(idle_.size());
+}
+
+int FrameChannel::TakeIdle() {
+  absl::MutexLock l(&mu_);
+  if (idle_.empty()) return -1;
+  // The most recently used: the least likely to have been closed by the server's idle timeout.
+  const int fd = idle_.back();
+  idle_.pop_back();
+  return fd;
+}
+
+void FrameChannel::Release(int fd, bool reusable) {
+  if (reusable) {
+    absl::MutexLock l(&mu_);
+    if (static_cast<int>(idle_.size()) < max_idle_) {
+      idle_.push_back(fd);
+      return;
+    }
+  }
+  close(fd);
+}
+
+absl::Status FrameChannel::Call(uint8_t method, std::string_view request, absl::Time deadline,
+                                std::string* response) {
+  auto context = [&] {
+    return StrCat("frame call to ", address_, " (method ", static_cast<int>(method), ")");
+  };
+  BASALT_RETURN_IF_ERROR(address_status_);
+  if (absl::Now() >= deadline) {
+    return absl::DeadlineExceededError(StrCat(context(), ": deadline passed before the call"));
+  }
+  if (request.size() > static_cast<size_t>(kMaxRpcMessageBytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: request of %d bytes exceeds the frame limit of %d", context(),
+                        request.size(), kMaxRpcMessageBytes));
+  }
+  int fd = TakeIdle();
+  const bool pooled = fd >= 0;
+  if (!pooled) {
+    absl::StatusOr<int> fresh = Connect(deadline);
+    if (!fresh.ok()) return WithContext(fresh.status(), context());  // Keeps the payload.
+    fd = *fresh;
+  }
+  Attempt a = CallOn(fd, method, request, deadline, response);
+  Release(fd, a.reusable);
+  if (pooled && a.closed_early) {
+    // The pooled connection was stale (see the class comment): once more, on a fresh one. If
+    // that cannot connect, the request may still have been sent on the stale one, so the
+    // result is a plain UNAVAILABLE (or DEADLINE_EXCEEDED), not "connect failed".
+    VLOG(1) << context() << ": pooled connection closed by the server (" << a.status.message()
+            << "); retrying on a new connection";
+    absl::StatusOr<int> fresh = Connect(deadline);
+    if (!fresh.ok()) {
+      return absl::Status(
+          fresh.status().code(),
+          StrCat(context(), ": the pooled connection was closed (", a.status.message(),
+                 ") and reconnecting failed: ", fresh.status().message()));
+    }
+    a = CallOn(*fresh, method, request, deadline, response);
+    Release(*fresh, a.reusable);
+  }
+  // The server's own statuses arrive as sent; only transport errors get the call's context.
+  if (a.from_server) return a.status;
+  return WithContext(a.status, context());
+}
+
+absl::StatusOr<int> FrameChannel::Connect(absl::Time deadline) {
+  deadline = std::min(deadline, absl::Now() + kConnectTimeout);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;  // IPv4 and IPv6.
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* addrs = nullptr;
+  if (int rc = getaddrinfo(host_.c_str(), port_.c_str(), &hints, &addrs); rc != 0) {
+    return ConnectFailed(absl::StatusCode::kUnavailable, address_,
+                         StrCat("cannot resolve '", host_, "': ", gai_strerror(rc)));
+  }
+  // Each address in turn (e.g. ::1 then 127.0.0.1 for "localhost") until one connects.
+  std::string errors;
+  for (addrinfo* ai = addrs; ai != nullptr; ai = ai->ai_next) {
+    const int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      StrAppend(&errors, errors.empty() ? "" : "; ", "socket: ", ErrnoText(errno));
+      continue;
+    }
+    // Non-blocking: connect returns EINPROGRESS (EINTR: it goes on in the background) and poll
+    // bounds the wait by the deadline; SO_ERROR then tells how it ended.
+    int err = 0;
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+      err = errno;
+      if (err == EINPROGRESS || err == EINTR) {
+        if (absl::Status s = WaitFor(fd, POLLOUT, deadline); !s.ok()) {
+          close(fd);
+          freeaddrinfo(addrs);
+          return ConnectFailed(s.code(), address_, StrCat("connecting: ", s.message()));
+        }
+        socklen_t len = sizeof(err);
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+      }
+    }
+    if (err == 0) {
+      freeaddrinfo(addrs);
+      // Requests are small and latency-bound: send them at once, not after an ACK (Nagle).
+      const int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      return fd;
+    }
+    close(fd);
+    StrAppend(&errors, errors.empty() ? "" : "; ", ErrnoText(err));
+  }
+  freeaddrinfo(addrs);
+  return ConnectFailed(absl::StatusCode::kUnavailable, address_,
+                       StrCat("cannot connect: ", errors.empty() ? "no address" : errors));
+}
+
+}  // namespace basalt

@@ -1,0 +1,96 @@
+#pragma once
+
+// FrameChannel: the client side of the frame transport (docs/frame_rpc.md): calls to one
+// FrameServer address over a small pool of TCP connections, one call at a time per connection.
+//
+// A call takes an idle connection from the pool (or connects a new one), sends the request
+// frame, waits for the response frame until the deadline, and gives the connection back to the
+// pool only after a complete, well-formed response. Any error closes the connection: a late
+// answer to an abandoned call must never be read as the answer to the next one.
+//
+// Stale connections: the server closes connections that stay idle (FrameServerOptions::
+// idle_timeout) and all of them when it restarts. A pooled connection that fails with EOF,
+// ECONNRESET or EPIPE before any byte of the response arrived is retried once on a fresh
+// connection, because a server closes only connections that are not running a call... except
+// at its Shutdown(), which drops the replies of running handlers: a call caught there is run
+// again if a new server already listens at the address. Methods that must not run twice need
+// their own protection (request ids), as with any RPC that may be retried.
+//
+// Lifecycle: construct (never blocks, never fails; a bad address fails each Call) -> Call()* ->
+// destroy (closes idle connections). REQUIRES: no Call() running at destruction.
+//
+// Thread-safe: concurrent calls use different connections; the lock guards only the pool.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace basalt {
+
+// The payload (at this type URL) of a status that means "no connection could be made, nothing
+// was sent": the caller may safely try another transport or server. Its value is the address.
+inline constexpr char kFrameConnectFailedUrl[] = "type.basalt/frame.connect_failed";
+
+class FrameChannel {
+ public:
+  // The longest a new connection may take, whatever the call's deadline: a port behind a
+  // firewall that drops SYNs fails the call (DEADLINE_EXCEEDED with kFrameConnectFailedUrl) in
+  // this time, so that its caller can still use another transport within the deadline.
+  static constexpr absl::Duration kConnectTimeout = absl::Seconds(2);
+
+  // `address`: "host:port", "[v6]:port"; a host name is resolved (getaddrinfo, IPv4 and IPv6)
+  // at each new connection. `max_idle`: idle connections kept for reuse; more are closed.
+  explicit FrameChannel(std::string address, int max_idle = 16);
+  ~FrameChannel();
+  FrameChannel(const FrameChannel&) = delete;
+  FrameChannel& operator=(const FrameChannel&) = delete;
+
+  // Sends `request` as method `method` and waits for the reply until `deadline`
+  // (absl::InfiniteFuture(): no limit). On OK, `*response` is the reply body; on an error it is
+  // unspecified. Returns the server's status (code, message, and the detail payload reattached at
+  // kErrorDetailUrl) or:
+  //  - INVALID_ARGUMENT: an unparsable address, or a request over kMaxRpcMessageBytes;
+  //  - UNAVAILABLE with a kFrameConnectFailedUrl payload: no connection could be made (resolve
+  //    or connect failed or was refused); nothing was sent;
+  //  - UNAVAILABLE without it: the connection broke after the request was (maybe) sent (EOF,
+  //    reset), including a failed reconnect after a stale pooled connection;
+  //  - DEADLINE_EXCEEDED: the deadline passed before the reply arrived (while connecting, with
+  //    the kFrameConnectFailedUrl payload since nothing was sent; or sending or receiving), or a
+  //    connection took over kConnectTimeout (with the payload);
+  //  - DATA_LOSS: a malformed response frame.
+  // The I/O never waits past `deadline`; name resolution (getaddrinfo) is not bounded by it.
+  // REQUIRES: response != nullptr.
+  absl::Status Call(uint8_t method, std::string_view request, absl::Time deadline,
+                    std::string* response) ABSL_LOCKS_EXCLUDED(mu_);
+
+  const std::string& address() const { return address_; }
+  // Idle connections in the pool, for tests.
+  int num_idle() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  // A new connected socket (non-blocking, TCP_NODELAY), connected within kConnectTimeout.
+  absl::StatusOr<int> Connect(absl::Time deadline);
+  // Returns `fd` to the pool if `reusable` (else, or if the pool is full, closes it).
+  void Release(int fd, bool reusable) ABSL_LOCKS_EXCLUDED(mu_);
+  // An idle connection, or -1.
+  int TakeIdle() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Constant after construction.
+  const std::string address_;
+  const int max_idle_;
+  absl::Status address_status_;  // Why `address_` does not parse, or OK.
+  std::string host_;             // Parsed from `address_` (brackets removed).
+  std::string port_;
+
+  mutable absl::Mutex mu_;
+  std::vector<int> idle_ ABSL_GUARDED_BY(mu_);  // Most recently used last.
+};
+
+}  // namespace basalt
