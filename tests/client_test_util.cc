@@ -4,11 +4,16 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/status_test_util.h"
 #include "common/strings.h"
 #include "glog/logging.h"
 #include "proto/tserver.pb.h"
+#include "server/webserver.h"
 
 namespace basalt::client_test {
 
@@ -18,6 +23,18 @@ using client::Scanner;
 using client::Session;
 using client::Table;
 using client::WriteOperation;
+
+absl::StatusOr<int64_t> CounterValue(ExternalDaemon* d, const std::string& series) {
+  absl::StatusOr<HttpResponse> r = HttpGet("127.0.0.1", d->info().http_port, "/metrics");
+  if (!r.ok()) return r.status();
+  for (absl::string_view line : absl::StrSplit(r->body, '\n')) {
+    if (!absl::ConsumePrefix(&line, series + " ")) continue;
+    double v = 0;
+    if (!absl::SimpleAtod(line, &v)) return absl::DataLossError(std::string(line));
+    return static_cast<int64_t>(v);
+  }
+  return 0;
+}
 
 Row Expected(int32_t key) {
   Row r;

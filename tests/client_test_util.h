@@ -53,6 +53,10 @@ absl::Status ScanRows(client::Table* table,
                       const std::function<absl::Status(client::Scanner*)>& configure,
                       std::vector<Row>* rows, uint64_t* snapshot = nullptr);
 
+// The value of counter `series` (name and labels, as /metrics prints them) on daemon `d`; 0 when
+// it does not exist yet (no event so far).
+absl::StatusOr<int64_t> CounterValue(ExternalDaemon* d, const std::string& series);
+
 // A running cluster (1 master, 3 tablet servers, 200 ms Raft ticks) and a client connected to it;
 // checks in TearDown that no daemon died, keeps the cluster directory when the test failed, and
 // logs how long the test took.

@@ -104,19 +104,6 @@ std::string Joined(const std::vector<std::string>& lines) {
   return out;
 }
 
-// The value of counter `series` (name and labels, as /metrics prints them) on daemon `d`.
-absl::StatusOr<int64_t> CounterValue(ExternalDaemon* d, const std::string& series) {
-  absl::StatusOr<HttpResponse> r = HttpGet("127.0.0.1", d->info().http_port, "/metrics");
-  if (!r.ok()) return r.status();
-  for (absl::string_view line : absl::StrSplit(r->body, '\n')) {
-    if (!absl::ConsumePrefix(&line, series + " ")) continue;
-    double v = 0;
-    if (!absl::SimpleAtod(line, &v)) return absl::DataLossError(std::string(line));
-    return static_cast<int64_t>(v);
-  }
-  return 0;  // Not created yet: no call so far.
-}
-
 // Copy sessions the source served: one per attempt (each fails after its first block).
 const std::string kSessions =
     "basalt_rpc_requests_total{method=\"/basalt.pb.TabletCopyService/BeginTabletCopySession\"}";

@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "client/client_internal.h"
 #include "client/elastic_thread_pool.h"
+#include "client/frame_targets.h"
 #include "client/master_proxy.h"
 #include "client/meta_cache.h"
 #include "client/thread_pool.h"
@@ -53,6 +54,10 @@ ClientBuilder& ClientBuilder::disable_mutex_deadlock_detection(bool disable) {
   disable_deadlock_detection_ = disable;
   return *this;
 }
+ClientBuilder& ClientBuilder::use_frame_rpc(bool use) {
+  use_frame_rpc_ = use;
+  return *this;
+}
 ClientBuilder& ClientBuilder::num_rpc_threads(int n) {
   num_rpc_threads_ = n;
   return *this;
@@ -79,7 +84,8 @@ absl::Status ClientBuilder::Build(std::shared_ptr<Client>* client) {
   data->admin_timeout = absl::FromChrono(admin_timeout_);
   data->rpc_timeout = absl::FromChrono(rpc_timeout_);
   data->master = std::make_unique<MasterProxy>(std::move(addresses));
-  data->meta_cache = std::make_unique<internal::MetaCache>(data->master.get());
+  data->frames = std::make_unique<internal::FrameTargets>(use_frame_rpc_);
+  data->meta_cache = std::make_unique<internal::MetaCache>(data->master.get(), data->frames.get());
   data->pool = std::make_unique<ThreadPool>(std::max(1, num_rpc_threads_));
   data->pool->Start();
   data->scan_workers = std::make_unique<internal::ElasticThreadPool>();

@@ -61,6 +61,10 @@ class BASALT_EXPORT ClientBuilder {
   // Build() turns off Abseil's mutex deadlock detection for the whole process (default true):
   // the packaged Abseil enables it, and it costs every absl::Mutex operation dearly.
   ClientBuilder& disable_mutex_deadlock_detection(bool disable);
+  // Writes and scans go over the tablet servers' frame RPC ports where they offer one
+  // (docs/frame_rpc.md; default true), a lighter transport than gRPC; false: gRPC only. A server
+  // whose frame port cannot be connected is called over gRPC anyway.
+  ClientBuilder& use_frame_rpc(bool use);
 
   // INVALID_ARGUMENT for no or a malformed master address. Does not contact the cluster.
   absl::Status Build(std::shared_ptr<Client>* client);
@@ -71,6 +75,7 @@ class BASALT_EXPORT ClientBuilder {
   std::chrono::milliseconds rpc_timeout_{30000};
   int num_rpc_threads_ = 16;
   bool disable_deadlock_detection_ = true;
+  bool use_frame_rpc_ = true;
 };
 
 // A tablet server as the master lists it.

@@ -6,6 +6,7 @@
 
 #include "absl/time/clock.h"
 #include "client/elastic_thread_pool.h"
+#include "client/frame_targets.h"
 #include "client/master_proxy.h"
 #include "client/meta_cache.h"
 #include "client/thread_pool.h"

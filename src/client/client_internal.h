@@ -40,6 +40,7 @@ class ThreadPool;
 namespace internal {
 
 class ElasticThreadPool;
+class FrameTargets;
 class MasterProxy;
 class MetaCache;
 class TableLocations;
@@ -60,6 +61,8 @@ struct ClientData {
   absl::Duration admin_timeout = absl::Seconds(30);
   absl::Duration rpc_timeout = absl::Seconds(30);
   std::unique_ptr<MasterProxy> master;
+  // Before meta_cache, which borrows it.
+  std::unique_ptr<FrameTargets> frames;
   std::unique_ptr<MetaCache> meta_cache;
   std::unique_ptr<ThreadPool> pool;
   // Parallel scans' workers (ParallelScan).

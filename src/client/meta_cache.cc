@@ -5,6 +5,7 @@
 
 #include "absl/time/clock.h"
 #include "client/client_internal.h"
+#include "client/frame_targets.h"
 #include "client/master_proxy.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
@@ -171,7 +172,8 @@ std::shared_ptr<TableLocations> MetaCache::GetTable(const std::string& table_id)
 }
 
 absl::StatusOr<std::shared_ptr<RemoteTablet>> MetaCache::InsertLocations(
-    TableLocations* table, const pb::GetTableLocationsResponsePB& resp, int64_t now_nanos) {
+    TableLocations* table, const pb::GetTableLocationsResponsePB& resp, int64_t now_nanos,
+    FrameTargets* frames) {
   const int64_t expiry = now_nanos + int64_t{resp.ttl_millis()} * 1000000;
   std::vector<std::shared_ptr<RemoteTablet>> tablets;
   for (const pb::TabletLocationsPB& loc : resp.tablet_locations()) {
@@ -184,6 +186,11 @@ absl::StatusOr<std::shared_ptr<RemoteTablet>> MetaCache::InsertLocations(
     for (const auto& r : loc.replicas()) {
       replicas.push_back(
           {r.ts_uuid(), HostPort::FromPB(r.rpc_address()).ToString(), r.role() == pb::LEADER});
+      if (frames != nullptr) {
+        frames->Learn(replicas.back().address,
+                      r.has_frame_rpc_address() ? HostPort::FromPB(r.frame_rpc_address()).ToString()
+                                                : std::string());
+      }
     }
     tablets.push_back(std::make_shared<RemoteTablet>(loc.tablet_id(), *std::move(partition),
                                                      std::move(replicas), expiry));
@@ -202,7 +209,7 @@ absl::StatusOr<std::shared_ptr<RemoteTablet>> MetaCache::Refresh(TableLocations*
   pb::GetTableLocationsResponsePB resp;
   BASALT_RETURN_IF_ERROR(master_->Call("GetTableLocations", &MasterProxy::Stub::GetTableLocations,
                                        req, &resp, deadline));
-  return InsertLocations(table, resp, absl::GetCurrentTimeNanos());
+  return InsertLocations(table, resp, absl::GetCurrentTimeNanos(), frames_);
 }
 
 absl::StatusOr<std::shared_ptr<RemoteTablet>> MetaCache::Lookup(TableLocations* table,

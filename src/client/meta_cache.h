@@ -30,6 +30,7 @@ class GetTableLocationsResponsePB;
 
 namespace basalt::client::internal {
 
+class FrameTargets;
 class MasterProxy;
 
 struct ReplicaLocation {
@@ -115,8 +116,10 @@ class TableLocations {
 
 class MetaCache {
  public:
-  // `master` is borrowed and must outlive the cache.
-  explicit MetaCache(MasterProxy* master) : master_(master) {}
+  // `master` and `frames` are borrowed and must outlive the cache; `frames` (may be null) learns
+  // the tablet servers' frame RPC addresses from the locations.
+  explicit MetaCache(MasterProxy* master, FrameTargets* frames = nullptr)
+      : master_(master), frames_(frames) {}
 
   // The locations object of a table (created empty on first use).
   std::shared_ptr<TableLocations> GetTable(const std::string& table_id) ABSL_LOCKS_EXCLUDED(mu_);
@@ -134,9 +137,11 @@ class MetaCache {
   void Invalidate(TableLocations* table, RemoteTablet* tablet);
 
   // Fills `table` from a GetTableLocations response; returns its first tablet (nullptr for
-  // none). DATA_LOSS for a malformed partition.
+  // none). DATA_LOSS for a malformed partition. `frames` (may be null) learns the servers'
+  // frame RPC addresses.
   static absl::StatusOr<std::shared_ptr<RemoteTablet>> InsertLocations(
-      TableLocations* table, const pb::GetTableLocationsResponsePB& resp, int64_t now_nanos);
+      TableLocations* table, const pb::GetTableLocationsResponsePB& resp, int64_t now_nanos,
+      FrameTargets* frames = nullptr);
 
  private:
   // Asks the master for the tablets from `partition_key` on; returns the first.
@@ -145,6 +150,7 @@ class MetaCache {
                                                         absl::Time deadline);
 
   MasterProxy* const master_;
+  FrameTargets* const frames_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<TableLocations>> tables_ ABSL_GUARDED_BY(mu_);
 };

@@ -21,6 +21,17 @@ struct ReusedScanResponse {
   bool malformed = false;  // gRPC reports a failed parse as UNIMPLEMENTED; this tells them apart.
 };
 
+// Clears `m` for a merge, keeping its `data` block and the capacity of the block's buffers
+// (Clear() would delete the block).
+void ClearKeepingBlock(pb::ScanResponsePB* m) {
+  pb::ColumnarRowBlockPB* data = m->has_data() ? m->release_data() : nullptr;
+  m->Clear();
+  if (data != nullptr) {
+    data->Clear();
+    m->set_allocated_data(data);
+  }
+}
+
 }  // namespace basalt::client::internal
 
 namespace grpc {
@@ -33,12 +44,7 @@ class SerializationTraits<basalt::client::internal::ReusedScanResponse> {
   static Status Deserialize(ByteBuffer* buffer, basalt::client::internal::ReusedScanResponse* out) {
     if (buffer == nullptr) return Status(StatusCode::INTERNAL, "no payload");
     basalt::pb::ScanResponsePB* m = out->msg;
-    basalt::pb::ColumnarRowBlockPB* data = m->has_data() ? m->release_data() : nullptr;
-    m->Clear();
-    if (data != nullptr) {
-      data->Clear();
-      m->set_allocated_data(data);
-    }
+    basalt::client::internal::ClearKeepingBlock(m);
     Status result;
     {
       ProtoBufferReader reader(buffer);
@@ -87,12 +93,29 @@ void ScanBlockPool::Put(std::unique_ptr<pb::ColumnarRowBlockPB> block) {
 // every scan, which every scan test would show).
 constexpr char kScanMethod[] = "/basalt.pb.TabletServerService/Scan";
 
+// Gives *resp a kept block from `pool` if it has none.
+static void UsePooledBlock(ScanBlockPool* pool, pb::ScanResponsePB* resp) {
+  if (resp->has_data()) return;
+  std::unique_ptr<pb::ColumnarRowBlockPB> block = pool->Take();
+  if (block != nullptr) resp->set_allocated_data(block.release());
+}
+
+absl::Status ParseScanResponse(std::string_view bytes, ScanBlockPool* pool,
+                               pb::ScanResponsePB* resp) {
+  UsePooledBlock(pool, resp);
+  ClearKeepingBlock(resp);
+  google::protobuf::io::CodedInputStream input(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                               static_cast<int>(bytes.size()));
+  input.SetTotalBytesLimit(INT_MAX);
+  if (!resp->MergeFromCodedStream(&input) || !input.ConsumedEntireMessage()) {
+    return absl::DataLossError("the server's Scan response does not parse");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CallScan(const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext* ctx,
                       const pb::ScanRequestPB& req, ScanBlockPool* pool, pb::ScanResponsePB* resp) {
-  if (!resp->has_data()) {
-    std::unique_ptr<pb::ColumnarRowBlockPB> block = pool->Take();
-    if (block != nullptr) resp->set_allocated_data(block.release());
-  }
+  UsePooledBlock(pool, resp);
   const grpc::internal::RpcMethod method(kScanMethod, grpc::internal::RpcMethod::NORMAL_RPC,
                                          channel);
   ReusedScanResponse out{resp};

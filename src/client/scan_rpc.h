@@ -12,6 +12,7 @@
 // submessage (the `data` block and its strings); this call keeps the block and merges into it.
 
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -56,5 +57,11 @@ class ScanBlockPool {
 // (set from `pool` when it has one) keeps its buffers. The status is the RPC's.
 absl::Status CallScan(const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext* ctx,
                       const pb::ScanRequestPB& req, ScanBlockPool* pool, pb::ScanResponsePB* resp);
+
+// Parses a serialized Scan response (a frame RPC answer) into *resp as CallScan does: its `data`
+// block (from `pool` when *resp has none) keeps its buffers. DATA_LOSS when `bytes` does not
+// parse.
+absl::Status ParseScanResponse(std::string_view bytes, ScanBlockPool* pool,
+                               pb::ScanResponsePB* resp);
 
 }  // namespace basalt::client::internal

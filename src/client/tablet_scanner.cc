@@ -5,6 +5,7 @@
 
 #include "absl/time/clock.h"
 #include "client/client_internal.h"
+#include "client/frame_targets.h"
 #include "client/meta_cache.h"
 #include "client/scan_rpc.h"
 #include "common/aggregate_plan.h"
@@ -67,6 +68,15 @@ static absl::Status Closed() { return absl::CancelledError("the scan was closed"
 
 absl::Status TabletScanner::Call(const std::string& address, const pb::ScanRequestPB& req,
                                  absl::Time deadline, pb::ScanResponsePB* resp) {
+  if (Cancelled()) return Closed();
+  if (std::optional<absl::Status> frame =
+          config_->client->frames->Call(address, pb::FRAME_SCAN, req, deadline, &frame_answer_)) {
+    absl::Status s = *frame;
+    if (s.ok()) s = ParseScanResponse(frame_answer_, config_->blocks, resp);
+    // A cancelled call must not look like a server failure worth retrying elsewhere.
+    if (Cancelled()) return Closed();
+    return s;
+  }
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(deadline));
   {
@@ -250,6 +260,11 @@ absl::Status SendKeepAlive(ClientData* client, const std::string& server,
   pb::ScannerKeepAliveRequestPB req;
   req.set_scanner_id(scanner_id);
   pb::ScannerKeepAliveResponsePB resp;
+  std::string answer;
+  if (std::optional<absl::Status> frame =
+          client->frames->Call(server, pb::FRAME_SCANNER_KEEP_ALIVE, req, deadline, &answer)) {
+    return *frame;  // The response message has no fields.
+  }
   auto stub = pb::TabletServerService::NewStub(client->Channel(server));
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(deadline));
@@ -267,10 +282,14 @@ void TabletScanner::Close() {
   req.set_scanner_id(scanner_id_);
   req.set_close_scanner(true);
   pb::ScanResponsePB resp;
-  auto stub = pb::TabletServerService::NewStub(config_->client->Channel(server_));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  (void)stub->Scan(&ctx, req, &resp);  // Best effort: the server expires it anyway.
+  // Best effort: the server expires it anyway.
+  const absl::Time deadline = absl::Now() + absl::Seconds(1);
+  if (!config_->client->frames->Call(server_, pb::FRAME_SCAN, req, deadline, &frame_answer_)) {
+    auto stub = pb::TabletServerService::NewStub(config_->client->Channel(server_));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(deadline));
+    (void)stub->Scan(&ctx, req, &resp);
+  }
   scanner_id_.clear();
   has_more_ = false;
 }

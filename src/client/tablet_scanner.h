@@ -109,7 +109,9 @@ class TabletScanner {
 
  private:
   absl::Status NewScan(absl::Time deadline, uint64_t limit);
-  // Sends one Scan RPC to `address`, cancellable through Cancel().
+  // Sends one Scan RPC to `address` (over its frame RPC port when it has one), cancellable
+  // through Cancel(): a gRPC call at once, a frame call when its answer arrives (the answer is
+  // dropped).
   absl::Status Call(const std::string& address, const pb::ScanRequestPB& req, absl::Time deadline,
                     pb::ScanResponsePB* resp) ABSL_LOCKS_EXCLUDED(mu_);
   void Accept(const std::string& address, std::unique_ptr<pb::ScanResponsePB> resp);
@@ -124,6 +126,8 @@ class TabletScanner {
   bool range_dropped_ = false;
   std::string last_primary_key_;
   std::unique_ptr<pb::ScanResponsePB> response_;
+  // The bytes of the last frame RPC answer, kept for their capacity (batches are ~1 MiB).
+  std::string frame_answer_;
 
   absl::Mutex mu_;
   grpc::ClientContext* in_flight_ ABSL_GUARDED_BY(mu_) = nullptr;

@@ -5,6 +5,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "client/client_internal.h"
+#include "client/frame_targets.h"
 #include "client/meta_cache.h"
 #include "client/write_schema.h"
 #include "common/arena.h"
@@ -169,6 +170,25 @@ void CollectRowErrors(const pb::WriteResponsePB& resp, const RequestRows& rows,
   }
 }
 
+// One Write RPC to the server at `address`: over its frame RPC port when it has one, else gRPC.
+absl::Status CallWrite(ClientData* client, const std::string& address,
+                       const pb::WriteRequestPB& req, absl::Time deadline,
+                       pb::WriteResponsePB* resp) {
+  std::string answer;
+  if (std::optional<absl::Status> frame =
+          client->frames->Call(address, pb::FRAME_WRITE, req, deadline, &answer)) {
+    if (!frame->ok()) return *frame;
+    if (!resp->ParseFromString(answer)) {
+      return absl::DataLossError("the server's Write response does not parse");
+    }
+    return absl::OkStatus();
+  }
+  auto stub = pb::TabletServerService::NewStub(client->Channel(address));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(deadline));
+  return FromGrpcStatus(stub->Write(&ctx, req, resp));
+}
+
 // SendWriteBatch's attempts, with `req` carrying `rows` (at least one operation).
 void SendRequest(ClientData* client, WriteBatch* batch, RequestRows* rows,
                  pb::WriteRequestPB* request, absl::Time deadline, WriteResult* result) {
@@ -197,15 +217,13 @@ void SendRequest(ClientData* client, WriteBatch* batch, RequestRows* rows,
     Next next = Next::kBackoff;
     if (it != replicas.end()) {
       const ReplicaLocation target = *it;
-      auto stub = pb::TabletServerService::NewStub(client->Channel(target.address));
-      grpc::ClientContext ctx;
       // A leader that stopped answering (paused, cut off) is left for the next replica well
       // before the deadline; retrying elsewhere is safe: the request id makes it exactly-once.
-      ctx.set_deadline(absl::ToChronoTime(std::min(deadline, absl::Now() + attempt_timeout)));
+      const absl::Time attempt_deadline = std::min(deadline, absl::Now() + attempt_timeout);
       req.set_propagated_timestamp(client->latest_observed_timestamp.load());
       req.mutable_request_id()->set_first_incomplete_seq_no(client->requests.FirstIncomplete());
       pb::WriteResponsePB resp;
-      absl::Status s = FromGrpcStatus(stub->Write(&ctx, req, &resp));
+      absl::Status s = CallWrite(client, target.address, req, attempt_deadline, &resp);
       if (s.ok()) {
         batch->tablet->MarkLeader(target.uuid);
         batch->tablet->MarkSucceeded(target.address);

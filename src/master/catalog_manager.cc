@@ -376,6 +376,9 @@ void CatalogManager::FillLocationsLocked(const TabletInfo& tablet,
     std::optional<TsDescriptor> ts = ts_manager_->Get(peer.uuid());
     if (ts.has_value()) {
       ts->rpc_address.ToPB(r->mutable_rpc_address());
+      if (ts->frame_rpc_address.port != 0) {
+        ts->frame_rpc_address.ToPB(r->mutable_frame_rpc_address());
+      }
     } else {
       *r->mutable_rpc_address() = peer.address();
     }
@@ -496,6 +499,11 @@ absl::Status ValidateHeartbeat(const pb::TSHeartbeatRequestPB& req) {
   if (req.http_address().port() > 65535) {
     return absl::InvalidArgumentError("http_address: port above 65535");
   }
+  if (req.has_frame_rpc_address() &&
+      (req.frame_rpc_address().host().empty() || req.frame_rpc_address().port() == 0 ||
+       req.frame_rpc_address().port() > 65535)) {
+    return absl::InvalidArgumentError("frame_rpc_address: needs a host and a port in 1..65535");
+  }
   if (req.num_live_tablets() < 0) {
     return absl::InvalidArgumentError("num_live_tablets: must not be negative");
   }
@@ -579,7 +587,7 @@ absl::Status CatalogManager::ProcessHeartbeat(const pb::TSHeartbeatRequestPB& re
   }
   const TsManager::HeartbeatResult hb = ts_manager_->Heartbeat(
       req.ts_uuid(), HostPort::FromPB(req.rpc_address()), HostPort::FromPB(req.http_address()),
-      req.num_live_tablets(), !req.is_incremental());
+      req.num_live_tablets(), !req.is_incremental(), HostPort::FromPB(req.frame_rpc_address()));
   const bool changed = !hb.was_known || !req.is_incremental() || req.updated_tablets_size() > 0 ||
                        req.removed_tablet_ids_size() > 0;
   bool unknown;

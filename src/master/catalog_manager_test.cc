@@ -324,6 +324,14 @@ TEST_F(CatalogManagerTest, HeartbeatResponses) {
   hb.mutable_rpc_address()->set_port(70000);
   EXPECT_EQ(CodeOf(SendHeartbeat(hb)), absl::StatusCode::kInvalidArgument);
   hb = Heartbeat(1);
+  hb.mutable_frame_rpc_address()->set_host("127.0.0.1");  // No port.
+  EXPECT_EQ(CodeOf(SendHeartbeat(hb)), absl::StatusCode::kInvalidArgument);
+  hb.mutable_frame_rpc_address()->set_port(70000);
+  EXPECT_EQ(CodeOf(SendHeartbeat(hb)), absl::StatusCode::kInvalidArgument);
+  hb.mutable_frame_rpc_address()->clear_host();
+  hb.mutable_frame_rpc_address()->set_port(7060);
+  EXPECT_EQ(CodeOf(SendHeartbeat(hb)), absl::StatusCode::kInvalidArgument);
+  hb = Heartbeat(1);
   hb.add_updated_tablets()->set_state(pb::TABLET_RUNNING);  // No tablet id.
   EXPECT_EQ(CodeOf(SendHeartbeat(hb)), absl::StatusCode::kInvalidArgument);
   hb = Heartbeat(1);
@@ -529,8 +537,26 @@ TEST_F(CatalogManagerTest, GetTableLocationsByPartitionKeyRange) {
   for (const auto& r : loc.replicas()) {
     leaders += r.role() == pb::LEADER;
     EXPECT_EQ(r.rpc_address().host(), "127.0.0.1");
+    EXPECT_FALSE(r.has_frame_rpc_address()) << r.ts_uuid() << " advertised no frame RPC port";
   }
   EXPECT_EQ(leaders, 1);
+
+  // A server that advertises a frame RPC port: its replicas carry the address, the others not.
+  const std::string framed = loc.replicas(0).ts_uuid();
+  pb::TSHeartbeatRequestPB hb = Heartbeat(std::stoi(framed.substr(3)), /*incremental=*/true);
+  ASSERT_EQ(hb.ts_uuid(), framed);
+  hb.mutable_frame_rpc_address()->set_host("127.0.0.1");
+  hb.mutable_frame_rpc_address()->set_port(20000);
+  BASALT_ASSERT_OK(SendHeartbeat(hb));
+  const pb::GetTableLocationsResponsePB with_frame = locate("", "", 1);
+  for (const auto& r : with_frame.tablet_locations(0).replicas()) {
+    if (r.ts_uuid() == framed) {
+      EXPECT_EQ(r.frame_rpc_address().host(), "127.0.0.1");
+      EXPECT_EQ(r.frame_rpc_address().port(), 20000u);
+    } else {
+      EXPECT_FALSE(r.has_frame_rpc_address()) << r.ts_uuid();
+    }
+  }
 
   pb::GetTableLocationsRequestPB bad;
   bad.mutable_table()->set_table_name("t");

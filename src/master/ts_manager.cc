@@ -21,7 +21,8 @@ int64_t TsManager::timeout_micros() const {
 TsManager::HeartbeatResult TsManager::Heartbeat(const std::string& uuid,
                                                 const HostPort& rpc_address,
                                                 const HostPort& http_address,
-                                                int32_t num_live_tablets, bool full_report) {
+                                                int32_t num_live_tablets, bool full_report,
+                                                const HostPort& frame_rpc_address) {
   const int64_t now = clock_->MonotonicMicros();
   absl::MutexLock l(&mu_);
   HeartbeatResult result;
@@ -30,6 +31,7 @@ TsManager::HeartbeatResult TsManager::Heartbeat(const std::string& uuid,
   Entry& e = servers_[uuid];
   e.rpc_address = rpc_address;
   e.http_address = http_address;
+  e.frame_rpc_address = frame_rpc_address;
   e.last_heartbeat_micros = now;
   e.num_live_tablets = num_live_tablets;
   if (full_report) e.full_report_received = true;
@@ -42,6 +44,7 @@ TsDescriptor TsManager::Describe(const std::string& uuid, const Entry& e, int64_
   d.uuid = uuid;
   d.rpc_address = e.rpc_address;
   d.http_address = e.http_address;
+  d.frame_rpc_address = e.frame_rpc_address;
   d.last_heartbeat_micros = e.last_heartbeat_micros;
   d.millis_since_heartbeat = (now - e.last_heartbeat_micros) / 1000;
   d.num_live_tablets = e.num_live_tablets;

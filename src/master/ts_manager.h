@@ -31,6 +31,7 @@ struct TsDescriptor {
   std::string uuid;
   HostPort rpc_address;
   HostPort http_address;
+  HostPort frame_rpc_address;         // Port 0: the server has no frame RPC port.
   int64_t last_heartbeat_micros = 0;  // Monotonic (Clock::MonotonicMicros).
   int64_t millis_since_heartbeat = 0;
   int32_t num_live_tablets = 0;  // As reported.
@@ -49,9 +50,11 @@ class TsManager {
     bool needs_full_report = false;  // No full report received since this master started.
   };
   // Registers or refreshes `uuid`. A full report (`full_report`) marks it received.
+  // `frame_rpc_address` with port 0: the server answers over gRPC only.
   HeartbeatResult Heartbeat(const std::string& uuid, const HostPort& rpc_address,
                             const HostPort& http_address, int32_t num_live_tablets,
-                            bool full_report) ABSL_LOCKS_EXCLUDED(mu_);
+                            bool full_report, const HostPort& frame_rpc_address = {})
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   std::optional<TsDescriptor> Get(const std::string& uuid) const ABSL_LOCKS_EXCLUDED(mu_);
   // Every known server, by uuid.
@@ -65,6 +68,7 @@ class TsManager {
   struct Entry {
     HostPort rpc_address;
     HostPort http_address;
+    HostPort frame_rpc_address;
     int64_t last_heartbeat_micros = 0;
     int32_t num_live_tablets = 0;
     bool full_report_received = false;

@@ -175,13 +175,21 @@ void Webserver::Shutdown() {
   StopHttpListener(server_.get(), &thread_);
 }
 
+RpcMethodMetrics GetRpcMethodMetrics(const std::string& method, MetricRegistry* registry) {
+  if (registry == nullptr) registry = MetricRegistry::Global();
+  const MetricLabels labels = {{"method", method}};
+  return RpcMethodMetrics{
+      registry->GetCounter("basalt_rpc_requests_total", "RPCs received, by method.", labels),
+      registry->GetCounter("basalt_rpc_errors_total",
+                           "RPCs answered with a non-OK status, by method.", labels),
+      registry->GetHistogram("basalt_rpc_duration_seconds",
+                             "Time from receiving an RPC to finishing it, by method.", labels),
+      registry->GetGauge("basalt_rpc_in_flight", "RPCs received and not yet finished.")};
+}
+
 namespace {
 
-struct MethodMetrics {
-  Counter* requests;
-  Counter* errors;
-  Histogram* duration;
-};
+using MethodMetrics = RpcMethodMetrics;
 
 class RpcMetricsInterceptor : public grpc::experimental::Interceptor {
  public:
@@ -214,8 +222,7 @@ class RpcMetricsInterceptorFactory : public grpc::experimental::ServerIntercepto
  public:
   explicit RpcMetricsInterceptorFactory(MetricRegistry* registry)
       : registry_(registry != nullptr ? registry : MetricRegistry::Global()),
-        in_flight_(
-            registry_->GetGauge("basalt_rpc_in_flight", "RPCs received and not yet finished.")) {}
+        in_flight_(GetRpcMethodMetrics("unknown", registry_).in_flight) {}
 
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override {
@@ -230,13 +237,7 @@ class RpcMetricsInterceptorFactory : public grpc::experimental::ServerIntercepto
       auto it = methods_.find(method);
       if (it != methods_.end()) return it->second;
     }
-    const MetricLabels labels = {{"method", method}};
-    MethodMetrics m{
-        registry_->GetCounter("basalt_rpc_requests_total", "RPCs received, by method.", labels),
-        registry_->GetCounter("basalt_rpc_errors_total",
-                              "RPCs answered with a non-OK status, by method.", labels),
-        registry_->GetHistogram("basalt_rpc_duration_seconds",
-                                "Time from receiving an RPC to finishing it, by method.", labels)};
+    const MethodMetrics m = GetRpcMethodMetrics(method, registry_);
     absl::MutexLock l(&mu_);
     methods_.emplace(method, m);
     return m;

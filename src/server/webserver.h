@@ -37,6 +37,9 @@ class Server;
 
 namespace basalt {
 
+class Counter;
+class Gauge;
+class Histogram;
 class MetricRegistry;
 
 struct WebserverOptions {
@@ -116,6 +119,18 @@ std::string HtmlEscape(std::string_view s);
 // Renders rows as an HTML table; every cell is escaped.
 std::string HtmlTable(const std::vector<std::string>& header,
                       const std::vector<std::vector<std::string>>& rows);
+
+// One method's RPC metrics: basalt_rpc_requests_total, basalt_rpc_errors_total and
+// basalt_rpc_duration_seconds labelled {method=`method`}, and the server's basalt_rpc_in_flight,
+// in `registry` (nullptr: MetricRegistry::Global()). The pointers live as long as the registry.
+// For transports that record their calls as gRPC's are (the frame RPC port).
+struct RpcMethodMetrics {
+  Counter* requests;
+  Counter* errors;
+  Histogram* duration;
+  Gauge* in_flight;
+};
+RpcMethodMetrics GetRpcMethodMetrics(const std::string& method, MetricRegistry* registry = nullptr);
 
 // A gRPC server interceptor factory recording, per method (the full gRPC method path),
 // basalt_rpc_requests_total, basalt_rpc_errors_total (non-OK status) and

@@ -22,6 +22,9 @@ DEFINE_string(format, "table",
 DEFINE_int64(timeout_ms, 30000,
              "Timeout in milliseconds of every RPC and client operation (DDL, scan, write session) "
              "of a cluster action; an unreachable server fails the action once it runs out.");
+DEFINE_bool(frame_rpc, true,
+            "Whether writes and scans of a cluster action use the tablet servers' frame RPC "
+            "ports where they offer one (docs/frame_rpc.md); false: gRPC only.");
 
 namespace basalt::tools {
 
@@ -40,6 +43,7 @@ absl::Status ConnectToCluster(const std::string& master_addresses,
     if (!a.empty()) builder.add_master_server_addr(std::string(a));
   }
   return builder.num_rpc_threads(4)
+      .use_frame_rpc(FLAGS_frame_rpc)
       .default_admin_operation_timeout(OperationTimeout())
       .default_rpc_timeout(OperationTimeout())
       .Build(client);

@@ -151,6 +151,9 @@ absl::Status Heartbeater::Beat(Master* m) {
   pb::TSHeartbeatRequestPB request;
   request.set_ts_uuid(options_.server_uuid);
   options_.rpc_address.ToPB(request.mutable_rpc_address());
+  if (options_.frame_rpc_address.port != 0) {
+    options_.frame_rpc_address.ToPB(request.mutable_frame_rpc_address());
+  }
   std::map<std::string, std::string> current;
   int live = 0;
   for (const auto& r : manager_->List()) {

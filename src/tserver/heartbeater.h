@@ -43,7 +43,8 @@ class TSHeartbeatResponsePB;
 
 struct HeartbeaterOptions {
   std::string server_uuid;
-  HostPort rpc_address;  // Advertised.
+  HostPort rpc_address;        // Advertised.
+  HostPort frame_rpc_address;  // Advertised; port 0: the server has no frame RPC port.
   std::vector<HostPort> masters;
   absl::Duration interval = absl::Seconds(1);
   // The longest backoff after failed heartbeats to one master (before jitter); an interval above

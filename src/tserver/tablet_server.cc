@@ -25,6 +25,7 @@
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "consensus/grpc_transport.h"
+#include "rpc/frame_server.h"
 #include "server/server_instance.h"
 #include "server/webserver.h"
 #include "tablet/maintenance_manager.h"
@@ -197,6 +198,7 @@ absl::Status TabletServer::Start() {
     HeartbeaterOptions h;
     h.server_uuid = instance_->uuid();
     h.rpc_address = advertised_;
+    h.frame_rpc_address = frame_advertised_;
     h.masters = options_.master_addresses;
     h.interval = absl::Milliseconds(options_.heartbeat_interval_ms);
     h.max_failure_backoff = absl::Milliseconds(options_.heartbeat_max_failure_backoff_ms);
@@ -206,7 +208,10 @@ absl::Status TabletServer::Start() {
   }
   RegisterMetrics();
   BASALT_RETURN_IF_ERROR(StartWebserver());
-  LOG(INFO) << "tablet server " << instance_->uuid() << " serving on " << advertised_.ToString();
+  LOG(INFO) << "tablet server " << instance_->uuid() << " serving on " << advertised_.ToString()
+            << (frame_server_ != nullptr
+                    ? StrCat(" (frame RPC on port ", frame_server_->port(), ")")
+                    : std::string(" (frame RPC off)"));
   return absl::OkStatus();
 }
 
@@ -258,6 +263,24 @@ absl::Status TabletServer::StartRpcServer() {
     }
   }
   address_book_->Set(instance_->uuid(), advertised_);
+  return StartFrameServer(sctx);
+}
+
+absl::Status TabletServer::StartFrameServer(const TabletServiceContext& sctx) {
+  if (options_.frame_rpc_port < 0) return absl::OkStatus();
+  if (options_.frame_rpc_port > 65535) {
+    return absl::InvalidArgumentError(
+        StrCat("frame_rpc_port: ", options_.frame_rpc_port, " is not a port"));
+  }
+  BASALT_ASSIGN_OR_RETURN(HostPort bind, ParseHostPort(options_.rpc_bind_address, 7050));
+  bind.port = static_cast<uint16_t>(options_.frame_rpc_port);
+  FrameServerOptions fo;
+  fo.bind_address = bind.ToString();
+  fo.name = "tserver-frame";
+  frame_server_ = std::make_unique<FrameServer>(fo);
+  RegisterTabletFrameMethods(sctx, frame_server_.get());
+  BASALT_RETURN_IF_ERROR(frame_server_->Start());
+  frame_advertised_ = HostPort{advertised_.host, static_cast<uint16_t>(frame_server_->port())};
   return absl::OkStatus();
 }
 
@@ -614,6 +637,7 @@ void TabletServer::Shutdown() {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     server_->Wait();
   }
+  if (frame_server_ != nullptr) frame_server_->Shutdown();
   if (scanner_manager_ != nullptr) scanner_manager_->Shutdown();
   if (tablet_copy_service_ != nullptr) tablet_copy_service_->Shutdown();
   if (transport_ != nullptr) transport_->Shutdown();

@@ -38,6 +38,7 @@ class BlockGc;
 class BlockId;
 class BlockManager;
 class DiskSpaceMonitor;
+class FrameServer;
 class BlockScrubber;
 class GrpcTransport;
 class Heartbeater;
@@ -46,6 +47,7 @@ class MaintenanceManager;
 class MemoryBudget;
 class SerialTaskPool;
 class TabletCopyService;
+struct TabletServiceContext;
 class ScannerManager;
 class ServerInstance;
 class TsTabletManager;
@@ -67,6 +69,9 @@ struct TabletServerOptions {
   bool rpc_reuse_port = true;
   // Empty: the bound address (the host name when bound to 0.0.0.0).
   std::string rpc_advertised_address;
+  // The frame RPC port (docs/frame_rpc.md), on the host of rpc_bind_address and advertised with
+  // the host of the advertised address: 0 picks a free port, < 0 turns it off (gRPC only).
+  int frame_rpc_port = 0;
   // Empty: no heartbeats.
   std::vector<HostPort> master_addresses;
   int heartbeat_interval_ms = 1000;
@@ -109,6 +114,8 @@ class TabletServer {
   int webserver_port() const;
   // The address other processes use ("host:port").
   const HostPort& advertised_address() const { return advertised_; }
+  // The advertised frame RPC address; port 0 when it is off.
+  const HostPort& frame_rpc_address() const { return frame_advertised_; }
   TsTabletManager* tablet_manager() const { return tablet_manager_.get(); }
   ScannerManager* scanner_manager() const { return scanner_manager_.get(); }
   Heartbeater* heartbeater() const { return heartbeater_.get(); }
@@ -119,6 +126,8 @@ class TabletServer {
 
  private:
   absl::Status StartRpcServer();
+  // The frame RPC port's server, if options_.frame_rpc_port >= 0. REQUIRES: advertised_ is set.
+  absl::Status StartFrameServer(const TabletServiceContext& sctx);
   // Per-tablet and per-server callback metrics, the status pages and the web server.
   void RegisterMetrics();
   absl::Status StartWebserver();
@@ -183,11 +192,13 @@ class TabletServer {
   std::unique_ptr<grpc::Service> consensus_service_;
   std::unique_ptr<TabletCopyService> tablet_copy_service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<FrameServer> frame_server_;  // Null when options_.frame_rpc_port < 0.
   std::unique_ptr<Heartbeater> heartbeater_;
   // heartbeater_.get() once started, for OnReplicaStatusChange on other threads.
   std::atomic<Heartbeater*> heartbeater_ptr_{nullptr};
   int rpc_port_ = 0;
   HostPort advertised_;
+  HostPort frame_advertised_;  // Port 0: no frame RPC port.
   std::vector<CallbackGaugeHandle> metric_handles_;
   std::unique_ptr<Webserver> webserver_;
 };

@@ -8,6 +8,7 @@
 
 #include <glog/logging.h>
 #include <grpcpp/grpcpp.h>
+#include "absl/cleanup/cleanup.h"
 
 #include "cfile/block_manager.h"
 #include "common/metrics.h"
@@ -16,8 +17,10 @@
 #include "consensus/raft_config.h"
 #include "proto/tserver.grpc.pb.h"
 #include "proto/tserver.pb.h"
+#include "rpc/frame_server.h"
 #include "rpc/net_util.h"
 #include "rpc/rpc_status.h"
+#include "server/webserver.h"
 #include "tserver/address_book.h"
 #include "tserver/replica_report.h"
 #include "tserver/request_checks.h"
@@ -70,29 +73,113 @@ absl::Status ParseConfig(const pb::RaftConfigPB& pb, const std::string& self, Ra
   return FieldError("config", ValidateConfig(*config));
 }
 
+// ---- The data path: Write, Scan, ScannerKeepAlive over either transport ----------------------
+
+// What TabletServerService's data calls do, apart from the transport: gRPC and the frame RPC
+// port (docs/frame_rpc.md) both call it. `deadline` is the caller's, at most
+// default_rpc_timeout from the call's start. Thread-safe.
+class TabletDataCalls {
+ public:
+  explicit TabletDataCalls(const TabletServiceContext& ctx) : ctx_(ctx) {}
+
+  absl::Status Write(const pb::WriteRequestPB& request, absl::Time deadline,
+                     pb::WriteResponsePB* response) {
+    BASALT_RETURN_IF_ERROR(CheckTabletId(request.tablet_id()));
+    if (!request.has_schema()) return absl::InvalidArgumentError("schema: missing");
+    BASALT_ASSIGN_OR_RETURN(std::shared_ptr<TabletReplica> replica,
+                            ctx_.tablet_manager->Lookup(request.tablet_id()));
+    return replica->Write(request, response, deadline);
+  }
+
+  // On an error `response` is cleared: nothing of a failed scan reaches the client.
+  absl::Status Scan(const pb::ScanRequestPB& request, absl::Time deadline,
+                    pb::ScanResponsePB* response) {
+    absl::Status s = DoScan(request, deadline, response);
+    if (!s.ok()) response->Clear();
+    return s;
+  }
+
+  absl::Status ScannerKeepAlive(const pb::ScannerKeepAliveRequestPB& request) {
+    if (request.scanner_id().empty()) return absl::InvalidArgumentError("scanner_id: empty");
+    return ctx_.scanner_manager->Get(request.scanner_id()).status();
+  }
+
+ private:
+  absl::Status DoScan(const pb::ScanRequestPB& request, absl::Time deadline,
+                      pb::ScanResponsePB* response) {
+    if (request.has_new_scan_request() == !request.scanner_id().empty()) {
+      return absl::InvalidArgumentError(
+          "new_scan_request, scanner_id: exactly one of them must be set");
+    }
+    const size_t batch =
+        request.batch_size_bytes() == 0
+            ? ctx_.scanner_default_batch_size_bytes
+            : std::min(request.batch_size_bytes(), ctx_.scanner_max_batch_size_bytes);
+    if (request.has_new_scan_request()) {
+      BASALT_RETURN_IF_ERROR(NewScan(request, batch, deadline, response));
+    } else {
+      BASALT_RETURN_IF_ERROR(ContinueScan(request, batch, response));
+    }
+    response->set_propagated_timestamp(ctx_.clock->Now().value());
+    kRowsScanned->Increment(static_cast<uint64_t>(response->data().num_rows()));
+    return absl::OkStatus();
+  }
+
+  absl::Status NewScan(const pb::ScanRequestPB& request, size_t batch, absl::Time deadline,
+                       pb::ScanResponsePB* response) {
+    const pb::NewScanRequestPB& nsr = request.new_scan_request();
+    BASALT_RETURN_IF_ERROR(FieldError("new_scan_request", CheckTabletId(nsr.tablet_id())));
+    BASALT_ASSIGN_OR_RETURN(std::shared_ptr<TabletReplica> replica,
+                            ctx_.tablet_manager->Lookup(nsr.tablet_id()));
+    BASALT_ASSIGN_OR_RETURN(std::unique_ptr<Scanner> scanner,
+                            Scanner::Open(std::move(replica), nsr, deadline));
+    BASALT_RETURN_IF_ERROR(scanner->NextBatch(batch, response));
+    if (scanner->has_more() && !request.close_scanner()) {
+      BASALT_ASSIGN_OR_RETURN(std::string id, ctx_.scanner_manager->Register(std::move(scanner)));
+      response->set_scanner_id(id);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ContinueScan(const pb::ScanRequestPB& request, size_t batch,
+                            pb::ScanResponsePB* response) {
+    const std::string& id = request.scanner_id();
+    BASALT_ASSIGN_OR_RETURN(std::shared_ptr<Scanner> scanner, ctx_.scanner_manager->Get(id));
+    absl::MutexLock l(scanner->mu());
+    if (request.close_scanner() && request.batch_size_bytes() == 0) {
+      ctx_.scanner_manager->Remove(id);
+      return absl::OkStatus();
+    }
+    BASALT_RETURN_IF_ERROR(scanner->Continue(request.call_seq_id(), batch, response));
+    if (!scanner->has_more() || request.close_scanner()) {
+      ctx_.scanner_manager->Remove(id);
+    } else {
+      response->set_scanner_id(id);
+    }
+    return absl::OkStatus();
+  }
+
+  const TabletServiceContext ctx_;
+};
+
 // ---- TabletServerService ------------------------------------------------------------------
 
 class TabletServerServiceImpl final : public pb::TabletServerService::Service {
  public:
-  explicit TabletServerServiceImpl(const TabletServiceContext& ctx) : ctx_(ctx) {}
+  explicit TabletServerServiceImpl(const TabletServiceContext& ctx) : ctx_(ctx), data_(ctx) {}
 
   grpc::Status Write(grpc::ServerContext* context, const pb::WriteRequestPB* request,
                      pb::WriteResponsePB* response) override {
-    return ToGrpcStatus(DoWrite(context, *request, response));
+    return ToGrpcStatus(data_.Write(*request, Deadline(context), response));
   }
   grpc::Status Scan(grpc::ServerContext* context, const pb::ScanRequestPB* request,
                     pb::ScanResponsePB* response) override {
-    absl::Status s = DoScan(context, *request, response);
-    if (!s.ok()) response->Clear();
-    return ToGrpcStatus(s);
+    return ToGrpcStatus(data_.Scan(*request, Deadline(context), response));
   }
   grpc::Status ScannerKeepAlive(grpc::ServerContext* context,
                                 const pb::ScannerKeepAliveRequestPB* request,
                                 pb::ScannerKeepAliveResponsePB* response) override {
-    if (request->scanner_id().empty()) {
-      return ToGrpcStatus(absl::InvalidArgumentError("scanner_id: empty"));
-    }
-    return ToGrpcStatus(ctx_.scanner_manager->Get(request->scanner_id()).status());
+    return ToGrpcStatus(data_.ScannerKeepAlive(*request));
   }
   grpc::Status ListTablets(grpc::ServerContext* context, const pb::ListTabletsRequestPB* request,
                            pb::ListTabletsResponsePB* response) override {
@@ -127,68 +214,8 @@ class TabletServerServiceImpl final : public pb::TabletServerService::Service {
   }
 
  private:
-  absl::Status DoWrite(grpc::ServerContext* context, const pb::WriteRequestPB& request,
-                       pb::WriteResponsePB* response) {
-    BASALT_RETURN_IF_ERROR(CheckTabletId(request.tablet_id()));
-    if (!request.has_schema()) return absl::InvalidArgumentError("schema: missing");
-    BASALT_ASSIGN_OR_RETURN(std::shared_ptr<TabletReplica> replica,
-                            ctx_.tablet_manager->Lookup(request.tablet_id()));
-    return replica->Write(request, response, RpcDeadline(context, ctx_.default_rpc_timeout));
-  }
-
-  absl::Status DoScan(grpc::ServerContext* context, const pb::ScanRequestPB& request,
-                      pb::ScanResponsePB* response) {
-    if (request.has_new_scan_request() == !request.scanner_id().empty()) {
-      return absl::InvalidArgumentError(
-          "new_scan_request, scanner_id: exactly one of them must be set");
-    }
-    const size_t batch =
-        request.batch_size_bytes() == 0
-            ? ctx_.scanner_default_batch_size_bytes
-            : std::min(request.batch_size_bytes(), ctx_.scanner_max_batch_size_bytes);
-    if (request.has_new_scan_request()) {
-      BASALT_RETURN_IF_ERROR(NewScan(context, request, batch, response));
-    } else {
-      BASALT_RETURN_IF_ERROR(ContinueScan(request, batch, response));
-    }
-    response->set_propagated_timestamp(ctx_.clock->Now().value());
-    kRowsScanned->Increment(static_cast<uint64_t>(response->data().num_rows()));
-    return absl::OkStatus();
-  }
-
-  absl::Status NewScan(grpc::ServerContext* context, const pb::ScanRequestPB& request, size_t batch,
-                       pb::ScanResponsePB* response) {
-    const pb::NewScanRequestPB& nsr = request.new_scan_request();
-    BASALT_RETURN_IF_ERROR(FieldError("new_scan_request", CheckTabletId(nsr.tablet_id())));
-    BASALT_ASSIGN_OR_RETURN(std::shared_ptr<TabletReplica> replica,
-                            ctx_.tablet_manager->Lookup(nsr.tablet_id()));
-    BASALT_ASSIGN_OR_RETURN(
-        std::unique_ptr<Scanner> scanner,
-        Scanner::Open(std::move(replica), nsr, RpcDeadline(context, ctx_.default_rpc_timeout)));
-    BASALT_RETURN_IF_ERROR(scanner->NextBatch(batch, response));
-    if (scanner->has_more() && !request.close_scanner()) {
-      BASALT_ASSIGN_OR_RETURN(std::string id, ctx_.scanner_manager->Register(std::move(scanner)));
-      response->set_scanner_id(id);
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status ContinueScan(const pb::ScanRequestPB& request, size_t batch,
-                            pb::ScanResponsePB* response) {
-    const std::string& id = request.scanner_id();
-    BASALT_ASSIGN_OR_RETURN(std::shared_ptr<Scanner> scanner, ctx_.scanner_manager->Get(id));
-    absl::MutexLock l(scanner->mu());
-    if (request.close_scanner() && request.batch_size_bytes() == 0) {
-      ctx_.scanner_manager->Remove(id);
-      return absl::OkStatus();
-    }
-    BASALT_RETURN_IF_ERROR(scanner->Continue(request.call_seq_id(), batch, response));
-    if (!scanner->has_more() || request.close_scanner()) {
-      ctx_.scanner_manager->Remove(id);
-    } else {
-      response->set_scanner_id(id);
-    }
-    return absl::OkStatus();
+  absl::Time Deadline(const grpc::ServerContext* context) const {
+    return RpcDeadline(context, ctx_.default_rpc_timeout);
   }
 
   absl::Status DoChecksum(grpc::ServerContext* context, const pb::ChecksumRequestPB& request,
@@ -215,6 +242,7 @@ class TabletServerServiceImpl final : public pb::TabletServerService::Service {
   }
 
   const TabletServiceContext ctx_;
+  TabletDataCalls data_;
 };
 
 // ---- TabletServerAdminService -------------------------------------------------------------
@@ -316,7 +344,61 @@ class TabletServerAdminServiceImpl final : public pb::TabletServerAdminService::
   const TabletServiceContext ctx_;
 };
 
+// A frame RPC handler: parses the request as a Req, runs `call` under the client's deadline (at
+// most `default_timeout` from now), serializes the response; recorded in `metrics`.
+template <typename Req, typename Resp, typename Call>
+FrameServer::Handler FrameHandler(const std::string& name, absl::Duration default_timeout,
+                                  Call call) {
+  const RpcMethodMetrics metrics =
+      GetRpcMethodMetrics(StrCat("frame:/basalt.pb.TabletServerService/", name));
+  return [metrics, default_timeout, call](std::string_view bytes, absl::Time deadline,
+                                          std::string* out) -> absl::Status {
+    const absl::Time start = absl::Now();
+    metrics.requests->Increment();
+    metrics.in_flight->Add(1);
+    absl::Cleanup done = [&] {
+      metrics.duration->ObserveDuration(absl::Now() - start);
+      metrics.in_flight->Add(-1);
+    };
+    Req req;
+    Resp resp;
+    absl::Status s = absl::OkStatus();
+    if (!req.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      s = absl::InvalidArgumentError("request: not a valid message");
+    } else {
+      s = call(req, std::min(deadline, start + default_timeout), &resp);
+    }
+    if (s.ok() && !resp.SerializeToString(out)) {
+      s = absl::InternalError("response: cannot be serialized");
+    }
+    if (!s.ok()) metrics.errors->Increment();
+    return s;
+  };
+}
+
 }  // namespace
+
+void RegisterTabletFrameMethods(const TabletServiceContext& ctx, FrameServer* server) {
+  auto data = std::make_shared<TabletDataCalls>(ctx);
+  server->Register(pb::FRAME_WRITE, FrameHandler<pb::WriteRequestPB, pb::WriteResponsePB>(
+                                        "Write", ctx.default_rpc_timeout,
+                                        [data](const pb::WriteRequestPB& req, absl::Time deadline,
+                                               pb::WriteResponsePB* resp) {
+                                          return data->Write(req, deadline, resp);
+                                        }));
+  server->Register(pb::FRAME_SCAN, FrameHandler<pb::ScanRequestPB, pb::ScanResponsePB>(
+                                       "Scan", ctx.default_rpc_timeout,
+                                       [data](const pb::ScanRequestPB& req, absl::Time deadline,
+                                              pb::ScanResponsePB* resp) {
+                                         return data->Scan(req, deadline, resp);
+                                       }));
+  server->Register(
+      pb::FRAME_SCANNER_KEEP_ALIVE,
+      FrameHandler<pb::ScannerKeepAliveRequestPB, pb::ScannerKeepAliveResponsePB>(
+          "ScannerKeepAlive", ctx.default_rpc_timeout,
+          [data](const pb::ScannerKeepAliveRequestPB& req, absl::Time,
+                 pb::ScannerKeepAliveResponsePB*) { return data->ScannerKeepAlive(req); }));
+}
 
 std::unique_ptr<grpc::Service> NewTabletServerService(const TabletServiceContext& ctx) {
   return std::make_unique<TabletServerServiceImpl>(ctx);

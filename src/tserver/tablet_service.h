@@ -26,6 +26,7 @@ namespace basalt {
 
 class AddressBook;
 class BlockManager;
+class FrameServer;
 class HybridClock;
 class ScannerManager;
 class TsTabletManager;
@@ -48,5 +49,11 @@ struct TabletServiceContext {
 
 std::unique_ptr<grpc::Service> NewTabletServerService(const TabletServiceContext& ctx);
 std::unique_ptr<grpc::Service> NewTabletServerAdminService(const TabletServiceContext& ctx);
+
+// Registers Write, Scan and ScannerKeepAlive (pb::TabletServerFrameMethodPB) on `server`, the
+// tablet server's frame RPC port (docs/frame_rpc.md): the same calls as the gRPC methods, with
+// the same errors, recorded in the same RPC metrics under the method name
+// "frame:/basalt.pb.TabletServerService/<name>". REQUIRES: before server->Start().
+void RegisterTabletFrameMethods(const TabletServiceContext& ctx, FrameServer* server);
 
 }  // namespace basalt

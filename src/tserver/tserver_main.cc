@@ -33,6 +33,11 @@ DEFINE_string(rpc_bind_addresses, "0.0.0.0:7050",
 DEFINE_string(rpc_advertised_addresses, "",
               "Address other processes use to reach this server; defaults to the bound address "
               "(the host name when bound to 0.0.0.0).");
+DEFINE_int32(frame_rpc_port, 0,
+             "Port on the host of --rpc_bind_addresses where the tablet server also answers "
+             "Write and Scan over frame RPC, a lighter transport than gRPC that clients prefer "
+             "(docs/frame_rpc.md); advertised to clients through the masters. 0 picks a free "
+             "port, -1 turns it off (clients then use gRPC).");
 DEFINE_string(server_dump_info_path, "",
               "If set, once serving the server writes a JSON object with its uuid, rpc_port, "
               "http_port and pid to this file.");
@@ -67,6 +72,11 @@ DEFINE_validator(heartbeat_interval_ms, &ValidatePositive);
 DEFINE_validator(heartbeat_max_failure_backoff_ms, &ValidatePositive);
 DEFINE_validator(scanner_ttl_ms, &ValidatePositive);
 DEFINE_validator(scanner_default_batch_size_bytes, &ValidatePositive);
+DEFINE_validator(frame_rpc_port, [](const char*, int32_t v) {
+  if (v >= -1 && v <= 65535) return true;
+  fprintf(stderr, "--frame_rpc_port must be -1 (off), 0 (a free port) or a port, got %d\n", v);
+  return false;
+});
 
 namespace {
 
@@ -93,6 +103,7 @@ int Run() {
   o.env = basalt::MaybeWrapForInjection(basalt::Env::Default());  // Test-only fault flags.
   o.rpc_bind_address = FLAGS_rpc_bind_addresses;
   o.rpc_advertised_address = FLAGS_rpc_advertised_addresses;
+  o.frame_rpc_port = FLAGS_frame_rpc_port;
   if (!FLAGS_master_addresses.empty()) {
     absl::StatusOr<std::vector<basalt::HostPort>> masters =
         basalt::ParseHostPortList(FLAGS_master_addresses, 7051);
