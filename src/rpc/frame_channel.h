@@ -75,7 +75,8 @@ class FrameChannel {
   int num_idle() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  // A new connected socket (non-blocking, TCP_NODELAY), connected within kConnectTimeout.
+  // A new connected socket (blocking, TCP_NODELAY, I/O timeouts set), connected within
+  // kConnectTimeout.
   absl::StatusOr<int> Connect(absl::Time deadline);
   // Returns `fd` to the pool if `reusable` (else, or if the pool is full, closes it).
   void Release(int fd, bool reusable) ABSL_LOCKS_EXCLUDED(mu_);
