@@ -28,7 +28,8 @@ void FrameTargets::Learn(const std::string& address, const std::string& frame_ad
 
 std::optional<absl::Status> FrameTargets::Call(const std::string& address, int method,
                                                const google::protobuf::MessageLite& request,
-                                               absl::Time deadline, std::string* response) {
+                                               absl::Time deadline, std::string* response,
+                                               FrameCancel* cancel) {
   if (!enabled_) return std::nullopt;
   std::shared_ptr<FrameChannel> channel;
   {
@@ -41,7 +42,7 @@ std::optional<absl::Status> FrameTargets::Call(const std::string& address, int m
   if (!request.SerializeToString(&bytes)) {
     return absl::InternalError("the request cannot be serialized");
   }
-  absl::Status s = channel->Call(static_cast<uint8_t>(method), bytes, deadline, response);
+  absl::Status s = channel->Call(static_cast<uint8_t>(method), bytes, deadline, response, cancel);
   // Nothing was sent (refused, unreachable, or no connection within FrameChannel::
   // kConnectTimeout): gRPC may still make it, unless the call's time is up.
   if (s.GetPayload(kFrameConnectFailedUrl).has_value() && absl::Now() < deadline) {

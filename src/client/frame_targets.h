@@ -28,6 +28,7 @@ class MessageLite;
 
 namespace basalt {
 
+class FrameCancel;
 class FrameChannel;
 
 namespace client::internal {
@@ -52,10 +53,11 @@ class FrameTargets {
   // the call's status (the server's, or UNAVAILABLE / DEADLINE_EXCEEDED / DATA_LOSS from the
   // transport, as a gRPC call would), or std::nullopt when the caller must use gRPC: nothing was
   // sent.
+  // `cancel` (may be null) aborts the call from another thread (FrameCancel).
   std::optional<absl::Status> Call(const std::string& address, int method,
                                    const google::protobuf::MessageLite& request,
-                                   absl::Time deadline, std::string* response)
-      ABSL_LOCKS_EXCLUDED(mu_);
+                                   absl::Time deadline, std::string* response,
+                                   FrameCancel* cancel = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Target {

@@ -14,6 +14,7 @@
 #include "common/strings.h"
 #include "grpcpp/channel.h"
 #include "proto/tserver.grpc.pb.h"
+#include "rpc/frame_channel.h"
 #include "rpc/rpc_status.h"
 
 namespace basalt::client::internal {
@@ -68,9 +69,19 @@ static absl::Status Closed() { return absl::CancelledError("the scan was closed"
 
 absl::Status TabletScanner::Call(const std::string& address, const pb::ScanRequestPB& req,
                                  absl::Time deadline, pb::ScanResponsePB* resp) {
-  if (Cancelled()) return Closed();
-  if (std::optional<absl::Status> frame =
-          config_->client->frames->Call(address, pb::FRAME_SCAN, req, deadline, &frame_answer_)) {
+  FrameCancel frame_cancel;
+  {
+    absl::MutexLock l(&mu_);
+    if (cancelled_) return Closed();
+    frame_in_flight_ = &frame_cancel;
+  }
+  std::optional<absl::Status> frame = config_->client->frames->Call(
+      address, pb::FRAME_SCAN, req, deadline, &frame_answer_, &frame_cancel);
+  {
+    absl::MutexLock l(&mu_);
+    frame_in_flight_ = nullptr;
+  }
+  if (frame.has_value()) {
     absl::Status s = *frame;
     if (s.ok()) s = ParseScanResponse(frame_answer_, config_->blocks, resp);
     // A cancelled call must not look like a server failure worth retrying elsewhere.
@@ -101,6 +112,7 @@ void TabletScanner::Cancel() {
   absl::MutexLock l(&mu_);
   cancelled_ = true;
   if (in_flight_ != nullptr) in_flight_->TryCancel();
+  if (frame_in_flight_ != nullptr) frame_in_flight_->Cancel();
 }
 
 // True for failures another replica (or a later retry) may not have.

@@ -28,6 +28,7 @@ class ClientContext;
 namespace basalt {
 class AggregatePlan;
 class PartitionPruner;
+class FrameCancel;
 class Schema;
 namespace pb {
 class ScanRequestPB;
@@ -110,8 +111,7 @@ class TabletScanner {
  private:
   absl::Status NewScan(absl::Time deadline, uint64_t limit);
   // Sends one Scan RPC to `address` (over its frame RPC port when it has one), cancellable
-  // through Cancel(): a gRPC call at once, a frame call when its answer arrives (the answer is
-  // dropped).
+  // through Cancel().
   absl::Status Call(const std::string& address, const pb::ScanRequestPB& req, absl::Time deadline,
                     pb::ScanResponsePB* resp) ABSL_LOCKS_EXCLUDED(mu_);
   void Accept(const std::string& address, std::unique_ptr<pb::ScanResponsePB> resp);
@@ -131,6 +131,7 @@ class TabletScanner {
 
   absl::Mutex mu_;
   grpc::ClientContext* in_flight_ ABSL_GUARDED_BY(mu_) = nullptr;
+  FrameCancel* frame_in_flight_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -140,17 +140,21 @@ absl::StatusOr<size_t> RecvSome(int fd, char* dst, size_t n, absl::Time deadline
   }
 }
 
+}  // namespace
+
 // The outcome of one call on one connection.
-struct Attempt {
+struct FrameChannel::Attempt {
   absl::Status status;        // The server's status, or why the call failed.
   bool from_server = false;   // `status` is the server's (a complete, well-formed response).
   bool reusable = false;      // The connection can serve another call.
   bool closed_early = false;  // EOF/ECONNRESET/EPIPE before any byte of the response.
 };
 
+namespace {
+
 // Reads the response to the request just sent on `fd` into `*a`: the server's status, with the
 // body in `*response` for OK.
-void ReadResponse(int fd, absl::Time deadline, std::string* response, Attempt* a) {
+void ReadResponse(int fd, absl::Time deadline, std::string* response, FrameChannel::Attempt* a) {
   // The header (and usually the whole reply) in one blocking recv.
   char buf[kFirstReadSize];
   size_t have = 0;
@@ -205,9 +209,9 @@ void ReadResponse(int fd, absl::Time deadline, std::string* response, Attempt* a
 }
 
 // One call on connection `fd`.
-Attempt CallOn(int fd, uint8_t method, std::string_view request, absl::Time deadline,
-               std::string* response) {
-  Attempt a;
+FrameChannel::Attempt CallOn(int fd, uint8_t method, std::string_view request, absl::Time deadline,
+                             std::string* response) {
+  FrameChannel::Attempt a;
   const absl::Time now = absl::Now();
   if (now >= deadline) {
     a.status = absl::DeadlineExceededError("deadline exceeded before the request was sent");
@@ -275,8 +279,53 @@ void FrameChannel::Release(int fd, bool reusable) {
   close(fd);
 }
 
+void FrameCancel::Cancel() {
+  absl::MutexLock l(&mu_);
+  cancelled_ = true;
+  if (fd_ >= 0) shutdown(fd_, SHUT_RDWR);
+}
+
+bool FrameCancel::cancelled() const {
+  absl::MutexLock l(&mu_);
+  return cancelled_;
+}
+
+bool FrameCancel::Attach(int fd) {
+  absl::MutexLock l(&mu_);
+  if (cancelled_) return false;
+  fd_ = fd;
+  return true;
+}
+
+void FrameCancel::Detach() {
+  absl::MutexLock l(&mu_);
+  fd_ = -1;
+}
+
+FrameChannel::Attempt FrameChannel::CallOnce(int fd, uint8_t method, std::string_view request,
+                                             absl::Time deadline, std::string* response,
+                                             FrameCancel* cancel) {
+  Attempt a;
+  if (cancel != nullptr && !cancel->Attach(fd)) {
+    a.status = absl::CancelledError("cancelled");
+    Release(fd, /*reusable=*/true);  // Nothing was sent on it.
+    return a;
+  }
+  a = CallOn(fd, method, request, deadline, response);
+  if (cancel != nullptr) {
+    cancel->Detach();
+    if (cancel->cancelled()) {
+      // Its socket may have been shut down under it: whatever the call saw, it was cancelled.
+      a.status = absl::CancelledError("cancelled");
+      a.from_server = a.reusable = a.closed_early = false;
+    }
+  }
+  Release(fd, a.reusable);
+  return a;
+}
+
 absl::Status FrameChannel::Call(uint8_t method, std::string_view request, absl::Time deadline,
-                                std::string* response) {
+                                std::string* response, FrameCancel* cancel) {
   auto context = [&] {
     return StrCat("frame call to ", address_, " (method ", static_cast<int>(method), ")");
   };
@@ -296,8 +345,7 @@ absl::Status FrameChannel::Call(uint8_t method, std::string_view request, absl::
     if (!fresh.ok()) return WithContext(fresh.status(), context());  // Keeps the payload.
     fd = *fresh;
   }
-  Attempt a = CallOn(fd, method, request, deadline, response);
-  Release(fd, a.reusable);
+  Attempt a = CallOnce(fd, method, request, deadline, response, cancel);
   if (pooled && a.closed_early) {
     // The pooled connection was stale (see the class comment): once more, on a fresh one. If
     // that cannot connect, the request may still have been sent on the stale one, so the
@@ -311,8 +359,7 @@ absl::Status FrameChannel::Call(uint8_t method, std::string_view request, absl::
           StrCat(context(), ": the pooled connection was closed (", a.status.message(),
                  ") and reconnecting failed: ", fresh.status().message()));
     }
-    a = CallOn(*fresh, method, request, deadline, response);
-    Release(*fresh, a.reusable);
+    a = CallOnce(*fresh, method, request, deadline, response, cancel);
   }
   // The server's own statuses arrive as sent; only transport errors get the call's context.
   if (a.from_server) return a.status;

@@ -38,6 +38,32 @@ namespace basalt {
 // was sent": the caller may safely try another transport or server. Its value is the address.
 inline constexpr char kFrameConnectFailedUrl[] = "type.basalt/frame.connect_failed";
 
+// Lets another thread abort one FrameChannel::Call, as grpc::ClientContext::TryCancel does: the
+// call's socket is shut down, which wakes it at once, and the call returns CANCELLED (a request
+// already sent may still run on the server). Cancel() before the call starts makes it return
+// CANCELLED without sending. One call per object. Thread-safe.
+class FrameCancel {
+ public:
+  FrameCancel() = default;
+  FrameCancel(const FrameCancel&) = delete;
+  FrameCancel& operator=(const FrameCancel&) = delete;
+
+  void Cancel() ABSL_LOCKS_EXCLUDED(mu_);
+  bool cancelled() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  friend class FrameChannel;
+  // The call uses `fd` from now on; false (nothing attached) if already cancelled.
+  bool Attach(int fd) ABSL_LOCKS_EXCLUDED(mu_);
+  // The call is done with its socket; after this Cancel() no longer touches it (the descriptor
+  // may be closed and its number reused).
+  void Detach() ABSL_LOCKS_EXCLUDED(mu_);
+
+  mutable absl::Mutex mu_;
+  int fd_ ABSL_GUARDED_BY(mu_) = -1;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 class FrameChannel {
  public:
   // The longest a new connection may take, whatever the call's deadline: a port behind a
@@ -64,13 +90,16 @@ class FrameChannel {
   //  - DEADLINE_EXCEEDED: the deadline passed before the reply arrived (while connecting, with
   //    the kFrameConnectFailedUrl payload since nothing was sent; or sending or receiving), or a
   //    connection took over kConnectTimeout (with the payload);
-  //  - DATA_LOSS: a malformed response frame.
+  //  - DATA_LOSS: a malformed response frame;
+  //  - CANCELLED: `cancel` (optional, may be null) was cancelled before or during the call.
   // The I/O never waits past `deadline`; name resolution (getaddrinfo) is not bounded by it.
   // REQUIRES: response != nullptr.
   absl::Status Call(uint8_t method, std::string_view request, absl::Time deadline,
-                    std::string* response) ABSL_LOCKS_EXCLUDED(mu_);
+                    std::string* response, FrameCancel* cancel = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::string& address() const { return address_; }
+  // The outcome of one attempt (defined and used in frame_channel.cc only).
+  struct Attempt;
   // Idle connections in the pool, for tests.
   int num_idle() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -80,6 +109,9 @@ class FrameChannel {
   absl::StatusOr<int> Connect(absl::Time deadline);
   // Returns `fd` to the pool if `reusable` (else, or if the pool is full, closes it).
   void Release(int fd, bool reusable) ABSL_LOCKS_EXCLUDED(mu_);
+  // One attempt on `fd`, cancellable through `cancel` (may be null); releases `fd`.
+  Attempt CallOnce(int fd, uint8_t method, std::string_view request, absl::Time deadline,
+                   std::string* response, FrameCancel* cancel);
   // An idle connection, or -1.
   int TakeIdle() ABSL_LOCKS_EXCLUDED(mu_);
 

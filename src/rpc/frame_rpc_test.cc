@@ -439,6 +439,41 @@ TEST_F(FrameRpcTest, DeadlineExceededThenNextCallUsesANewConnection) {
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
 }
 
+TEST_F(FrameRpcTest, CancelWakesACallInFlightAndTheChannelGoesOn) {
+  FrameCancel cancel;
+  absl::Status s;
+  std::thread caller([&] {
+    std::string response;
+    s = channel_->Call(kBlock, "slow", In(absl::Seconds(30)), &response, &cancel);
+  });
+  AwaitBlocked(1);
+  const absl::Time start = absl::Now();
+  cancel.Cancel();
+  caller.join();
+  EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5)) << "the call waited for the handler";
+  EXPECT_EQ(channel_->num_idle(), 0);  // Its connection was shut down, never reused.
+  Release();
+  s = Echo(channel_.get(), "next");
+  EXPECT_TRUE(s.ok()) << s;
+}
+
+TEST_F(FrameRpcTest, CancelBeforeTheCallSendsNothing) {
+  BASALT_ASSERT_OK(Echo(channel_.get(), "warm"));  // One pooled connection.
+  FrameCancel cancel;
+  cancel.Cancel();
+  std::string response;
+  absl::Status s = channel_->Call(kBlock, "never", In(absl::Seconds(5)), &response, &cancel);
+  EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+  {
+    absl::MutexLock l(&mu_);
+    EXPECT_EQ(blocked_, 0) << "the request reached the server";
+  }
+  EXPECT_EQ(channel_->num_idle(), 1) << "an unused connection goes back to the pool";
+  BASALT_EXPECT_OK(Echo(channel_.get(), "after"));
+  EXPECT_EQ(server_->connections_accepted(), 1);
+}
+
 TEST_F(FrameRpcTest, HandlerSeesTheClientDeadline) {
   std::string response;
   const absl::Time deadline = In(absl::Seconds(2));
