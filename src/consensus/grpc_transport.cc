@@ -12,10 +12,13 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/status_macros.h"
 #include "common/strings.h"
 #include "consensus/raft_message_pb.h"
 #include "proto/consensus.grpc.pb.h"
 #include "proto/consensus.pb.h"
+#include "rpc/frame_channel.h"
+#include "rpc/frame_server.h"
 #include "rpc/net_util.h"
 
 DEFINE_int32(consensus_rpc_timeout_ms, 2000,
@@ -25,6 +28,9 @@ DEFINE_int32(consensus_heartbeat_coalesce_ms, 100,
              "same server, so that the heartbeats of all groups share one RPC.");
 DEFINE_uint64(consensus_rpc_max_batch_bytes, 4 << 20,
               "Target size of one UpdateConsensus RPC; a single larger message still goes alone.");
+DEFINE_bool(consensus_frame_rpc, true,
+            "Whether Raft messages go to a peer server over its frame RPC port (docs/frame_rpc.md) "
+            "once its answers name one, instead of gRPC.");
 DEFINE_uint64(consensus_peer_queue_max_bytes, 64 << 20,
               "Bytes of Raft messages queued for one peer server beyond which new ones are "
               "dropped.");
@@ -113,7 +119,24 @@ absl::Status GrpcTransport::HandleUpdate(pb::UpdateConsensusRequestPB* request,
   }
   counters_.messages_received.fetch_add(delivered, std::memory_order_relaxed);
   response->set_num_unknown_group_messages(unknown);
+  response->set_frame_rpc_port(static_cast<uint32_t>(frame_rpc_port_.load()));
   return absl::OkStatus();
+}
+
+void GrpcTransport::RegisterFrameMethods(FrameServer* server) {
+  server->Register(pb::FRAME_UPDATE_CONSENSUS,
+                   [this](std::string_view bytes, absl::Time, std::string* out) -> absl::Status {
+                     pb::UpdateConsensusRequestPB request;
+                     if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+                       return absl::InvalidArgumentError("request: not a valid message");
+                     }
+                     pb::UpdateConsensusResponsePB response;
+                     BASALT_RETURN_IF_ERROR(HandleUpdate(&request, &response));
+                     if (!response.SerializeToString(out)) {
+                       return absl::InternalError("response: cannot be serialized");
+                     }
+                     return absl::OkStatus();
+                   });
 }
 
 void GrpcTransport::DeliverPeerMissing(const PeerId& peer,
@@ -158,6 +181,14 @@ class GrpcTransport::Peer {
   bool NextBatch(std::vector<GroupMessage>* batch) ABSL_LOCKS_EXCLUDED(mu_);
   // Sends one batch with a deadline; returns the RPC's status.
   absl::Status SendRpc(std::vector<GroupMessage> batch) ABSL_LOCKS_EXCLUDED(mu_);
+  // Sends `request` over frame_ into *response. std::nullopt: not sent (no frame channel, or its
+  // port could not be connected: the channel is dropped until an answer names a port again).
+  std::optional<absl::Status> SendOverFrame(const pb::UpdateConsensusRequestPB& request,
+                                            absl::Time deadline,
+                                            pb::UpdateConsensusResponsePB* response)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Notes the frame port an answer named (0: none).
+  void LearnFramePort(uint32_t port);
   absl::Time DueLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return std::max(urgent_ ? absl::InfinitePast() : flush_deadline_, not_before_);
   }
@@ -185,6 +216,9 @@ class GrpcTransport::Peer {
   absl::Time wait_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* in_flight_ ABSL_GUARDED_BY(mu_) = nullptr;  // Owned by the sender.
+  FrameCancel* frame_in_flight_ ABSL_GUARDED_BY(mu_) = nullptr;    // Owned by the sender.
+  // The peer's frame RPC channel, once an answer named its port; only the sender thread uses it.
+  std::unique_ptr<FrameChannel> frame_;
 
   std::thread thread_;  // Joined by Shutdown.
 };
@@ -235,25 +269,80 @@ bool GrpcTransport::Peer::NextBatch(std::vector<GroupMessage>* batch) {
   return true;
 }
 
+std::optional<absl::Status> GrpcTransport::Peer::SendOverFrame(
+    const pb::UpdateConsensusRequestPB& request, absl::Time deadline,
+    pb::UpdateConsensusResponsePB* response) {
+  if (frame_ == nullptr) return std::nullopt;
+  std::string bytes;
+  if (!request.SerializeToString(&bytes)) return absl::InternalError("cannot serialize the batch");
+  FrameCancel cancel;
+  {
+    absl::MutexLock l(&mu_);
+    if (stopping_) return absl::CancelledError("transport shutting down");
+    frame_in_flight_ = &cancel;
+  }
+  std::string answer;
+  absl::Status s = frame_->Call(pb::FRAME_UPDATE_CONSENSUS, bytes, deadline, &answer, &cancel);
+  {
+    absl::MutexLock l(&mu_);
+    frame_in_flight_ = nullptr;
+  }
+  if (s.GetPayload(kFrameConnectFailedUrl).has_value()) {
+    // Nothing was sent: gRPC carries this batch, and the port is used again once an answer
+    // names it (a restarted peer may have another).
+    LOG(WARNING) << "consensus peer " << id_ << ": frame RPC port " << frame_->address()
+                 << " cannot be connected, using gRPC: " << s;
+    frame_.reset();
+    return std::nullopt;
+  }
+  // A broken connection (the peer restarted, or its frame server stopped): this batch is lost as
+  // on any broken connection, and the next goes over gRPC, whose answer names the port again.
+  if (absl::IsUnavailable(s)) frame_.reset();
+  if (s.ok() && !response->ParseFromString(answer)) {
+    return absl::DataLossError("the peer's UpdateConsensus answer does not parse");
+  }
+  transport_->counters_.frame_rpcs_sent.fetch_add(1, std::memory_order_relaxed);
+  return s;
+}
+
+void GrpcTransport::Peer::LearnFramePort(uint32_t port) {
+  if (port == 0 || port > 65535) {
+    frame_.reset();
+    return;
+  }
+  if (frame_ != nullptr || !transport_->options_.use_frame_rpc) return;
+  absl::StatusOr<HostPort> hp = ParseHostPort(address_, 0);
+  if (!hp.ok()) return;
+  hp->port = static_cast<uint16_t>(port);
+  frame_ = std::make_unique<FrameChannel>(hp->ToString());
+}
+
 absl::Status GrpcTransport::Peer::SendRpc(std::vector<GroupMessage> batch) {
   pb::UpdateConsensusRequestPB request;
   BatchToPB(transport_->options_.server_id, id_, std::move(batch), &request);
   pb::UpdateConsensusResponsePB response;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(transport_->options_.rpc_timeout_ms));
-  {
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(transport_->options_.rpc_timeout_ms);
+  absl::Status s;
+  if (std::optional<absl::Status> sent = SendOverFrame(request, deadline, &response)) {
+    s = *sent;
+  } else {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(deadline));
+    {
+      absl::MutexLock l(&mu_);
+      if (stopping_) return absl::CancelledError("transport shutting down");
+      in_flight_ = &context;
+    }
+    s = FromGrpc(stub_->UpdateConsensus(&context, request, &response));
     absl::MutexLock l(&mu_);
-    if (stopping_) return absl::CancelledError("transport shutting down");
-    in_flight_ = &context;
+    in_flight_ = nullptr;
   }
-  grpc::Status s = stub_->UpdateConsensus(&context, request, &response);
+  if (s.ok()) LearnFramePort(response.frame_rpc_port());
   if (s.ok() && response.unknown_group_ids_size() > 0) {
     transport_->DeliverPeerMissing(
         id_, {response.unknown_group_ids().begin(), response.unknown_group_ids().end()});
   }
   absl::MutexLock l(&mu_);
-  in_flight_ = nullptr;
   if (s.ok()) {
     consecutive_failures_ = 0;
   } else {
@@ -267,7 +356,7 @@ absl::Status GrpcTransport::Peer::SendRpc(std::vector<GroupMessage> batch) {
         0.75 + 0.5 * static_cast<double>(absl::GetCurrentTimeNanos() % 1000) / 1000;
     not_before_ = absl::Now() + std::min(window * (1 << shift), absl::Seconds(1)) * jitter;
   }
-  return FromGrpc(s);
+  return s;
 }
 
 void GrpcTransport::Peer::Run() {
@@ -293,6 +382,7 @@ void GrpcTransport::Peer::Shutdown() {
     absl::MutexLock l(&mu_);
     stopping_ = true;
     if (in_flight_ != nullptr) in_flight_->TryCancel();
+    if (frame_in_flight_ != nullptr) frame_in_flight_->Cancel();
   }
   if (thread_.joinable()) thread_.join();
   absl::MutexLock l(&mu_);
@@ -315,6 +405,7 @@ GrpcTransportOptions WithDefaults(GrpcTransportOptions o) {
     o.max_batch_bytes = std::max<uint64_t>(FLAGS_consensus_rpc_max_batch_bytes, 1);
   if (o.max_queue_bytes == 0)
     o.max_queue_bytes = std::max<uint64_t>(FLAGS_consensus_peer_queue_max_bytes, 1);
+  if (o.use_frame_rpc < 0) o.use_frame_rpc = FLAGS_consensus_frame_rpc ? 1 : 0;
   return o;
 }
 
@@ -465,6 +556,7 @@ void GrpcTransport::SendBatch(const std::string& group_id, std::vector<RaftMessa
 GrpcTransport::Stats GrpcTransport::stats() const {
   Stats s;
   s.rpcs_sent = counters_.rpcs_sent.load(std::memory_order_relaxed);
+  s.frame_rpcs_sent = counters_.frame_rpcs_sent.load(std::memory_order_relaxed);
   s.rpcs_failed = counters_.rpcs_failed.load(std::memory_order_relaxed);
   s.messages_sent = counters_.messages_sent.load(std::memory_order_relaxed);
   s.messages_dropped = counters_.messages_dropped.load(std::memory_order_relaxed);

@@ -44,6 +44,7 @@ class Service;
 
 namespace basalt {
 
+class FrameServer;
 struct GroupMessage;
 
 namespace pb {
@@ -61,6 +62,9 @@ struct GrpcTransportOptions {
   int rpc_timeout_ms = 0;
   // How long heartbeats wait for company. < 0: --consensus_heartbeat_coalesce_ms.
   int heartbeat_coalesce_ms = -1;
+  // Whether a peer that names its frame RPC port in its answers is sent to over it (docs/
+  // frame_rpc.md) instead of gRPC. <0: --consensus_frame_rpc.
+  int use_frame_rpc = -1;
   // Target size of one RPC (at least one message is sent). 0: --consensus_rpc_max_batch_bytes.
   uint64_t max_batch_bytes = 0;
   // Bytes queued per peer beyond which new messages are dropped. 0:
@@ -73,6 +77,7 @@ class GrpcTransport : public Transport {
   // Counters since construction.
   struct Stats {
     int64_t rpcs_sent = 0;          // UpdateConsensus calls made (including failed ones).
+    int64_t frame_rpcs_sent = 0;    // ... of them over frame RPC.
     int64_t rpcs_failed = 0;        // ... that did not return OK.
     int64_t messages_sent = 0;      // Messages in those calls.
     int64_t messages_dropped = 0;   // Unknown peer, full queue, failed RPC, shutdown.
@@ -97,6 +102,13 @@ class GrpcTransport : public Transport {
   // The ConsensusService implementation, to register on a gRPC server the caller owns (when
   // bind_address is empty). Owned by the transport.
   grpc::Service* service();
+
+  // Serves UpdateConsensus on `server` too (ConsensusFrameMethodPB). REQUIRES: before
+  // server->Start(); `server` outlives the transport's use of it (its Shutdown comes first).
+  void RegisterFrameMethods(FrameServer* server);
+  // The port this server's frame RPC answers UpdateConsensus on, named in every answer so that
+  // peers switch to it; 0 (the default): none.
+  void SetFrameRpcPort(int port) { frame_rpc_port_.store(port); }
 
   // Sets (or changes) the address of peer server `peer`, "host:port". INVALID_ARGUMENT for an
   // empty id or address, or this server's own id; FAILED_PRECONDITION after Shutdown.
@@ -170,9 +182,13 @@ class GrpcTransport : public Transport {
   std::map<PeerId, std::shared_ptr<Peer>> peers_ ABSL_GUARDED_BY(peers_mu_);
   bool peers_closed_ ABSL_GUARDED_BY(peers_mu_) = false;
 
+  // Atomic: set once the frame server has started, read by every HandleUpdate.
+  std::atomic<int> frame_rpc_port_{0};
+
   // Counters: atomics because they are bumped on many threads and only read as statistics.
   struct Counters {
     std::atomic<int64_t> rpcs_sent{0};
+    std::atomic<int64_t> frame_rpcs_sent{0};
     std::atomic<int64_t> rpcs_failed{0};
     std::atomic<int64_t> messages_sent{0};
     std::atomic<int64_t> messages_dropped{0};

@@ -28,6 +28,7 @@
 #include "consensus/raft_message_pb.h"
 #include "proto/consensus.grpc.pb.h"
 #include "proto/consensus.pb.h"
+#include "rpc/frame_server.h"
 
 namespace basalt {
 namespace {
@@ -122,6 +123,92 @@ TEST(GrpcTransportTest, DeliversMessagesOfManyGroupsToTheirHandlers) {
   EXPECT_EQ(got1[0].entries[0].data, "payload");
   EXPECT_EQ(got2[0].type, MessageType::kVote);
   EXPECT_EQ(got2[0].from, "a");
+}
+
+// A peer that names a frame RPC port in its answers gets the next batches over it; when that
+// port stops answering, gRPC carries them again, and a new port named later is used.
+TEST(GrpcTransportTest, SwitchesToThePeersFramePortAndBackToGrpc) {
+  GrpcTransport a(Options("a", 5));
+  GrpcTransport b(Options("b", 5));
+  auto frame = std::make_unique<FrameServer>(FrameServerOptions{});
+  b.RegisterFrameMethods(frame.get());
+  BASALT_ASSERT_OK(frame->Start());
+  b.SetFrameRpcPort(frame->port());
+  BASALT_ASSERT_OK(a.Start());
+  BASALT_ASSERT_OK(b.Start());
+  BASALT_ASSERT_OK(a.AddPeer("b", StrCat("127.0.0.1:", b.port())));
+  Inbox inbox;
+  BASALT_ASSERT_OK(b.Register("g", "b", inbox.handler()));
+
+  // Each batch is counted once its RPC returned, which is after the delivery.
+  auto sent = [&a](int64_t n) {
+    const absl::Time end = absl::Now() + kTimeout;
+    while (a.stats().rpcs_sent < n && absl::Now() < end) absl::SleepFor(absl::Milliseconds(1));
+    return a.stats();
+  };
+  // The first batch goes over gRPC; its answer names the frame port; the rest go there.
+  for (uint64_t term = 1; term <= 5; term++) {
+    a.Send("g", Message(MessageType::kVote, "a", "b", term));
+    ASSERT_EQ(inbox.WaitFor(term).size(), term);
+  }
+  GrpcTransport::Stats st = sent(5);
+  EXPECT_EQ(st.rpcs_sent, 5);
+  EXPECT_EQ(st.frame_rpcs_sent, 4);
+  EXPECT_EQ(st.rpcs_failed, 0);
+
+  // The frame port goes away: the batch in flight may be lost (as on any broken connection);
+  // the next go over gRPC.
+  frame->Shutdown();
+  b.SetFrameRpcPort(0);
+  size_t delivered = 5;
+  for (uint64_t term = 6; term <= 8; term++) {
+    a.Send("g", Message(MessageType::kVote, "a", "b", term));
+    st = sent(static_cast<int64_t>(term));
+    delivered = inbox.WaitFor(delivered + 1).size();
+  }
+  EXPECT_LE(st.rpcs_failed, 1);
+  EXPECT_GE(delivered, 7u);
+  const int64_t frame_sent = st.frame_rpcs_sent;
+
+  // A new frame port, named in the next gRPC answer, is used again.
+  frame = std::make_unique<FrameServer>(FrameServerOptions{});
+  b.RegisterFrameMethods(frame.get());
+  BASALT_ASSERT_OK(frame->Start());
+  b.SetFrameRpcPort(frame->port());
+  for (uint64_t term = 9; term <= 11; term++) {
+    a.Send("g", Message(MessageType::kVote, "a", "b", term));
+    delivered = inbox.WaitFor(delivered + 1).size();
+  }
+  st = sent(11);
+  EXPECT_GE(st.frame_rpcs_sent, frame_sent + 1);
+  EXPECT_EQ(delivered, 11u - st.rpcs_failed);
+  a.Shutdown();
+  b.Shutdown();
+}
+
+// A transport built without frame RPC stays on gRPC whatever its peers answer.
+TEST(GrpcTransportTest, WithoutFrameRpcStaysOnGrpc) {
+  GrpcTransportOptions ao = Options("a", 5);
+  ao.use_frame_rpc = 0;
+  GrpcTransport a(ao);
+  GrpcTransport b(Options("b", 5));
+  FrameServer frame{FrameServerOptions{}};
+  b.RegisterFrameMethods(&frame);
+  BASALT_ASSERT_OK(frame.Start());
+  b.SetFrameRpcPort(frame.port());
+  BASALT_ASSERT_OK(a.Start());
+  BASALT_ASSERT_OK(b.Start());
+  BASALT_ASSERT_OK(a.AddPeer("b", StrCat("127.0.0.1:", b.port())));
+  Inbox inbox;
+  BASALT_ASSERT_OK(b.Register("g", "b", inbox.handler()));
+  for (uint64_t term = 1; term <= 3; term++) {
+    a.Send("g", Message(MessageType::kVote, "a", "b", term));
+    ASSERT_EQ(inbox.WaitFor(term).size(), term);
+  }
+  EXPECT_EQ(a.stats().frame_rpcs_sent, 0);
+  EXPECT_EQ(frame.connections_accepted(), 0);
+  a.Shutdown();
+  b.Shutdown();
 }
 
 // Heartbeats held back for coalescing and sent together keep each group's safe time pair.

@@ -45,6 +45,11 @@ constexpr int kDefaultMasterPort = 7051;
 constexpr int kFirstTabletServerPort = 7050;
 // The well-known web ports are the RPC ports + 1000 (master 8051, tablet servers 8050, 8052...).
 constexpr int kWebPortOffset = 1000;
+// The tablet servers' well-known frame RPC ports (docs/frame_rpc.md): 9050, 9052, 9053, ...
+// Picked with the other ports and written on the command line (so a restart keeps it), rather
+// than left to the daemon's default (a port the kernel picks as it starts), which could take a
+// port picked for a daemon that starts after it.
+constexpr int kFramePortOffset = 2000;
 // Masters after the first: 7151, 7251, ... (clear of the tablet servers' 7050, 7052, 7053, ...).
 constexpr int kMasterPortStep = 100;
 constexpr absl::Duration kStartTimeout = absl::Seconds(60);
@@ -525,6 +530,9 @@ absl::StatusOr<ClusterRecord> NewLayout(const LocalClusterOptions& o, const std:
     BASALT_ASSIGN_OR_RETURN(
         DaemonRecord t, NewDaemon(dir, JoinPath(bin_dir, "basalt-tserver"), StrCat("ts-", i),
                                   "tserver", port, well_known ? port + kWebPortOffset : 0, &taken));
+    BASALT_ASSIGN_OR_RETURN(const int frame_port,
+                            PickPort(well_known ? port + kFramePortOffset : 0, &taken));
+    t.args.push_back(StrCat("--frame_rpc_port=", frame_port));
     t.args.push_back(StrCat("--master_addresses=", r.master_addresses));
     t.args.insert(t.args.end(), o.extra_tserver_flags.begin(), o.extra_tserver_flags.end());
     r.daemons.push_back(std::move(t));

@@ -279,7 +279,9 @@ absl::Status TabletServer::StartFrameServer(const TabletServiceContext& sctx) {
   fo.name = "tserver-frame";
   frame_server_ = std::make_unique<FrameServer>(fo);
   RegisterTabletFrameMethods(sctx, frame_server_.get());
+  transport_->RegisterFrameMethods(frame_server_.get());
   BASALT_RETURN_IF_ERROR(frame_server_->Start());
+  transport_->SetFrameRpcPort(frame_server_->port());
   frame_advertised_ = HostPort{advertised_.host, static_cast<uint16_t>(frame_server_->port())};
   return absl::OkStatus();
 }

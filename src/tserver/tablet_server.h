@@ -69,8 +69,9 @@ struct TabletServerOptions {
   bool rpc_reuse_port = true;
   // Empty: the bound address (the host name when bound to 0.0.0.0).
   std::string rpc_advertised_address;
-  // The frame RPC port (docs/frame_rpc.md), on the host of rpc_bind_address and advertised with
-  // the host of the advertised address: 0 picks a free port, < 0 turns it off (gRPC only).
+  // The frame RPC port (docs/frame_rpc.md: Write, Scan, ScannerKeepAlive, UpdateConsensus), on
+  // the host of rpc_bind_address and advertised with the host of the advertised address: 0 picks
+  // a free port, < 0 turns it off (gRPC only).
   int frame_rpc_port = 0;
   // Empty: no heartbeats.
   std::vector<HostPort> master_addresses;

@@ -35,9 +35,10 @@ DEFINE_string(rpc_advertised_addresses, "",
               "(the host name when bound to 0.0.0.0).");
 DEFINE_int32(frame_rpc_port, 0,
              "Port on the host of --rpc_bind_addresses where the tablet server also answers "
-             "Write and Scan over frame RPC, a lighter transport than gRPC that clients prefer "
-             "(docs/frame_rpc.md); advertised to clients through the masters. 0 picks a free "
-             "port, -1 turns it off (clients then use gRPC).");
+             "Write, Scan and Raft's UpdateConsensus over frame RPC, a lighter transport than "
+             "gRPC that clients and peer servers prefer (docs/frame_rpc.md); advertised to "
+             "clients through the masters and to peers in consensus answers. 0 picks a free "
+             "port, -1 turns it off (everything then uses gRPC).");
 DEFINE_string(server_dump_info_path, "",
               "If set, once serving the server writes a JSON object with its uuid, rpc_port, "
               "http_port and pid to this file.");
