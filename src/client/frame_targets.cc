@@ -44,18 +44,21 @@ std::optional<absl::Status> FrameTargets::Call(const std::string& address, int m
   }
   absl::Status s = channel->Call(static_cast<uint8_t>(method), bytes, deadline, response, cancel);
   // Nothing was sent (refused, unreachable, or no connection within FrameChannel::
-  // kConnectTimeout): gRPC may still make it, unless the call's time is up.
-  if (s.GetPayload(kFrameConnectFailedUrl).has_value() && absl::Now() < deadline) {
+  // kConnectTimeout): this server's calls go over gRPC for a while, and this one too unless its
+  // time is up.
+  if (s.GetPayload(kFrameConnectFailedUrl).has_value()) {
     // At most one line per server per kRetryAfter: the port is not tried again before.
     LOG(WARNING) << "tablet server " << address
                  << ": its frame RPC port cannot be connected; calls go over gRPC for "
                  << absl::FormatDuration(kRetryAfter) << ": " << s;
-    absl::MutexLock l(&mu_);
-    auto it = targets_.find(address);
-    if (it != targets_.end() && it->second.channel == channel) {
-      it->second.grpc_only_until = absl::Now() + kRetryAfter;
+    {
+      absl::MutexLock l(&mu_);
+      auto it = targets_.find(address);
+      if (it != targets_.end() && it->second.channel == channel) {
+        it->second.grpc_only_until = absl::Now() + kRetryAfter;
+      }
     }
-    return std::nullopt;
+    if (absl::Now() < deadline) return std::nullopt;
   }
   return s;
 }

@@ -217,8 +217,10 @@ class GrpcTransport::Peer {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* in_flight_ ABSL_GUARDED_BY(mu_) = nullptr;  // Owned by the sender.
   FrameCancel* frame_in_flight_ ABSL_GUARDED_BY(mu_) = nullptr;    // Owned by the sender.
-  // The peer's frame RPC channel, once an answer named its port; only the sender thread uses it.
+  // The peer's frame RPC channel, once an answer named its port; only the sender thread uses it
+  // (and frame_retry_after_: after a failure, answers naming the port are ignored until then).
   std::unique_ptr<FrameChannel> frame_;
+  absl::Time frame_retry_after_ = absl::InfinitePast();
 
   std::thread thread_;  // Joined by Shutdown.
 };
@@ -287,20 +289,22 @@ std::optional<absl::Status> GrpcTransport::Peer::SendOverFrame(
     absl::MutexLock l(&mu_);
     frame_in_flight_ = nullptr;
   }
-  if (s.GetPayload(kFrameConnectFailedUrl).has_value()) {
-    // Nothing was sent: gRPC carries this batch, and the port is used again once an answer
-    // names it (a restarted peer may have another).
-    LOG(WARNING) << "consensus peer " << id_ << ": frame RPC port " << frame_->address()
-                 << " cannot be connected, using gRPC: " << s;
-    frame_.reset();
-    return std::nullopt;
-  }
-  // A broken connection (the peer restarted, or its frame server stopped): this batch is lost as
-  // on any broken connection, and the next goes over gRPC, whose answer names the port again.
-  if (absl::IsUnavailable(s)) frame_.reset();
+  const bool not_sent = s.GetPayload(kFrameConnectFailedUrl).has_value();
   if (s.ok() && !response->ParseFromString(answer)) {
-    return absl::DataLossError("the peer's UpdateConsensus answer does not parse");
+    s = absl::DataLossError("the peer's UpdateConsensus answer does not parse");
   }
+  if (!s.ok() && !absl::IsDeadlineExceeded(s) && !absl::IsCancelled(s)) {
+    // The port cannot be connected (a firewall, the peer restarted elsewhere), the connection
+    // broke, or what answers is not the peer (another server took the port: FAILED_PRECONDITION
+    // for a misaddressed batch; another program: DATA_LOSS). gRPC carries the batches for
+    // frame_retry_after; then the port a gRPC answer names is tried again. One line per switch.
+    const absl::Duration retry = transport_->options_.frame_retry_after;
+    LOG(WARNING) << "consensus peer " << id_ << ": frame RPC port " << frame_->address()
+                 << " failed, using gRPC for " << absl::FormatDuration(retry) << ": " << s;
+    frame_.reset();
+    frame_retry_after_ = absl::Now() + retry;
+  }
+  if (not_sent) return std::nullopt;  // gRPC carries this batch.
   transport_->counters_.frame_rpcs_sent.fetch_add(1, std::memory_order_relaxed);
   return s;
 }
@@ -311,6 +315,7 @@ void GrpcTransport::Peer::LearnFramePort(uint32_t port) {
     return;
   }
   if (frame_ != nullptr || !transport_->options_.use_frame_rpc) return;
+  if (absl::Now() < frame_retry_after_) return;
   absl::StatusOr<HostPort> hp = ParseHostPort(address_, 0);
   if (!hp.ok()) return;
   hp->port = static_cast<uint16_t>(port);
@@ -327,7 +332,9 @@ absl::Status GrpcTransport::Peer::SendRpc(std::vector<GroupMessage> batch) {
     s = *sent;
   } else {
     grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(deadline));
+    // Its own time: a frame port that could not be connected may have used the first deadline.
+    context.set_deadline(absl::ToChronoTime(
+        std::max(deadline, absl::Now() + absl::Milliseconds(transport_->options_.rpc_timeout_ms))));
     {
       absl::MutexLock l(&mu_);
       if (stopping_) return absl::CancelledError("transport shutting down");

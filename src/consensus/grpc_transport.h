@@ -34,6 +34,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/log_throttle.h"
 #include "consensus/transport.h"
 
@@ -65,6 +66,9 @@ struct GrpcTransportOptions {
   // Whether a peer that names its frame RPC port in its answers is sent to over it (docs/
   // frame_rpc.md) instead of gRPC. <0: --consensus_frame_rpc.
   int use_frame_rpc = -1;
+  // After a peer's frame port failed (cannot connect, broken connection, not the peer), how long
+  // its batches go over gRPC only.
+  absl::Duration frame_retry_after = absl::Seconds(30);
   // Target size of one RPC (at least one message is sent). 0: --consensus_rpc_max_batch_bytes.
   uint64_t max_batch_bytes = 0;
   // Bytes queued per peer beyond which new messages are dropped. 0:

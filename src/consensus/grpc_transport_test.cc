@@ -125,20 +125,37 @@ TEST(GrpcTransportTest, DeliversMessagesOfManyGroupsToTheirHandlers) {
   EXPECT_EQ(got2[0].from, "a");
 }
 
+// Starts `a` and `b` with `b` serving frame RPC on `frame` (started here; its port named in b's
+// answers) and delivering group "g" to `inbox`; `a` knows `b`.
+void StartWithFramePort(GrpcTransport* a, GrpcTransport* b, FrameServer* frame, Inbox* inbox) {
+  b->RegisterFrameMethods(frame);
+  BASALT_ASSERT_OK(frame->Start());
+  b->SetFrameRpcPort(frame->port());
+  BASALT_ASSERT_OK(a->Start());
+  BASALT_ASSERT_OK(b->Start());
+  BASALT_ASSERT_OK(a->AddPeer("b", StrCat("127.0.0.1:", b->port())));
+  BASALT_ASSERT_OK(b->Register("g", "b", inbox->handler()));
+}
+
+// Sends votes of terms [first, last] from "a" to "b" in group "g", each after the one before
+// arrived; the inbox held first - 1 messages.
+void SendVotesOneByOne(GrpcTransport* a, Inbox* inbox, uint64_t first, uint64_t last) {
+  for (uint64_t term = first; term <= last; term++) {
+    a->Send("g", Message(MessageType::kVote, "a", "b", term));
+    ASSERT_EQ(inbox->WaitFor(term).size(), term);
+  }
+}
+
 // A peer that names a frame RPC port in its answers gets the next batches over it; when that
 // port stops answering, gRPC carries them again, and a new port named later is used.
 TEST(GrpcTransportTest, SwitchesToThePeersFramePortAndBackToGrpc) {
-  GrpcTransport a(Options("a", 5));
+  GrpcTransportOptions ao = Options("a", 5);
+  ao.frame_retry_after = absl::Milliseconds(300);
+  GrpcTransport a(ao);
   GrpcTransport b(Options("b", 5));
   auto frame = std::make_unique<FrameServer>(FrameServerOptions{});
-  b.RegisterFrameMethods(frame.get());
-  BASALT_ASSERT_OK(frame->Start());
-  b.SetFrameRpcPort(frame->port());
-  BASALT_ASSERT_OK(a.Start());
-  BASALT_ASSERT_OK(b.Start());
-  BASALT_ASSERT_OK(a.AddPeer("b", StrCat("127.0.0.1:", b.port())));
   Inbox inbox;
-  BASALT_ASSERT_OK(b.Register("g", "b", inbox.handler()));
+  ASSERT_NO_FATAL_FAILURE(StartWithFramePort(&a, &b, frame.get(), &inbox));
 
   // Each batch is counted once its RPC returned, which is after the delivery.
   auto sent = [&a](int64_t n) {
@@ -147,10 +164,7 @@ TEST(GrpcTransportTest, SwitchesToThePeersFramePortAndBackToGrpc) {
     return a.stats();
   };
   // The first batch goes over gRPC; its answer names the frame port; the rest go there.
-  for (uint64_t term = 1; term <= 5; term++) {
-    a.Send("g", Message(MessageType::kVote, "a", "b", term));
-    ASSERT_EQ(inbox.WaitFor(term).size(), term);
-  }
+  ASSERT_NO_FATAL_FAILURE(SendVotesOneByOne(&a, &inbox, 1, 5));
   GrpcTransport::Stats st = sent(5);
   EXPECT_EQ(st.rpcs_sent, 5);
   EXPECT_EQ(st.frame_rpcs_sent, 4);
@@ -160,30 +174,72 @@ TEST(GrpcTransportTest, SwitchesToThePeersFramePortAndBackToGrpc) {
   // the next go over gRPC.
   frame->Shutdown();
   b.SetFrameRpcPort(0);
-  size_t delivered = 5;
   for (uint64_t term = 6; term <= 8; term++) {
     a.Send("g", Message(MessageType::kVote, "a", "b", term));
-    st = sent(static_cast<int64_t>(term));
-    delivered = inbox.WaitFor(delivered + 1).size();
+    st = sent(static_cast<int64_t>(term));  // Each RPC done (delivered or failed) before the next.
   }
   EXPECT_LE(st.rpcs_failed, 1);
+  size_t delivered = inbox.WaitFor(7).size();
   EXPECT_GE(delivered, 7u);
   const int64_t frame_sent = st.frame_rpcs_sent;
 
-  // A new frame port, named in the next gRPC answer, is used again.
+  // A new frame port, named in the gRPC answers: not used while the failure is recent, used
+  // once frame_retry_after has passed.
   frame = std::make_unique<FrameServer>(FrameServerOptions{});
   b.RegisterFrameMethods(frame.get());
   BASALT_ASSERT_OK(frame->Start());
   b.SetFrameRpcPort(frame->port());
-  for (uint64_t term = 9; term <= 11; term++) {
+  a.Send("g", Message(MessageType::kVote, "a", "b", 9));
+  st = sent(9);
+  delivered = inbox.WaitFor(delivered + 1).size();
+  EXPECT_EQ(st.frame_rpcs_sent, frame_sent) << "a failed frame port was tried again at once";
+  absl::SleepFor(absl::Milliseconds(400));
+  for (uint64_t term = 10; term <= 12; term++) {
     a.Send("g", Message(MessageType::kVote, "a", "b", term));
-    delivered = inbox.WaitFor(delivered + 1).size();
+    st = sent(static_cast<int64_t>(term));
   }
-  st = sent(11);
+  delivered = inbox.WaitFor(12 - st.rpcs_failed).size();
   EXPECT_GE(st.frame_rpcs_sent, frame_sent + 1);
-  EXPECT_EQ(delivered, 11u - st.rpcs_failed);
+  EXPECT_GE(delivered, 12u - st.rpcs_failed);
   a.Shutdown();
   b.Shutdown();
+}
+
+// A peer's frame port taken over by another server (both restarted with free ports): the batches
+// it refuses (addressed to another server) make the sender go back to gRPC, which reaches the
+// peer, instead of sending to the wrong server for good.
+TEST(GrpcTransportTest, FramePortTakenByAnotherServerFallsBackToGrpc) {
+  GrpcTransport a(Options("a", 5));
+  GrpcTransport b(Options("b", 5));
+  GrpcTransport c(Options("c", 5));
+  auto frame = std::make_unique<FrameServer>(FrameServerOptions{});
+  Inbox inbox;
+  ASSERT_NO_FATAL_FAILURE(StartWithFramePort(&a, &b, frame.get(), &inbox));
+  const int port = frame->port();
+  ASSERT_NO_FATAL_FAILURE(SendVotesOneByOne(&a, &inbox, 1, 3));
+  // b's frame port now belongs to c.
+  frame->Shutdown();
+  FrameServerOptions o;
+  o.bind_address = StrCat("127.0.0.1:", port);
+  frame = std::make_unique<FrameServer>(o);
+  c.RegisterFrameMethods(frame.get());
+  BASALT_ASSERT_OK(frame->Start());
+  // One batch at a time (each RPC done before the next is sent); the refused ones are lost.
+  for (uint64_t term = 4; term <= 10; term++) {
+    a.Send("g", Message(MessageType::kVote, "a", "b", term));
+    const absl::Time end = absl::Now() + kTimeout;
+    while (a.stats().rpcs_sent < static_cast<int64_t>(term) && absl::Now() < end) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+  }
+  const GrpcTransport::Stats st = a.stats();
+  EXPECT_EQ(st.rpcs_sent, 10);
+  EXPECT_LE(st.rpcs_failed, 2);
+  // 3 before the switch, and at least 5 of the 7 after it (a batch refused by c is lost).
+  EXPECT_GE(inbox.WaitFor(8).size(), 8u) << "b stopped receiving once its frame port went to c";
+  a.Shutdown();
+  b.Shutdown();
+  c.Shutdown();
 }
 
 // A transport built without frame RPC stays on gRPC whatever its peers answer.
@@ -193,18 +249,9 @@ TEST(GrpcTransportTest, WithoutFrameRpcStaysOnGrpc) {
   GrpcTransport a(ao);
   GrpcTransport b(Options("b", 5));
   FrameServer frame{FrameServerOptions{}};
-  b.RegisterFrameMethods(&frame);
-  BASALT_ASSERT_OK(frame.Start());
-  b.SetFrameRpcPort(frame.port());
-  BASALT_ASSERT_OK(a.Start());
-  BASALT_ASSERT_OK(b.Start());
-  BASALT_ASSERT_OK(a.AddPeer("b", StrCat("127.0.0.1:", b.port())));
   Inbox inbox;
-  BASALT_ASSERT_OK(b.Register("g", "b", inbox.handler()));
-  for (uint64_t term = 1; term <= 3; term++) {
-    a.Send("g", Message(MessageType::kVote, "a", "b", term));
-    ASSERT_EQ(inbox.WaitFor(term).size(), term);
-  }
+  ASSERT_NO_FATAL_FAILURE(StartWithFramePort(&a, &b, &frame, &inbox));
+  ASSERT_NO_FATAL_FAILURE(SendVotesOneByOne(&a, &inbox, 1, 3));
   EXPECT_EQ(a.stats().frame_rpcs_sent, 0);
   EXPECT_EQ(frame.connections_accepted(), 0);
   a.Shutdown();

@@ -86,10 +86,15 @@ bool SetIoTimeout(int fd, absl::Duration timeout) {
          setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == 0;
 }
 
-// A send or recv that timed out (EAGAIN): DEADLINE_EXCEEDED once `deadline` has passed, else OK
-// (wait again).
-absl::Status TimedOutWaiting(absl::Time deadline) {
-  if (absl::Now() >= deadline) return absl::DeadlineExceededError("deadline exceeded");
+// A send or recv on `fd` that timed out (EAGAIN): DEADLINE_EXCEEDED once `deadline` has passed,
+// else OK (wait again), the next wait shortened to the time left if that is under kIoTick (so a
+// call never outlasts its deadline; CallOn restores the usual timeout afterwards).
+absl::Status TimedOutWaiting(int fd, absl::Time deadline) {
+  const absl::Duration left = deadline - absl::Now();
+  if (left <= absl::ZeroDuration()) return absl::DeadlineExceededError("deadline exceeded");
+  if (left < kIoTick && !SetIoTimeout(fd, left)) {
+    return absl::UnavailableError(StrCat("setting the socket timeout: ", ErrnoText(errno)));
+  }
   return absl::OkStatus();
 }
 
@@ -109,7 +114,7 @@ absl::Status SendAll(int fd, iovec* iov, int iovcnt, absl::Time deadline, bool* 
     const int err = errno;
     if (err == EINTR) continue;
     if (err == EAGAIN || err == EWOULDBLOCK) {
-      BASALT_RETURN_IF_ERROR(TimedOutWaiting(deadline));
+      BASALT_RETURN_IF_ERROR(TimedOutWaiting(fd, deadline));
       continue;
     }
     *peer_closed = IsPeerClosed(err);
@@ -132,7 +137,7 @@ absl::StatusOr<size_t> RecvSome(int fd, char* dst, size_t n, absl::Time deadline
     const int err = errno;
     if (err == EINTR) continue;
     if (err == EAGAIN || err == EWOULDBLOCK) {
-      BASALT_RETURN_IF_ERROR(TimedOutWaiting(deadline));
+      BASALT_RETURN_IF_ERROR(TimedOutWaiting(fd, deadline));
       continue;
     }
     *peer_closed = IsPeerClosed(err);
@@ -231,7 +236,9 @@ FrameChannel::Attempt CallOn(int fd, uint8_t method, std::string_view request, a
   iovec iov[2] = {{header, sizeof(header)}, {const_cast<char*>(request.data()), request.size()}};
   a.status = SendAll(fd, iov, 2, deadline, &a.closed_early);
   if (a.status.ok()) ReadResponse(fd, deadline, response, &a);
-  if (near && a.reusable && !SetIoTimeout(fd, kIoTick)) a.reusable = false;
+  // Shortened for a near deadline, here or by a wait that timed out (which took a full tick).
+  const bool shortened = near || absl::Now() - now >= kIoTick;
+  if (shortened && a.reusable && !SetIoTimeout(fd, kIoTick)) a.reusable = false;
   return a;
 }
 
@@ -367,7 +374,10 @@ absl::Status FrameChannel::Call(uint8_t method, std::string_view request, absl::
 }
 
 absl::StatusOr<int> FrameChannel::Connect(absl::Time deadline) {
-  deadline = std::min(deadline, absl::Now() + kConnectTimeout);
+  // At most kConnectTimeout, and half the time left: a caller that falls back to another
+  // transport when the port cannot be connected still has time for it.
+  const absl::Time now = absl::Now();
+  deadline = std::min({deadline, now + kConnectTimeout, now + (deadline - now) / 2});
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;  // IPv4 and IPv6.
   hints.ai_socktype = SOCK_STREAM;
@@ -409,8 +419,7 @@ absl::StatusOr<int> FrameChannel::Connect(absl::Time deadline) {
       const int flags = fcntl(fd, F_GETFL);
       if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 || !SetIoTimeout(fd, kIoTick)) {
         err = errno;
-        close(fd);
-        freeaddrinfo(addrs);
+        close(fd);  // `addrs` was freed above.
         return ConnectFailed(absl::StatusCode::kUnavailable, address_,
                              StrCat("configuring the socket: ", ErrnoText(err)));
       }

@@ -458,6 +458,33 @@ TEST_F(FrameRpcTest, CancelWakesACallInFlightAndTheChannelGoesOn) {
   EXPECT_TRUE(s.ok()) << s;
 }
 
+TEST_F(FrameRpcTest, AWaitNeverOutlastsTheDeadline) {
+  // Over a second left: the first wait is the usual 1 s socket timeout, the next one must be
+  // shortened to what is left.
+  std::string response;
+  const absl::Time start = absl::Now();
+  absl::Status s = channel_->Call(kBlock, "slow", start + absl::Milliseconds(1300), &response);
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_GE(took, absl::Milliseconds(1300));
+  EXPECT_LT(took, absl::Milliseconds(1800)) << "the call outlasted its deadline";
+  Release();
+}
+
+TEST_F(FrameRpcTest, AHugeBodyAnnouncedButNotSentIsNotAllocated) {
+  // The header announces 200 MiB; a few bytes follow, then the client goes away. The server
+  // must neither allocate the announced size up front nor stop serving.
+  const int fd = ConnectRaw(server_->port());
+  ASSERT_GE(fd, 0);
+  FrameRequestHeader h;
+  h.body_len = 200 << 20;
+  h.method = kEcho;
+  std::string bytes = EncodeRequest(h) + std::string(1000, 'x');
+  ASSERT_EQ(send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+  close(fd);
+  BASALT_EXPECT_OK(Echo(channel_.get(), "still serving"));
+}
+
 TEST_F(FrameRpcTest, CancelBeforeTheCallSendsNothing) {
   BASALT_ASSERT_OK(Echo(channel_.get(), "warm"));  // One pooled connection.
   FrameCancel cancel;

@@ -9,9 +9,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -107,14 +109,19 @@ class RequestReader {
       return Result::kRequest;
     }
     // A large body: the part already buffered, then the rest straight into its string. The
-    // buffer holds fewer than `total` bytes, so nothing of the next frame is in it. body_len
-    // was checked against kMaxRpcMessageBytes by the decoder before this allocation.
-    large_body->resize(h->body_len);
+    // buffer holds fewer than `total` bytes, so nothing of the next frame is in it. The string
+    // grows with the bytes that arrived (at most doubling), not to the header's body_len at
+    // once: a header alone must not make the server allocate up to kMaxRpcMessageBytes.
     const size_t buffered = end_ - kFrameRequestHeaderSize;
-    std::memcpy(large_body->data(), buf_.get() + kFrameRequestHeaderSize, buffered);
+    large_body->assign(buf_.get() + kFrameRequestHeaderSize, buffered);
     begin_ = end_ = 0;
-    if (!RecvExactly(large_body->data() + buffered, h->body_len - buffered, error)) {
-      return Result::kClosed;
+    size_t have = buffered;
+    while (have < h->body_len) {
+      large_body->resize(std::min<size_t>(h->body_len, std::max<size_t>(2 * have, 1 << 20)));
+      if (!RecvExactly(large_body->data() + have, large_body->size() - have, error)) {
+        return Result::kClosed;
+      }
+      have = large_body->size();
     }
     *body = *large_body;
     return Result::kRequest;
@@ -305,11 +312,16 @@ bool FrameServer::Admit(int fd) {
     }
     finished = TakeFinishedLocked();
     if (conns_.size() < static_cast<size_t>(options_.max_connections)) {
-      // The thread is created under mu_, so its entry exists before it can look for it.
+      // The thread is created under mu_, so its entry exists before it can look for it. No
+      // thread to be had (the process's limit): the connection is refused like one too many.
       const uint64_t id = next_id_++;
-      ++accepted_;
-      conns_.emplace(id, Connection{fd, std::thread(&FrameServer::Serve, this, id, fd)});
-      admitted = true;
+      try {
+        conns_.emplace(id, Connection{fd, std::thread(&FrameServer::Serve, this, id, fd)});
+        ++accepted_;
+        admitted = true;
+      } catch (const std::system_error& e) {
+        LOG(WARNING) << options_.name << ": cannot start a connection thread: " << e.what();
+      }
     }
   }
   if (!admitted) {
