@@ -5,7 +5,8 @@
 // gRPC transport for Raft, the tablet replicas, the scanners, one grpc::Server serving
 // TabletServerService, TabletServerAdminService and ConsensusService on one port, a FrameServer
 // answering Write, Scan, ScannerKeepAlive and UpdateConsensus on a second one (docs/
-// frame_rpc.md), and the heartbeater. The daemon (tserver_main.cc) and in-process tests both drive it.
+// frame_rpc.md), and the heartbeater. The daemon (tserver_main.cc) and in-process tests both drive
+// it.
 //
 // Lifecycle: construct -> Start() -> Shutdown() (or the destructor). Start opens every replica
 // found on disk before it serves. A server can be restarted in-process by destroying it and
