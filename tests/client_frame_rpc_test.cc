@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "client/client.h"
 #include "common/status_macros.h"
 #include "common/status_test_util.h"
@@ -30,11 +31,13 @@ using client::WriteOperation;
 
 constexpr int32_t kRows = 3000;
 
-// basalt_rpc_requests_total of TabletServerService method `method` ("Write", "Scan", ...) over
-// gRPC, or over frame RPC when `frame`.
+// basalt_rpc_requests_total of `method` ("Write", "Scan", ... of TabletServerService, or a full
+// "Service/Method") over gRPC, or over frame RPC when `frame`.
 std::string Series(const std::string& method, bool frame) {
-  return StrCat("basalt_rpc_requests_total{method=\"", frame ? "frame:" : "",
-                "/basalt.pb.TabletServerService/", method, "\"}");
+  const std::string path = absl::StrContains(method, "/")
+                               ? StrCat("/basalt.pb.", method)
+                               : StrCat("/basalt.pb.TabletServerService/", method);
+  return StrCat("basalt_rpc_requests_total{method=\"", frame ? "frame:" : "", path, "\"}");
 }
 
 // Calls of `method` over one transport, summed over the tablet servers.
@@ -116,6 +119,8 @@ TEST_F(ClientFrameRpcTest, WritesAndScansGoOverFramePortsUnlessTheClientSaysNo) 
   EXPECT_GE(framed.frame_scans - before.frame_scans, 6);
   EXPECT_EQ(framed.grpc_writes, before.grpc_writes) << "a write went over gRPC";
   EXPECT_EQ(framed.grpc_scans, before.grpc_scans) << "a scan went over gRPC";
+  // Replication between the tablet servers goes over their frame ports too.
+  EXPECT_GT(Calls(cluster_.get(), "ConsensusService/UpdateConsensus", true), 0);
 
   // A client built without frame RPC: the same calls, over gRPC only.
   std::shared_ptr<Client> grpc_client;
@@ -148,6 +153,8 @@ TEST_F(ClientWithoutFramePortsTest, ServersWithoutFramePortsAreCalledOverGrpc) {
   const CallCounts c = Count(cluster_.get());
   EXPECT_EQ(c.frame_writes, 0);
   EXPECT_EQ(c.frame_scans, 0);
+  EXPECT_EQ(Calls(cluster_.get(), "ConsensusService/UpdateConsensus", true), 0);
+  EXPECT_GT(Calls(cluster_.get(), "ConsensusService/UpdateConsensus", false), 0);
   EXPECT_GE(c.grpc_writes, 6);
   EXPECT_GE(c.grpc_scans, 6);
 }

@@ -123,20 +123,24 @@ absl::Status GrpcTransport::HandleUpdate(pb::UpdateConsensusRequestPB* request,
   return absl::OkStatus();
 }
 
+std::function<absl::Status(std::string_view, absl::Time, std::string*)>
+GrpcTransport::UpdateConsensusFrameHandler() {
+  return [this](std::string_view bytes, absl::Time, std::string* out) -> absl::Status {
+    pb::UpdateConsensusRequestPB request;
+    if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      return absl::InvalidArgumentError("request: not a valid message");
+    }
+    pb::UpdateConsensusResponsePB response;
+    BASALT_RETURN_IF_ERROR(HandleUpdate(&request, &response));
+    if (!response.SerializeToString(out)) {
+      return absl::InternalError("response: cannot be serialized");
+    }
+    return absl::OkStatus();
+  };
+}
+
 void GrpcTransport::RegisterFrameMethods(FrameServer* server) {
-  server->Register(pb::FRAME_UPDATE_CONSENSUS,
-                   [this](std::string_view bytes, absl::Time, std::string* out) -> absl::Status {
-                     pb::UpdateConsensusRequestPB request;
-                     if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-                       return absl::InvalidArgumentError("request: not a valid message");
-                     }
-                     pb::UpdateConsensusResponsePB response;
-                     BASALT_RETURN_IF_ERROR(HandleUpdate(&request, &response));
-                     if (!response.SerializeToString(out)) {
-                       return absl::InternalError("response: cannot be serialized");
-                     }
-                     return absl::OkStatus();
-                   });
+  server->Register(pb::FRAME_UPDATE_CONSENSUS, UpdateConsensusFrameHandler());
 }
 
 void GrpcTransport::DeliverPeerMissing(const PeerId& peer,

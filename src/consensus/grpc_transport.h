@@ -25,9 +25,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -107,9 +109,14 @@ class GrpcTransport : public Transport {
   // bind_address is empty). Owned by the transport.
   grpc::Service* service();
 
-  // Serves UpdateConsensus on `server` too (ConsensusFrameMethodPB). REQUIRES: before
-  // server->Start(); `server` outlives the transport's use of it (its Shutdown comes first).
+  // Serves UpdateConsensus on `server` too (ConsensusFrameMethodPB), with
+  // UpdateConsensusFrameHandler(). REQUIRES: before server->Start(); `server` is shut down before
+  // the transport.
   void RegisterFrameMethods(FrameServer* server);
+  // The frame RPC handler of UpdateConsensus (HandleUpdate on the decoded batch), for an owner
+  // that registers it itself (the tablet server, which records it in its RPC metrics).
+  std::function<absl::Status(std::string_view, absl::Time, std::string*)>
+  UpdateConsensusFrameHandler();
   // The port this server's frame RPC answers UpdateConsensus on, named in every answer so that
   // peers switch to it; 0 (the default): none.
   void SetFrameRpcPort(int port) { frame_rpc_port_.store(port); }

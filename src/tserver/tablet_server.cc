@@ -25,6 +25,7 @@
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "consensus/grpc_transport.h"
+#include "proto/consensus.pb.h"
 #include "rpc/frame_server.h"
 #include "server/server_instance.h"
 #include "server/webserver.h"
@@ -279,7 +280,9 @@ absl::Status TabletServer::StartFrameServer(const TabletServiceContext& sctx) {
   fo.name = "tserver-frame";
   frame_server_ = std::make_unique<FrameServer>(fo);
   RegisterTabletFrameMethods(sctx, frame_server_.get());
-  transport_->RegisterFrameMethods(frame_server_.get());
+  frame_server_->Register(pb::FRAME_UPDATE_CONSENSUS,
+                          WithRpcMetrics("frame:/basalt.pb.ConsensusService/UpdateConsensus",
+                                         transport_->UpdateConsensusFrameHandler()));
   BASALT_RETURN_IF_ERROR(frame_server_->Start());
   transport_->SetFrameRpcPort(frame_server_->port());
   frame_advertised_ = HostPort{advertised_.host, static_cast<uint16_t>(frame_server_->port())};

@@ -8,7 +8,6 @@
 
 #include <glog/logging.h>
 #include <grpcpp/grpcpp.h>
-#include "absl/cleanup/cleanup.h"
 
 #include "cfile/block_manager.h"
 #include "common/metrics.h"
@@ -344,39 +343,45 @@ class TabletServerAdminServiceImpl final : public pb::TabletServerAdminService::
   const TabletServiceContext ctx_;
 };
 
-// A frame RPC handler: parses the request as a Req, runs `call` under the client's deadline (at
-// most `default_timeout` from now), serializes the response; recorded in `metrics`.
+// A frame RPC handler of TabletServerService method `name`: parses the request as a Req, runs
+// `call` under the client's deadline (at most `default_timeout` from now), serializes the
+// response; recorded in the RPC metrics.
 template <typename Req, typename Resp, typename Call>
 FrameServer::Handler FrameHandler(const std::string& name, absl::Duration default_timeout,
                                   Call call) {
-  const RpcMethodMetrics metrics =
-      GetRpcMethodMetrics(StrCat("frame:/basalt.pb.TabletServerService/", name));
-  return [metrics, default_timeout, call](std::string_view bytes, absl::Time deadline,
-                                          std::string* out) -> absl::Status {
-    const absl::Time start = absl::Now();
-    metrics.requests->Increment();
-    metrics.in_flight->Add(1);
-    absl::Cleanup done = [&] {
-      metrics.duration->ObserveDuration(absl::Now() - start);
-      metrics.in_flight->Add(-1);
-    };
-    Req req;
-    Resp resp;
-    absl::Status s = absl::OkStatus();
-    if (!req.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-      s = absl::InvalidArgumentError("request: not a valid message");
-    } else {
-      s = call(req, std::min(deadline, start + default_timeout), &resp);
-    }
-    if (s.ok() && !resp.SerializeToString(out)) {
-      s = absl::InternalError("response: cannot be serialized");
-    }
-    if (!s.ok()) metrics.errors->Increment();
-    return s;
-  };
+  return WithRpcMetrics(
+      StrCat("frame:/basalt.pb.TabletServerService/", name),
+      [default_timeout, call](std::string_view bytes, absl::Time deadline,
+                              std::string* out) -> absl::Status {
+        Req req;
+        Resp resp;
+        if (!req.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+          return absl::InvalidArgumentError("request: not a valid message");
+        }
+        BASALT_RETURN_IF_ERROR(call(req, std::min(deadline, absl::Now() + default_timeout), &resp));
+        if (!resp.SerializeToString(out)) {
+          return absl::InternalError("response: cannot be serialized");
+        }
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace
+
+FrameServer::Handler WithRpcMetrics(const std::string& method, FrameServer::Handler handler) {
+  const RpcMethodMetrics metrics = GetRpcMethodMetrics(method);
+  return [metrics, handler = std::move(handler)](std::string_view bytes, absl::Time deadline,
+                                                 std::string* out) -> absl::Status {
+    const absl::Time start = absl::Now();
+    metrics.requests->Increment();
+    metrics.in_flight->Add(1);
+    absl::Status s = handler(bytes, deadline, out);
+    if (!s.ok()) metrics.errors->Increment();
+    metrics.duration->ObserveDuration(absl::Now() - start);
+    metrics.in_flight->Add(-1);
+    return s;
+  };
+}
 
 void RegisterTabletFrameMethods(const TabletServiceContext& ctx, FrameServer* server) {
   auto data = std::make_shared<TabletDataCalls>(ctx);

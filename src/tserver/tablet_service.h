@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "rpc/frame_server.h"
 
 namespace grpc {
 class Service;
@@ -26,7 +27,6 @@ namespace basalt {
 
 class AddressBook;
 class BlockManager;
-class FrameServer;
 class HybridClock;
 class ScannerManager;
 class TsTabletManager;
@@ -55,5 +55,9 @@ std::unique_ptr<grpc::Service> NewTabletServerAdminService(const TabletServiceCo
 // the same errors, recorded in the same RPC metrics under the method name
 // "frame:/basalt.pb.TabletServerService/<name>". REQUIRES: before server->Start().
 void RegisterTabletFrameMethods(const TabletServiceContext& ctx, FrameServer* server);
+
+// `handler` recorded in the RPC metrics (GetRpcMethodMetrics) under `method`, as the gRPC
+// interceptor records gRPC calls: "frame:/<service>/<method>" by convention.
+FrameServer::Handler WithRpcMetrics(const std::string& method, FrameServer::Handler handler);
 
 }  // namespace basalt
