@@ -348,7 +348,7 @@ absl::Status FrameChannel::Call(uint8_t method, std::string_view request, absl::
   int fd = TakeIdle();
   const bool pooled = fd >= 0;
   if (!pooled) {
-    absl::StatusOr<int> fresh = Connect(deadline);
+    absl::StatusOr<int> fresh = Connect(deadline, cancel);
     if (!fresh.ok()) return WithContext(fresh.status(), context());  // Keeps the payload.
     fd = *fresh;
   }
@@ -359,7 +359,7 @@ absl::Status FrameChannel::Call(uint8_t method, std::string_view request, absl::
     // result is a plain UNAVAILABLE (or DEADLINE_EXCEEDED), not "connect failed".
     VLOG(1) << context() << ": pooled connection closed by the server (" << a.status.message()
             << "); retrying on a new connection";
-    absl::StatusOr<int> fresh = Connect(deadline);
+    absl::StatusOr<int> fresh = Connect(deadline, cancel);
     if (!fresh.ok()) {
       return absl::Status(
           fresh.status().code(),
@@ -373,7 +373,7 @@ absl::Status FrameChannel::Call(uint8_t method, std::string_view request, absl::
   return WithContext(a.status, context());
 }
 
-absl::StatusOr<int> FrameChannel::Connect(absl::Time deadline) {
+absl::StatusOr<int> FrameChannel::Connect(absl::Time deadline, FrameCancel* cancel) {
   // At most kConnectTimeout, and half the time left: a caller that falls back to another
   // transport when the port cannot be connected still has time for it.
   const absl::Time now = absl::Now();
@@ -395,20 +395,36 @@ absl::StatusOr<int> FrameChannel::Connect(absl::Time deadline) {
       StrAppend(&errors, errors.empty() ? "" : "; ", "socket: ", ErrnoText(errno));
       continue;
     }
+    // A cancel shuts the connecting socket down, which aborts the connect and wakes the poll.
+    if (cancel != nullptr && !cancel->Attach(fd)) {
+      close(fd);
+      freeaddrinfo(addrs);
+      return absl::CancelledError("cancelled");
+    }
     // Non-blocking: connect returns EINPROGRESS (EINTR: it goes on in the background) and poll
     // bounds the wait by the deadline; SO_ERROR then tells how it ended.
     int err = 0;
+    absl::Status waited;
     if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
       err = errno;
       if (err == EINPROGRESS || err == EINTR) {
-        if (absl::Status s = WaitFor(fd, POLLOUT, deadline); !s.ok()) {
-          close(fd);
-          freeaddrinfo(addrs);
-          return ConnectFailed(s.code(), address_, StrCat("connecting: ", s.message()));
-        }
+        waited = WaitFor(fd, POLLOUT, deadline);
         socklen_t len = sizeof(err);
-        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+        if (waited.ok() && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
       }
+    }
+    if (cancel != nullptr) {
+      cancel->Detach();
+      if (cancel->cancelled()) {
+        close(fd);
+        freeaddrinfo(addrs);
+        return absl::CancelledError("cancelled while connecting");
+      }
+    }
+    if (!waited.ok()) {
+      close(fd);
+      freeaddrinfo(addrs);
+      return ConnectFailed(waited.code(), address_, StrCat("connecting: ", waited.message()));
     }
     if (err == 0) {
       freeaddrinfo(addrs);

@@ -39,9 +39,9 @@ namespace basalt {
 inline constexpr char kFrameConnectFailedUrl[] = "type.basalt/frame.connect_failed";
 
 // Lets another thread abort one FrameChannel::Call, as grpc::ClientContext::TryCancel does: the
-// call's socket is shut down, which wakes it at once, and the call returns CANCELLED (a request
-// already sent may still run on the server). Cancel() before the call starts makes it return
-// CANCELLED without sending. One call per object. Thread-safe.
+// call's socket is shut down (connecting or connected), which wakes it at once, and the call
+// returns CANCELLED (a request already sent may still run on the server). Cancel() before the
+// call starts makes it return CANCELLED without sending. One call per object. Thread-safe.
 class FrameCancel {
  public:
   FrameCancel() = default;
@@ -106,7 +106,8 @@ class FrameChannel {
  private:
   // A new connected socket (blocking, TCP_NODELAY, I/O timeouts set), connected within
   // kConnectTimeout.
-  absl::StatusOr<int> Connect(absl::Time deadline);
+  // `cancel` (may be null) aborts the connect (CANCELLED).
+  absl::StatusOr<int> Connect(absl::Time deadline, FrameCancel* cancel);
   // Returns `fd` to the pool if `reusable` (else, or if the pool is full, closes it).
   void Release(int fd, bool reusable) ABSL_LOCKS_EXCLUDED(mu_);
   // One attempt on `fd`, cancellable through `cancel` (may be null); releases `fd`.

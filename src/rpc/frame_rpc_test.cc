@@ -485,6 +485,41 @@ TEST_F(FrameRpcTest, AHugeBodyAnnouncedButNotSentIsNotAllocated) {
   BASALT_EXPECT_OK(Echo(channel_.get(), "still serving"));
 }
 
+TEST_F(FrameRpcTest, CancelAbortsAConnectThatHangs) {
+  // A listener whose accept queue (backlog 0: one connection) is full and never accepted: the
+  // kernel drops further SYNs, so a new connection hangs as behind a firewall.
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  ASSERT_EQ(listen(listener, 0), 0);
+  const int port = ntohs(addr.sin_port);
+  std::vector<int> fillers;
+  fillers.push_back(ConnectRaw(port));  // Fills the queue; a second would hang.
+  FrameChannel channel(Address(port));
+  FrameCancel cancel;
+  absl::Status s;
+  std::thread caller([&] {
+    std::string response;
+    s = channel.Call(kEcho, "x", In(absl::Seconds(30)), &response, &cancel);
+  });
+  absl::SleepFor(absl::Milliseconds(200));
+  const absl::Time start = absl::Now();
+  cancel.Cancel();
+  caller.join();
+  // Either the connect hung and was aborted, or (a kernel that let it through) the call
+  // waited for an answer and was aborted: CANCELLED either way, at once, not a fallback.
+  EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+  EXPECT_FALSE(s.GetPayload(kFrameConnectFailedUrl).has_value()) << s;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  for (int fd : fillers) close(fd);
+  close(listener);
+}
+
 TEST_F(FrameRpcTest, CancelBeforeTheCallSendsNothing) {
   BASALT_ASSERT_OK(Echo(channel_.get(), "warm"));  // One pooled connection.
   FrameCancel cancel;
