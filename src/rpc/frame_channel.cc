@@ -86,10 +86,18 @@ bool SetIoTimeout(int fd, absl::Duration timeout) {
          setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == 0;
 }
 
-// A send or recv on `fd` that timed out (EAGAIN): DEADLINE_EXCEEDED once `deadline` has passed,
-// else OK (wait again), the next wait shortened to the time left if that is under kIoTick (so a
-// call never outlasts its deadline; CallOn restores the usual timeout afterwards).
-absl::Status TimedOutWaiting(int fd, absl::Time deadline) {
+// After a send or recv on `fd` failed with `err` (`doing` names it): OK to try again (EINTR, or
+// a wait that timed out with time left, the next wait then shortened to the time left if that is
+// under kIoTick, so a call never outlasts its deadline; CallOn restores the usual timeout
+// afterwards), DEADLINE_EXCEEDED once `deadline` has passed, else UNAVAILABLE with
+// `*peer_closed` set if the server closed the connection.
+absl::Status RetryOrFail(int fd, int err, absl::Time deadline, const char* doing,
+                         bool* peer_closed) {
+  if (err == EINTR) return absl::OkStatus();
+  if (err != EAGAIN && err != EWOULDBLOCK) {
+    *peer_closed = IsPeerClosed(err);
+    return absl::UnavailableError(StrCat(doing, ": ", ErrnoText(err)));
+  }
   const absl::Duration left = deadline - absl::Now();
   if (left <= absl::ZeroDuration()) return absl::DeadlineExceededError("deadline exceeded");
   if (left < kIoTick && !SetIoTimeout(fd, left)) {
@@ -111,14 +119,7 @@ absl::Status SendAll(int fd, iovec* iov, int iovcnt, absl::Time deadline, bool* 
       AdvanceIov(&iov, &iovcnt, static_cast<size_t>(n));
       continue;
     }
-    const int err = errno;
-    if (err == EINTR) continue;
-    if (err == EAGAIN || err == EWOULDBLOCK) {
-      BASALT_RETURN_IF_ERROR(TimedOutWaiting(fd, deadline));
-      continue;
-    }
-    *peer_closed = IsPeerClosed(err);
-    return absl::UnavailableError(StrCat("sending the request: ", ErrnoText(err)));
+    BASALT_RETURN_IF_ERROR(RetryOrFail(fd, errno, deadline, "sending the request", peer_closed));
   }
   return absl::OkStatus();
 }
@@ -134,14 +135,7 @@ absl::StatusOr<size_t> RecvSome(int fd, char* dst, size_t n, absl::Time deadline
       *peer_closed = true;
       return absl::UnavailableError("connection closed by the server");
     }
-    const int err = errno;
-    if (err == EINTR) continue;
-    if (err == EAGAIN || err == EWOULDBLOCK) {
-      BASALT_RETURN_IF_ERROR(TimedOutWaiting(fd, deadline));
-      continue;
-    }
-    *peer_closed = IsPeerClosed(err);
-    return absl::UnavailableError(StrCat("receiving the reply: ", ErrnoText(err)));
+    BASALT_RETURN_IF_ERROR(RetryOrFail(fd, errno, deadline, "receiving the reply", peer_closed));
   }
 }
 

@@ -364,6 +364,16 @@ class FrameRpcTest : public ::testing::Test {
     if (!release_.HasBeenNotified()) release_.Notify();
   }
 
+  // A kBlock call (which waits for Release()) with a deadline `timeout` from now: its status and,
+  // in *took, how long it waited.
+  absl::Status BlockedCall(absl::Duration timeout, absl::Duration* took) {
+    std::string response;
+    const absl::Time start = absl::Now();
+    absl::Status s = channel_->Call(kBlock, "slow", start + timeout, &response);
+    *took = absl::Now() - start;
+    return s;
+  }
+
   absl::Status Echo(FrameChannel* channel, const std::string& request) {
     std::string response;
     absl::Status s = channel->Call(kEcho, request, In(absl::Seconds(5)), &response);
@@ -422,9 +432,8 @@ TEST_F(FrameRpcTest, UnknownMethodIsUnimplemented) {
 
 TEST_F(FrameRpcTest, DeadlineExceededThenNextCallUsesANewConnection) {
   std::string response;
-  const absl::Time start = absl::Now();
-  absl::Status s = channel_->Call(kBlock, "slow", start + absl::Milliseconds(50), &response);
-  const absl::Duration took = absl::Now() - start;
+  absl::Duration took;
+  absl::Status s = BlockedCall(absl::Milliseconds(50), &took);
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
   EXPECT_GE(took, absl::Milliseconds(50));
   EXPECT_LT(took, absl::Seconds(3));
@@ -461,10 +470,8 @@ TEST_F(FrameRpcTest, CancelWakesACallInFlightAndTheChannelGoesOn) {
 TEST_F(FrameRpcTest, AWaitNeverOutlastsTheDeadline) {
   // Over a second left: the first wait is the usual 1 s socket timeout, the next one must be
   // shortened to what is left.
-  std::string response;
-  const absl::Time start = absl::Now();
-  absl::Status s = channel_->Call(kBlock, "slow", start + absl::Milliseconds(1300), &response);
-  const absl::Duration took = absl::Now() - start;
+  absl::Duration took;
+  absl::Status s = BlockedCall(absl::Milliseconds(1300), &took);
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
   EXPECT_GE(took, absl::Milliseconds(1300));
   EXPECT_LT(took, absl::Milliseconds(1800)) << "the call outlasted its deadline";
