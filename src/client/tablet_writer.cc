@@ -12,6 +12,7 @@
 #include "common/row_operations.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
+#include "glog/logging.h"
 #include "grpcpp/channel.h"
 #include "proto/tserver.grpc.pb.h"
 #include "rpc/rpc_status.h"
@@ -204,6 +205,7 @@ void SendRequest(ClientData* client, WriteBatch* batch, RequestRows* rows,
   std::vector<std::string> tried;
   absl::Status last;
   int quick_retries = 0;
+  int logged_at = 0;  // The backoff count last logged.
   for (;;) {
     req.set_tablet_id(batch->tablet->tablet_id());
     std::vector<ReplicaLocation> replicas = batch->tablet->ReplicasInOrder();
@@ -235,6 +237,15 @@ void SendRequest(ClientData* client, WriteBatch* batch, RequestRows* rows,
                                            target.address, ": ", s.message()));
       absl::Status fail;
       next = Classify(client, batch, target, s, deadline, &result->possibly_applied, &fail);
+      // A batch that keeps failing says so (at 8, 16, 32, ... backoffs): otherwise a write that
+      // retries until the session timeout is silent until then.
+      if (const int n = backoff.attempts();
+          n >= 8 && (n & (n - 1)) == 0 && n != logged_at && next != Next::kFail) {
+        logged_at = n;
+        LOG(WARNING) << "write of " << rows->num_ops() << " row(s), schema version "
+                     << rows->version() << ", still retried after " << n
+                     << " backoffs; last error: " << last;
+      }
       bool same_target = next == Next::kBackoffSame;
       if (next == Next::kNewSchema) {
         const auto mismatch = GetErrorDetail(s);

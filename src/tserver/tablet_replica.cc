@@ -588,9 +588,14 @@ absl::Status TabletReplica::Write(const pb::WriteRequestPB& request, pb::WriteRe
 absl::Status TabletReplica::DecodeWrite(const pb::WriteRequestPB& request, PendingOp* op) const {
   absl::StatusOr<Schema> client = Schema::FromPB(request.schema());
   if (!client.ok()) return FieldError("schema", client.status());
-  if (!client->Equals(*op->schema)) {
-    return SchemaMismatchError(StrCat("schema: the request's schema is not the schema of tablet ",
-                                      tablet_id_, " (version ", op->schema->version(), ")"),
+  // The version too, not only the columns: the entry is stamped with this replica's version
+  // (WriteWithScratch), and a request for a newer version whose columns are the same (a RENAME
+  // TABLE) accepted here before the alter's entry applies would apply nothing, and its retries
+  // would get that answer, for an older version than the client's rows, until the client gave up.
+  if (client->version() != op->schema->version() || !client->Equals(*op->schema)) {
+    return SchemaMismatchError(StrCat("schema: the request's schema (version ", client->version(),
+                                      ") is not the schema of tablet ", tablet_id_, " (version ",
+                                      op->schema->version(), ")"),
                                op->schema->version());
   }
   std::vector<DecodedRowOperation>& ops = op->scratch->ops;

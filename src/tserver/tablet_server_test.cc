@@ -1202,6 +1202,45 @@ TEST_F(TabletServerTest, ARetryAfterAnAlterGetsItsFirstAnswer) {
   }
 }
 
+// A request for a newer schema version whose columns are this tablet's (a RENAME TABLE the replica
+// has not applied yet: the client learned the version from the master first) is refused before it
+// is replicated, naming the tablet's version, and nothing of it is remembered: the same request
+// applies once the tablet is at that version. Accepted, its entry would have been stamped with
+// the older version and applied nothing after the alter's entry, and every retry of it would have
+// been answered that, for a version the client's rows were already past, until its timeout.
+TEST_F(TabletServerTest, ARequestForANewerVersionWithTheSameColumnsIsRefusedUntilTheAlter) {
+  CreateTablet(kTablet);
+  pb::WriteRequestPB insert =
+      WithRequestId(WriteBuilder(&schema_).Insert(1).Build(kTablet), "c", 1, 1);
+  insert.mutable_schema()->set_version(1);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    pb::WriteResponsePB r;
+    absl::Status s = client_->Write(insert, &r);
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_EQ(DetailCode(s), pb::ErrorDetailPB::SCHEMA_MISMATCH) << s;
+    EXPECT_EQ(GetErrorDetail(s).value_or(pb::ErrorDetailPB()).schema_version(), 0u) << s;
+  }
+  absl::StatusOr<std::vector<TestRow>> rows = ScanAll(NewScan());
+  BASALT_ASSERT_OK(rows);
+  EXPECT_TRUE(rows->empty());
+  // The rename: version 1, the same columns.
+  pb::AlterSchemaRequestPB alter;
+  alter.set_dest_uuid(server_->uuid());
+  alter.set_tablet_id(kTablet);
+  schema_.ToPB(alter.mutable_schema());
+  alter.mutable_schema()->set_version(1);
+  alter.set_new_table_name("renamed");
+  pb::AlterSchemaResponsePB altered;
+  BASALT_ASSERT_OK(client_->AlterSchema(alter, &altered));
+  ASSERT_EQ(altered.schema_version(), 1u);
+  pb::WriteResponsePB r;
+  BASALT_ASSERT_OK(client_->Write(insert, &r));
+  EXPECT_EQ(r.per_row_errors_size(), 0);
+  rows = ScanAll(NewScan());
+  BASALT_ASSERT_OK(rows);
+  EXPECT_EQ(rows->size(), 1u);
+}
+
 TEST_F(TabletServerTest, PropagatedTimestampOrdersWrites) {
   CreateTablet(kTablet);
   WriteBuilder w(&schema_);
