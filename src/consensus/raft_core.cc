@@ -59,7 +59,8 @@ RaftCore::RaftCore(const RaftOptions& options, const LogReader* log, const RaftB
   ResetElectionTimer();
   if (options_.fast_first_election && term_ == 0 && log_.LastIndex() == 0 &&
       !config_.voters.empty() && config_.voters.front() == options_.id) {
-    randomized_election_timeout_ = 2;
+    randomized_election_timeout_ = 1;
+    fast_first_election_armed_ = true;
   }
 }
 

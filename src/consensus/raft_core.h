@@ -61,12 +61,12 @@ struct RaftOptions {
   uint64_t learner_catch_up_entries = 100;
   // The leader proposes promotion of a learner as soon as it has caught up.
   bool auto_promote_learners = false;
-  // A group starting fresh (term 0, empty log): its smallest voter campaigns after two ticks
-  // instead of a full election timeout, so a new tablet has a leader within about 1-2 ticks
-  // rather than 3-6. Only timing changes (safety never depends on it), and pre-vote keeps an
-  // early campaign from disturbing anyone. Two ticks, not one: the peers' replicas are created
-  // at about the same time, and a leader that finds one not yet there asks for a needless
-  // tablet copy, which holds that peer back for the copy retry delay.
+  // A group starting fresh (term 0, empty log): its smallest voter campaigns at its first tick
+  // instead of after a full election timeout, and fast_first_election_armed() says so, so that
+  // the node shell can deliver that tick early (RaftNodeOptions::fast_first_election_delay_ms):
+  // a new tablet has a leader a fraction of a second after it starts rather than 3-6 ticks. Only
+  // timing changes (safety never depends on it), and pre-vote keeps an early campaign from
+  // disturbing anyone.
   bool fast_first_election = false;
 
   // Deliberately broken behaviour, only for the simulation's self-test (raft_simulation_test),
@@ -160,6 +160,8 @@ class RaftCore {
   const PeerId& id() const { return options_.id; }
   Role role() const { return role_; }
   uint64_t term() const { return term_; }
+  // Whether this replica was created to campaign at its first tick (fast_first_election).
+  bool fast_first_election_armed() const { return fast_first_election_armed_; }
   const PeerId& vote() const { return vote_; }
   const PeerId& leader() const { return leader_; }  // Empty if unknown.
   const RaftConfig& config() const { return config_; }
@@ -250,6 +252,7 @@ class RaftCore {
   int election_elapsed_ = 0;
   int heartbeat_elapsed_ = 0;
   int randomized_election_timeout_ = 0;
+  bool fast_first_election_armed_ = false;
   int failed_elections_ = 0;  // Elections in a row that this replica lost or timed out in.
 
   std::map<PeerId, bool> votes_;         // Candidates: voter -> granted.

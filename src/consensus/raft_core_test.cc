@@ -285,19 +285,19 @@ TEST(RaftCoreTest, ElectionTimeoutIsRandomizedBetweenTAnd2T) {
   EXPECT_GT(seen.size(), 3u) << "timeouts are not randomized";
 }
 
-// fast_first_election: in a fresh group only the smallest voter campaigns after two ticks (and
+// fast_first_election: in a fresh group only the smallest voter campaigns at its first tick (and
 // wins); the others, and every member of a group with history, wait a full timeout.
 TEST(RaftCoreTest, FastFirstElectionOnlyForTheSmallestVoterOfAFreshGroup) {
   Network net(Voters({"a", "b", "c"}), [](RaftOptions* o) {
     o->election_ticks = 10;
     o->fast_first_election = true;
   });
+  EXPECT_TRUE(net.core("a").fast_first_election_armed());
+  EXPECT_FALSE(net.core("b").fast_first_election_armed());
   net.Tick("b", 2);
   net.Tick("c", 2);
   EXPECT_FALSE(net.SentVoteRequest("b"));
   EXPECT_FALSE(net.SentVoteRequest("c"));
-  net.Tick("a");
-  EXPECT_FALSE(net.SentVoteRequest("a"));
   net.Tick("a");
   EXPECT_TRUE(net.SentVoteRequest("a"));
   net.Deliver();
@@ -305,6 +305,7 @@ TEST(RaftCoreTest, FastFirstElectionOnlyForTheSmallestVoterOfAFreshGroup) {
 
   // After a restart (term 1, entries in the log) the usual timeout applies again.
   net.Restart("a");
+  EXPECT_FALSE(net.core("a").fast_first_election_armed());
   net.Tick("a", 2);
   EXPECT_FALSE(net.SentVoteRequest("a"));
 }

@@ -149,8 +149,12 @@ absl::Status RaftNode::Start() {
     absl::MutexLock l(&mu_);
     running_ = true;
   }
+  absl::Duration first_tick = tick_interval_;
+  if (core_->fast_first_election_armed()) {  // Read before the worker thread owns the core.
+    first_tick = std::min(first_tick, absl::Milliseconds(options_.fast_first_election_delay_ms));
+  }
   worker_ = std::thread([this] { WorkerLoop(); });
-  ticker_ = std::thread([this] { TickerLoop(); });
+  ticker_ = std::thread([this, first_tick] { TickerLoop(first_tick); });
   return absl::OkStatus();
 }
 
@@ -324,10 +328,14 @@ void RaftNode::Fail(const absl::Status& error) {
 
 // ---- Threads --------------------------------------------------------------------------------
 
-void RaftNode::TickerLoop() {
+void RaftNode::TickerLoop(absl::Duration first) {
+  absl::Duration next = first;
   absl::MutexLock l(&mu_);
   // The timed wait is the clock itself, not a wait for something to happen.
-  while (!mu_.AwaitWithTimeout(absl::Condition(&stopping_), tick_interval_)) ++pending_ticks_;
+  while (!mu_.AwaitWithTimeout(absl::Condition(&stopping_), next)) {
+    ++pending_ticks_;
+    next = tick_interval_;
+  }
 }
 
 bool RaftNode::HasInputLocked() const {

@@ -98,6 +98,13 @@ struct RaftNodeOptions {
   LogOptions log = LogOptions::FromFlags();
   // Log GC runs every this many ticks.
   int log_gc_interval_ticks = 10;
+  // When the core arms a fast first election (RaftOptions::fast_first_election: a fresh group's
+  // smallest voter), its first tick, and so its campaign, comes this long after Start() rather
+  // than a full tick later (never later than a full tick). Long enough for the master's parallel
+  // CreateTablet calls to have made the peers' replicas (milliseconds apart): a vote asked of a
+  // replica not there yet is no vote, and a leader that then finds it missing asks for a tablet
+  // copy, which only delays that one follower (the master's create or the copy makes it).
+  int fast_first_election_delay_ms = 200;
   // Seed of the election jitter; 0 derives one from the time and the peer id.
   uint64_t seed = 0;
   // Optional (empty: off) safe time hooks; see SafeTimeSource above.
@@ -206,7 +213,8 @@ class RaftNode {
   // Queues a proposal made by `propose` (on the worker) whose callback fires on apply.
   void ProposeWith(std::function<absl::StatusOr<uint64_t>()> propose, ProposeCallback callback);
 
-  void TickerLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Ticks every tick_interval_, the first one `first` after it starts.
+  void TickerLoop(absl::Duration first) ABSL_LOCKS_EXCLUDED(mu_);
   void WorkerLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Moves the worker's inputs out of the queues; *applied is the applier's new applied index, or 0
   // if it did not move.

@@ -142,7 +142,7 @@ absl::Status TabletReplica::Start() {
   o.metadata_path = ReplicaFiles::CmetaPath(ctx_, tablet_id_);
   o.tick_interval_ms = ctx_.raft_tick_interval_ms;
   if (ctx_.raft_election_ticks > 0) o.raft.election_ticks = ctx_.raft_election_ticks;
-  o.raft.fast_first_election = true;  // A new table is writable about one tick after creation.
+  o.raft.fast_first_election = true;  // A new table is writable ~0.2 s after its creation.
   o.safe_time_source = [this] { return LeaderSafeTime(); };
   o.safe_time_sink = [this](uint64_t term, uint64_t time, uint64_t index) {
     OnLeaderSafeTime(term, time, index);
