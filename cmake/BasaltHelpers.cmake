@@ -21,7 +21,8 @@ endfunction()
 set(BASALT_TEST_OPT_FLAGS $<$<CONFIG:RelWithDebInfo,Release>:-O1>)
 
 # basalt_add_test(NAME DEPS...): one gtest binary per directory from every *_test.cc in it,
-# registered with ctest test by test and labelled "unit".
+# registered with ctest suite by suite (`<binary>:<Suite>`, cmake/DiscoverTestSuites.cmake) and
+# labelled "unit".
 function(basalt_add_test name)
   cmake_parse_arguments(ARG "" "" "DEPS;LABELS" ${ARGN})
   file(GLOB _tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*_test.cc)
@@ -34,7 +35,23 @@ function(basalt_add_test name)
   if(NOT ARG_LABELS)
     set(ARG_LABELS unit)
   endif()
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${ARG_LABELS}")
+  # Written when the binary is linked; until then ctest shows one failing placeholder test.
+  set(_suites ${CMAKE_CURRENT_BINARY_DIR}/${name}_suites.cmake)
+  add_custom_command(
+    TARGET ${name} POST_BUILD
+    COMMAND ${CMAKE_COMMAND} -D TEST_EXECUTABLE=$<TARGET_FILE:${name}> -D OUT=${_suites}
+            -D LABELS=${ARG_LABELS} -D WORKING_DIR=${CMAKE_CURRENT_BINARY_DIR}
+            -P ${PROJECT_SOURCE_DIR}/cmake/DiscoverTestSuites.cmake
+    BYPRODUCTS ${_suites}
+    VERBATIM)
+  set(_include ${CMAKE_CURRENT_BINARY_DIR}/${name}_include.cmake)
+  file(WRITE ${_include}
+       "if(EXISTS [=[${_suites}]=])\n"
+       "  include([=[${_suites}]=])\n"
+       "else()\n"
+       "  add_test([=[${name}_NOT_BUILT]=] [=[${name}_NOT_BUILT]=])\n"
+       "endif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${_include})
 endfunction()
 
 # basalt_add_executable(NAME SOURCE DEPS...): a program (daemon, tool, example) built into

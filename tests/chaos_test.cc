@@ -5,7 +5,7 @@
 // there twice, every acknowledged update is visible (or a later one), the replicas' checksums
 // agree (`basalt cluster ksck --checksum`), and no daemon died by itself.
 //
-// ChaosTest.ShortRun (default suite, about two minutes) and ChaosTest.LongRun (`make chaos`:
+// ChaosTest.ShortRun (default suite, about 70 seconds) and ChaosTest.LongRun (`make chaos`:
 // 30 minutes, 3 masters; skipped unless BASALT_CHAOS_LONG=1). Replaying a run and the knobs:
 // docs/testing.md "Chaos runs". Each run prints its seed, the nemesis' action log and one JSON
 // line beginning "chaos summary:".
@@ -209,7 +209,7 @@ void ChaosTest::Run(const ChaosConfig& c) {
 }
 
 TEST_F(ChaosTest, ShortRun) {
-  ASSERT_NO_FATAL_FAILURE(Run(ConfigFromEnv(absl::Seconds(90), 1, 4)));
+  ASSERT_NO_FATAL_FAILURE(Run(ConfigFromEnv(absl::Seconds(60), 1, 4)));
 }
 
 TEST_F(ChaosTest, LongRun) {

@@ -395,7 +395,7 @@ TEST_F(LaggingFollowerTest, PausedFollowerIsRepairedByATabletCopy) {
   const int paused = (leader->ts_index + 1) % 3;
   ASSERT_OK(cluster_->tablet_server(paused)->Pause());
   // About 6 MB of log (1 MB segments): far past what the leader keeps for the paused follower.
-  BackgroundWriter writer(client_, table);
+  BackgroundWriter writer(client_, table, BackgroundWriter::kFlatOut);
   writer.Start();
   ASSERT_OK(writer.WaitForAcked(150000));
   ASSERT_OK(writer.Stop());
@@ -465,7 +465,7 @@ class InterruptedCopyTest : public ReReplicationTest {
 
   // Writes rows and flushes them into blocks worth copying (several MB).
   void FillTable(const std::shared_ptr<client::Table>& table) {
-    BackgroundWriter writer(client_, table);
+    BackgroundWriter writer(client_, table, BackgroundWriter::kFlatOut);
     writer.Start();
     ASSERT_OK(writer.WaitForAcked(60000));
     ASSERT_OK(writer.Stop());

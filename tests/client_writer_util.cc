@@ -51,10 +51,13 @@ void BackgroundWriter::Run() {
       LOG_EVERY_N(INFO, 20) << "not acknowledged: key " << key << ": " << e->status()
                             << (e->was_possibly_successful() ? " (possibly applied)" : "");
     }
-    absl::MutexLock l(&mu_);
-    for (int32_t k = first; k < first + kBatch; ++k) {
-      if (failed.count(k) == 0) acked_.push_back(k);
+    {
+      absl::MutexLock l(&mu_);
+      for (int32_t k = first; k < first + kBatch; ++k) {
+        if (failed.count(k) == 0) acked_.push_back(k);
+      }
     }
+    if (pause_ > absl::ZeroDuration() && !stop_.load()) absl::SleepFor(pause_);
   }
   absl::MutexLock l(&mu_);
   status_ = s;

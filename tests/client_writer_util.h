@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "client/client.h"
 #include "common/strings.h"
 #include "glog/logging.h"
@@ -26,10 +27,20 @@ namespace basalt::client_test {
 // Inserts Expected(k) for k = 0, 1, 2, ... in MANUAL_FLUSH batches on its own thread and records
 // which rows were acknowledged (flushed without a per-row error). Start() → Stop(); the destructor
 // stops it too.
+//
+// By default it pauses kSteadyPause between batches: a steady application writer (about 10 k rows
+// a second), which keeps writes going through every fault a test makes without filling the
+// machine's two cores with fsyncs (a writer at full speed cost a cluster test 3-4× the CPU, and
+// the default suite runs several at once). A test that needs volume (log segments to roll, blocks
+// worth copying) passes kFlatOut.
 class BackgroundWriter {
  public:
-  BackgroundWriter(std::shared_ptr<client::Client> client, std::shared_ptr<client::Table> table)
-      : client_(std::move(client)), table_(std::move(table)) {}
+  static constexpr absl::Duration kSteadyPause = absl::Milliseconds(20);
+  static constexpr absl::Duration kFlatOut = absl::ZeroDuration();
+
+  BackgroundWriter(std::shared_ptr<client::Client> client, std::shared_ptr<client::Table> table,
+                   absl::Duration pause = kSteadyPause)
+      : client_(std::move(client)), table_(std::move(table)), pause_(pause) {}
   ~BackgroundWriter() { Stop().IgnoreError(); }
 
   void Start() {
@@ -69,6 +80,7 @@ class BackgroundWriter {
 
   const std::shared_ptr<client::Client> client_;
   const std::shared_ptr<client::Table> table_;
+  const absl::Duration pause_;  // Between batches.
   std::atomic<bool> stop_{false};
   std::thread thread_;
   mutable absl::Mutex mu_;

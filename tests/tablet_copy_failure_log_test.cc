@@ -153,7 +153,7 @@ TEST_F(TabletCopyFailureLogTest, FailingCopiesLogLittleAndCostLittleCpu) {
 
   // The follower misses about 6 MB of log (1 MB segments), which the leader does not keep for it.
   follower_ts->Kill();
-  BackgroundWriter writer(client_, table);
+  BackgroundWriter writer(client_, table, BackgroundWriter::kFlatOut);
   writer.Start();
   BASALT_ASSERT_OK(writer.WaitForAcked(150000));
   BASALT_ASSERT_OK(writer.Stop());
