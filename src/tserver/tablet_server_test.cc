@@ -82,6 +82,19 @@ class TabletServerTest : public ::testing::Test {
     return client_->AlterSchema(req, &resp);
   }
 
+  // `req` is refused with SCHEMA_MISMATCH naming `tablet_version`, and so is its retry (a refused
+  // request is not remembered as in progress).
+  void ExpectRefusedTwiceForSchema(const pb::WriteRequestPB& req, uint32_t tablet_version) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      pb::WriteResponsePB r;
+      absl::Status s = client_->Write(req, &r);
+      EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+      EXPECT_EQ(DetailCode(s), pb::ErrorDetailPB::SCHEMA_MISMATCH) << s;
+      EXPECT_EQ(GetErrorDetail(s).value_or(pb::ErrorDetailPB()).schema_version(), tablet_version)
+          << s;
+    }
+  }
+
   void CreateTablet(const std::string& id) {
     BASALT_ASSERT_OK(client_->CreateTablet(
         CreateTabletRequest(id, {{server_->uuid(), server_->advertised_address()}})));
@@ -1192,14 +1205,8 @@ TEST_F(TabletServerTest, ARetryAfterAnAlterGetsItsFirstAnswer) {
   // A new request with the old schema is refused, and not remembered as in progress.
   const pb::WriteRequestPB second =
       WithRequestId(WriteBuilder(&schema_).Insert(2).Build(kTablet), "c", 2, 1);
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    pb::WriteResponsePB r;
-    absl::Status s = client_->Write(second, &r);
-    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
-    EXPECT_EQ(DetailCode(s), pb::ErrorDetailPB::SCHEMA_MISMATCH) << s;
-    // The tablet's version, past the request's 0: its client may send the rows again re-encoded.
-    EXPECT_EQ(GetErrorDetail(s).value_or(pb::ErrorDetailPB()).schema_version(), 1u) << s;
-  }
+  // The tablet's version, past the request's 0: its client may send the rows again re-encoded.
+  ExpectRefusedTwiceForSchema(second, 1);
 }
 
 // A request for a newer schema version whose columns are this tablet's (a RENAME TABLE the replica
@@ -1213,13 +1220,7 @@ TEST_F(TabletServerTest, ARequestForANewerVersionWithTheSameColumnsIsRefusedUnti
   pb::WriteRequestPB insert =
       WithRequestId(WriteBuilder(&schema_).Insert(1).Build(kTablet), "c", 1, 1);
   insert.mutable_schema()->set_version(1);
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    pb::WriteResponsePB r;
-    absl::Status s = client_->Write(insert, &r);
-    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
-    EXPECT_EQ(DetailCode(s), pb::ErrorDetailPB::SCHEMA_MISMATCH) << s;
-    EXPECT_EQ(GetErrorDetail(s).value_or(pb::ErrorDetailPB()).schema_version(), 0u) << s;
-  }
+  ExpectRefusedTwiceForSchema(insert, 0);
   absl::StatusOr<std::vector<TestRow>> rows = ScanAll(NewScan());
   BASALT_ASSERT_OK(rows);
   EXPECT_TRUE(rows->empty());
