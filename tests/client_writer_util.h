@@ -28,7 +28,7 @@ namespace basalt::client_test {
 // which rows were acknowledged (flushed without a per-row error). Start() → Stop(); the destructor
 // stops it too.
 //
-// By default it pauses kSteadyPause between batches: a steady application writer (about 10 k rows
+// By default it pauses kSteadyPause between batches: a steady application writer (under 10 k rows
 // a second), which keeps writes going through every fault a test makes without filling the
 // machine's two cores with fsyncs (a writer at full speed cost a cluster test 3-4× the CPU, and
 // the default suite runs several at once). A test that needs volume (log segments to roll, blocks

@@ -320,6 +320,26 @@ TEST_F(RaftNodeTest, ElectsLeaderAndReplicatesInOrder) {
   for (auto& [id, node] : nodes_) BASALT_EXPECT_OK(node->health()) << id;
 }
 
+// A fresh group's smallest voter (fast_first_election) campaigns fast_first_election_delay_ms
+// after Start, not a full tick later: with 2 s ticks and 6-12 s election timeouts, "a" leads
+// well before the first regular tick could have started any election.
+TEST_F(RaftNodeTest, AFreshGroupElectsItsSmallestVoterBeforeTheFirstFullTick) {
+  customize_ = [](const PeerId&, RaftNodeOptions* o) {
+    o->tick_interval_ms = 2000;
+    o->raft.election_ticks = 3;
+    o->raft.fast_first_election = true;
+    o->fast_first_election_delay_ms = 50;
+  };
+  const absl::Time start = absl::Now();
+  StartAll();
+  RaftNode* leader = WaitForLeader();
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_NE(leader, nullptr);
+  EXPECT_EQ(leader->peer_id(), "a");
+  EXPECT_EQ(leader->term(), 1u);
+  EXPECT_LT(took, absl::Milliseconds(1900)) << "no leader before the first full tick";
+}
+
 // The contract of StateMachine::Apply: an error means this replica could not apply the entry as
 // its peers did. The node stops for good (no votes, no leading, on_failed once), its proposals
 // fail, and the other two elect a leader and go on.

@@ -291,13 +291,34 @@ bool WaitUntil(const std::function<bool()>& cond, absl::Duration timeout = absl:
   return true;
 }
 
-// A plain blocking TCP socket connected to 127.0.0.1:port, with a 5 s receive timeout.
-int ConnectRaw(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+sockaddr_in LoopbackAddr(int port) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return addr;
+}
+
+// A TCP socket bound to a free port of 127.0.0.1 (*port), neither listening nor connected: until
+// it is closed no one else can take the port. -1 if socket() or bind() failed.
+int BindLoopback(int* port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr = LoopbackAddr(0);
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    return -1;
+  }
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
+// A plain blocking TCP socket connected to 127.0.0.1:port, with a 5 s receive timeout.
+int ConnectRaw(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr = LoopbackAddr(port);
   EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0)
       << std::strerror(errno);
   const timeval tv{5, 0};
@@ -495,16 +516,10 @@ TEST_F(FrameRpcTest, AHugeBodyAnnouncedButNotSentIsNotAllocated) {
 TEST_F(FrameRpcTest, CancelAbortsAConnectThatHangs) {
   // A listener whose accept queue (backlog 0: one connection) is full and never accepted: the
   // kernel drops further SYNs, so a new connection hangs as behind a firewall.
-  const int listener = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(listener, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  int port = 0;
+  const int listener = BindLoopback(&port);
+  ASSERT_GE(listener, 0) << std::strerror(errno);
   ASSERT_EQ(listen(listener, 0), 0);
-  const int port = ntohs(addr.sin_port);
   std::vector<int> fillers;
   fillers.push_back(ConnectRaw(port));  // Fills the queue; a second would hang.
   FrameChannel channel(Address(port));
@@ -583,14 +598,10 @@ TEST_F(FrameRpcTest, ConcurrentCallsFromEightThreads) {
 
 TEST_F(FrameRpcTest, ConnectRefusedIsUnavailableWithConnectFailedPayload) {
   // A port bound but not listening refuses connections, and no one else can take it meanwhile.
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  const std::string address = Address(ntohs(addr.sin_port));
+  int port = 0;
+  const int fd = BindLoopback(&port);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  const std::string address = Address(port);
 
   FrameChannel channel(address);
   std::string response;

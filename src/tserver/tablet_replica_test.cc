@@ -31,8 +31,8 @@ constexpr char kTablet[] = "tablet-safe-time";
 
 class SafeTimeTest : public ::testing::Test {
  protected:
-  // election_ticks of 20 ms: the default 15 is 300-600 ms, rare spurious elections on a busy
-  // machine.
+  // Election timeouts are drawn from [election_ticks, 2 x election_ticks) ticks of 20 ms: the
+  // default 15 is 300-600 ms, with rare spurious elections on a busy machine.
   void StartCluster(int num_servers, int election_ticks = 15) {
     for (int i = 0; i < num_servers; ++i) {
       dirs_.push_back(std::make_unique<TestDir>(StrCat("tablet_replica_test_", i)));
@@ -274,7 +274,7 @@ TEST_F(ReplicaFailureTest, AlterOnALargeMemRowSetDelaysNoHeartbeat) {
   ASSERT_GE(leader, 0);
   for (int32_t k = 0; k < 100000; k += 20000)
     BASALT_ASSERT_OK(Insert(leader, k, k + 20000).status());
-  // Every replica's alter takes over 3 s: two to three election timeouts.
+  // Every replica's alter takes over 3 s: 1.5 to 3 election timeouts.
   FLAGS_tablet_alter_inject_delay_ms = 3000;
   auto replica = Replica(leader);
   const std::string leader_uuid = servers_[leader]->uuid();
