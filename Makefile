@@ -59,10 +59,12 @@ tsan: deps
 # clang-14 with -Wthread-safety -Werror=thread-safety: checks the ABSL_GUARDED_BY annotations
 # (g++ ignores them). Compile only: thread_safety_check builds the object file of every source of
 # ours (benchmarks included) and links only the three programs the cluster tests start; build
-# type None compiles without -O or -g.
+# type None compiles without -O or -g. It compiles file by file (no unity build), so it also
+# catches a source that compiles only next to the other files of its unity batch (a missing
+# include, a name it takes from a neighbour).
 tsa: deps
 	CC=clang-14 CXX=clang++-14 cmake -S . -B build-tsa -G Ninja -DBASALT_THREAD_SAFETY_ANALYSIS=ON \
-	  -DCMAKE_BUILD_TYPE=None -DBASALT_BUILD_BENCHMARKS=ON
+	  -DCMAKE_BUILD_TYPE=None -DBASALT_BUILD_BENCHMARKS=ON -DBASALT_UNITY_BUILD=OFF
 	ninja -C build-tsa -j $(JOBS) thread_safety_check
 
 # Every benchmark prints JSON: Google Benchmark programs (common_bench) with

@@ -21,6 +21,7 @@
 
 namespace basalt::cluster_test {
 namespace {
+namespace block_gc_crash_test_file {
 
 constexpr absl::Duration kTimeout = absl::Seconds(60);
 // Compactions never happen with this improvement threshold (the average rowset height can drop
@@ -206,5 +207,6 @@ TEST_F(BlockGcCrashTest, KilledAfterACompactionFinalizedItsBlocks) {
   EXPECT_EQ(sb->rowsets.size(), 2u);
 }
 
+}  // namespace block_gc_crash_test_file
 }  // namespace
 }  // namespace basalt::cluster_test

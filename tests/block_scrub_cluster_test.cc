@@ -21,6 +21,7 @@
 
 namespace basalt::cluster_test {
 namespace {
+namespace block_scrub_cluster_test_file {
 
 constexpr absl::Duration kTimeout = absl::Seconds(90);
 
@@ -127,5 +128,6 @@ TEST(BlockScrubClusterTest, AFlippedByteFailsTheReplicaAndTheMasterReplacesIt) {
   if (HasFailure()) cluster.set_keep_root_dir(true);
 }
 
+}  // namespace block_scrub_cluster_test_file
 }  // namespace
 }  // namespace basalt::cluster_test

@@ -37,6 +37,7 @@
 
 namespace basalt::chaos {
 namespace {
+namespace chaos_test_file {
 
 struct ChaosConfig {
   absl::Duration duration;  // Of the nemesis.
@@ -254,5 +255,6 @@ TEST(ChaosVerifierTest, CountsEachKindOfAnomaly) {
   EXPECT_TRUE(clean.ok()) << clean.ToJson(7) << absl::StrJoin(clean.examples, "\n");
 }
 
+}  // namespace chaos_test_file
 }  // namespace
 }  // namespace basalt::chaos

@@ -14,6 +14,7 @@
 
 namespace basalt {
 namespace {
+namespace cli_alter_copy_test_file {
 
 std::vector<std::string> SortedLines(const std::string& s) {
   std::vector<std::string> lines = absl::StrSplit(s, '\n', absl::SkipEmpty());
@@ -197,5 +198,6 @@ TEST_F(CliAlterCopyTest, CopyAllTypesWithPredicatesAndIntoExistingTables) {
   EXPECT_EQ(Rows("odd2"), Rows("odd"));
 }
 
+}  // namespace cli_alter_copy_test_file
 }  // namespace
 }  // namespace basalt

@@ -36,6 +36,7 @@
 
 namespace basalt::client_test {
 namespace {
+namespace cli_change_config_test_file {
 
 using client::Session;
 using client::Table;
@@ -374,5 +375,6 @@ TEST_F(CliChangeConfigTest, MoveReplicaUnderWritesLosesNothing) {
   EXPECT_EQ(count.out, StrCat(rows.size(), "\n"));
 }
 
+}  // namespace cli_change_config_test_file
 }  // namespace
 }  // namespace basalt::client_test

@@ -19,6 +19,7 @@
 
 namespace basalt {
 namespace {
+namespace cli_ksck_checksum_test_file {
 
 class CliKsckChecksumTest : public CliClusterTest {};
 
@@ -59,5 +60,6 @@ TEST_F(CliKsckChecksumTest, IdleAndEmptyTabletsAgreeAtTheLeadersSnapshot) {
   }
 }
 
+}  // namespace cli_ksck_checksum_test_file
 }  // namespace
 }  // namespace basalt

@@ -21,6 +21,7 @@
 
 namespace basalt {
 namespace {
+namespace cli_ops_test_file {
 
 // A cluster test with a table to load into.
 class CliOpsTest : public CliClusterTest {
@@ -142,5 +143,6 @@ TEST_F(CliOpsTest, KsckHealthyThenKilledTabletServer) {
   EXPECT_NE(r.err.find("ksck found problems in 2 of 2 tablet(s)"), std::string::npos) << r.err;
 }
 
+}  // namespace cli_ops_test_file
 }  // namespace
 }  // namespace basalt

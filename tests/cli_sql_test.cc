@@ -12,6 +12,7 @@
 
 namespace basalt {
 namespace {
+namespace cli_sql_test_file {
 
 class CliSqlTest : public CliClusterTest {
  protected:
@@ -122,5 +123,6 @@ TEST_F(CliSqlTest, StatementsFromStandardInputAndErrors) {
   EXPECT_NE(syntax.err.find("got '>' at position 39"), std::string::npos) << syntax.err;
 }
 
+}  // namespace cli_sql_test_file
 }  // namespace
 }  // namespace basalt

@@ -22,6 +22,7 @@
 
 namespace basalt {
 namespace {
+namespace cli_test_file {
 
 // A cluster test that can also write rows through the client.
 class CliTest : public CliClusterTest {
@@ -252,5 +253,6 @@ TEST_F(CliRunnerTest, LocalStartStopRoundTrip) {
   EXPECT_EQ(Basalt({"local", "start"}).rc, 1);  // --dir is required.
 }
 
+}  // namespace cli_test_file
 }  // namespace
 }  // namespace basalt

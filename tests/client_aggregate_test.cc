@@ -19,6 +19,7 @@
 
 namespace basalt::client_test {
 namespace {
+namespace client_aggregate_test_file {
 
 using client::Scanner;
 
@@ -537,5 +538,6 @@ TEST_F(ClientAggregateTest, BadAggregatesAreRefusedWhenAddedAndFailuresAreFinal)
   EXPECT_EQ(sum.NextBatch(&batch).code(), absl::StatusCode::kOutOfRange);
 }
 
+}  // namespace client_aggregate_test_file
 }  // namespace
 }  // namespace basalt::client_test

@@ -22,6 +22,7 @@
 
 namespace basalt::client_test {
 namespace {
+namespace client_alter_writer_test_file {
 
 using client::ColumnSchema;
 using client::Session;
@@ -261,5 +262,6 @@ TEST_F(ClientAlterWriterTest, ScansSkipARangeDroppedAfterItsLocationWasCached) {
   EXPECT_EQ(errors[0]->status().code(), absl::StatusCode::kNotFound) << errors[0]->status();
 }
 
+}  // namespace client_alter_writer_test_file
 }  // namespace
 }  // namespace basalt::client_test

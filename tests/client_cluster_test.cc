@@ -22,6 +22,7 @@
 
 namespace basalt::client_test {
 namespace {
+namespace client_cluster_test_file {
 
 using client::Predicate;
 using client::ScanBatch;
@@ -437,5 +438,6 @@ TEST_F(ClientClusterTest, TryApplyBuffersRoutedRowsAndLeavesTheRestToApply) {
   EXPECT_EQ(rows.size(), 12u);
 }
 
+}  // namespace client_cluster_test_file
 }  // namespace
 }  // namespace basalt::client_test

@@ -29,6 +29,7 @@
 
 namespace basalt::client_test {
 namespace {
+namespace client_fault_test_file {
 
 using client::Predicate;
 using client::ScanBatch;
@@ -264,7 +265,9 @@ void ScanThroughTheLossOfItsServer(ExternalMiniCluster* cluster, client::Client*
   absl::Status s;
   while (s.ok() && scanner.HasMoreRows()) s = next_batch();
   const absl::Duration rest = absl::Now() - lost;
-  if (pause) ASSERT_OK(server->Resume());
+  if (pause) {
+    ASSERT_OK(server->Resume());
+  }
   ASSERT_OK(s);
   LOG(INFO) << "the rest of the scan took " << absl::FormatDuration(rest);
   EXPECT_LT(rest, absl::Seconds(8));
@@ -286,5 +289,6 @@ TEST_F(ClientFaultTest, FaultTolerantScanLeavesAPausedServer) {
                                                         TabletIds("ftp").at(0), /*pause=*/true));
 }
 
+}  // namespace client_fault_test_file
 }  // namespace
 }  // namespace basalt::client_test

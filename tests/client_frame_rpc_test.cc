@@ -19,6 +19,7 @@
 
 namespace basalt::client_test {
 namespace {
+namespace client_frame_rpc_test_file {
 
 using client::Client;
 using client::ClientBuilder;
@@ -69,7 +70,9 @@ void WriteAndRead(Client* client, const std::string& table_name, int32_t first) 
   ASSERT_OK(session->SetFlushMode(Session::MANUAL_FLUSH));
   for (int32_t k = first; k < first + kRows; ++k) {
     ASSERT_OK(ApplyOp(session.get(), table.get(), WriteOperation::INSERT, Expected(k)));
-    if ((k + 1) % 500 == 0) ASSERT_OK(session->Flush());
+    if ((k + 1) % 500 == 0) {
+      ASSERT_OK(session->Flush());
+    }
   }
   ASSERT_OK(session->Flush());
   ASSERT_EQ(session->CountPendingErrors(), 0);
@@ -159,5 +162,6 @@ TEST_F(ClientWithoutFramePortsTest, ServersWithoutFramePortsAreCalledOverGrpc) {
   EXPECT_GE(c.grpc_scans, 6);
 }
 
+}  // namespace client_frame_rpc_test_file
 }  // namespace
 }  // namespace basalt::client_test

@@ -27,6 +27,7 @@
 
 namespace basalt::client_test {
 namespace {
+namespace client_master_membership_test_file {
 
 using client::Client;
 using client::ClientBuilder;
@@ -193,5 +194,6 @@ TEST_F(MasterMembershipTest, AddRemoveThenKillTheLeader) {
   }));
 }
 
+}  // namespace client_master_membership_test_file
 }  // namespace
 }  // namespace basalt::client_test

@@ -28,6 +28,7 @@
 
 namespace basalt::client_test {
 namespace {
+namespace client_multi_master_test_file {
 
 using client::Client;
 using client::ClientBuilder;
@@ -227,5 +228,6 @@ TEST_F(MultiMasterTest, RefusesADifferentSetOfMasters) {
   ASSERT_OK(m->Start());
 }
 
+}  // namespace client_multi_master_test_file
 }  // namespace
 }  // namespace basalt::client_test

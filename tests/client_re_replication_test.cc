@@ -32,6 +32,7 @@
 
 namespace basalt::client_test {
 namespace {
+namespace client_re_replication_test_file {
 
 constexpr int kFailedSec = 4;
 
@@ -518,5 +519,6 @@ TEST_F(InterruptedCopyTest, KilledSourceFailsTheCopyAndANewLeaderCompletesIt) {
   ASSERT_NO_FATAL_FAILURE(ExpectFourHealthyVoters());
 }
 
+}  // namespace client_re_replication_test_file
 }  // namespace
 }  // namespace basalt::client_test

@@ -32,6 +32,7 @@
 
 namespace basalt::client_test {
 namespace {
+namespace client_rebalance_test_file {
 
 class RebalanceTest : public ClientClusterTestBase {
  protected:
@@ -233,5 +234,6 @@ TEST_F(RebalanceFlagsTest, MaxMovesPerServerBelowOneIsRefused) {
   }
 }
 
+}  // namespace client_rebalance_test_file
 }  // namespace
 }  // namespace basalt::client_test

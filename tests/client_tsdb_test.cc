@@ -23,6 +23,7 @@
 
 namespace basalt::client_test {
 namespace {
+namespace client_tsdb_test_file {
 
 using tsdb::FormatInfluxTime;
 
@@ -343,5 +344,6 @@ TEST_F(ClientTsdbTest, QueriesMatchTheModel) {
   }
 }
 
+}  // namespace client_tsdb_test_file
 }  // namespace
 }  // namespace basalt::client_test

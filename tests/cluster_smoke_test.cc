@@ -23,6 +23,7 @@
 
 namespace basalt::cluster_test {
 namespace {
+namespace cluster_smoke_test_file {
 
 // The shared assertion (common/status_test_util.h) under the short name these tests use.
 #define ASSERT_OK(expr) BASALT_ASSERT_OK(expr)
@@ -476,5 +477,6 @@ TEST_F(ClusterSmokeTest, MalformedRequestsGetClearErrorsAndDaemonsKeepServing) {
   EXPECT_TRUE(upserted == rows) << RowsDiff(upserted, rows);
 }
 
+}  // namespace cluster_smoke_test_file
 }  // namespace
 }  // namespace basalt::cluster_test

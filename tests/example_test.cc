@@ -16,6 +16,7 @@
 
 namespace basalt::cluster_test {
 namespace {
+namespace example_test_file {
 
 TEST(ExampleTest, BasicExampleRunsAgainstALocalCluster) {
   ExternalMiniCluster cluster;
@@ -34,5 +35,6 @@ TEST(ExampleTest, BasicExampleRunsAgainstALocalCluster) {
   BASALT_EXPECT_OK(cluster.CheckNoDaemonDied());
 }
 
+}  // namespace example_test_file
 }  // namespace
 }  // namespace basalt::cluster_test

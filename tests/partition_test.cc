@@ -38,6 +38,7 @@
 
 namespace basalt::client_test {
 namespace {
+namespace partition_test_file {
 
 using client::Session;
 using client::Table;
@@ -418,5 +419,6 @@ TEST_F(MasterPartitionTest, IsolatedLeaderMasterStepsDownAndTheOthersServeDdl) {
   }
 }
 
+}  // namespace partition_test_file
 }  // namespace
 }  // namespace basalt::client_test

@@ -36,6 +36,7 @@
 
 namespace basalt::client_test {
 namespace {
+namespace tablet_copy_failure_log_test_file {
 
 // How long the test watches the leader while every copy fails: shorter than the throttle's
 // minute, so each throttled message may appear once at most.
@@ -245,5 +246,6 @@ TEST_F(TabletCopyFailureLogTest, FailingCopiesLogLittleAndCostLittleCpu) {
   EXPECT_GE(counted, attempts) << succeeded[0];
 }
 
+}  // namespace tablet_copy_failure_log_test_file
 }  // namespace
 }  // namespace basalt::client_test

@@ -151,23 +151,7 @@ void CreateTable(client::Client& c, const std::string& name, const client::Schem
   for (py::handle split : splits) {
     creator->add_range_partition_split(BoundRow(&schema, names, split));
   }
-  absl::Status s;
-  {
-    py::gil_scoped_release release;
-    s = creator->Create();
-  }
-  CheckStatus(s, "creating table '" + name + "'");
-}
-
-// Runs `fn` (returning absl::Status) without the GIL and raises its error.
-template <typename Fn>
-void Unlocked(Fn&& fn, std::string_view context = {}) {
-  absl::Status s;
-  {
-    py::gil_scoped_release release;
-    s = fn();
-  }
-  CheckStatus(s, context);
+  CheckStatus(Unlocked([&] { return creator->Create(); }), "creating table '" + name + "'");
 }
 
 }  // namespace
@@ -188,30 +172,32 @@ void BindClient(py::module_& m) {
       .def("_open_table",
            [](client::Client& c, const std::string& name) {
              std::shared_ptr<client::Table> t;
-             Unlocked([&] { return c.OpenTable(name, &t); }, "opening table '" + name + "'");
+             CheckStatus(Unlocked([&] { return c.OpenTable(name, &t); }),
+                         "opening table '" + name + "'");
              return std::make_shared<TableHandle>(std::move(t));
            })
       .def("_create_table", &CreateTable)
       .def("_delete_table",
            [](client::Client& c, const std::string& name) {
-             Unlocked([&] { return c.DeleteTable(name); }, "deleting table '" + name + "'");
+             CheckStatus(Unlocked([&] { return c.DeleteTable(name); }),
+                         "deleting table '" + name + "'");
            })
       .def("_table_exists",
            [](client::Client& c, const std::string& name) {
              bool exists = false;
-             Unlocked([&] { return c.TableExists(name, &exists); });
+             CheckStatus(Unlocked([&] { return c.TableExists(name, &exists); }));
              return exists;
            })
       .def("_list_tables",
            [](client::Client& c, const std::string& filter) {
              std::vector<std::string> tables;
-             Unlocked([&] { return c.ListTables(&tables, filter); });
+             CheckStatus(Unlocked([&] { return c.ListTables(&tables, filter); }));
              return tables;
            })
       .def("_list_tablet_servers",
            [](client::Client& c) {
              std::vector<client::TabletServerInfo> servers;
-             Unlocked([&] { return c.ListTabletServers(&servers); });
+             CheckStatus(Unlocked([&] { return c.ListTabletServers(&servers); }));
              return servers;
            })
       .def("_new_table_alterer",

@@ -90,6 +90,13 @@ client::Value ToValue(const ColumnMeta& column, py::handle value);
 py::object CellToPython(const client::ScanBatch::ColumnView& view, const ColumnMeta& column,
                         int64_t row);
 
+// Runs fn() (an RPC-waiting call returning absl::Status) without the GIL and returns its status.
+template <typename Fn>
+absl::Status Unlocked(Fn&& fn) {
+  py::gil_scoped_release release;
+  return fn();
+}
+
 // Runs fn() without the GIL when this thread holds it (a destructor may also run at interpreter
 // exit, or on a thread that never held it), with it otherwise.
 template <typename Fn>

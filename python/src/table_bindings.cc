@@ -42,11 +42,6 @@ struct PyError {
   bool possibly_successful = false;
 };
 
-absl::Status Unlocked(const std::function<absl::Status()>& fn) {
-  py::gil_scoped_release release;
-  return fn();
-}
-
 void BindSession(py::module_& m) {
   py::class_<PyError>(m, "Error", "A failed write operation (Session.get_pending_errors()).")
       .def(

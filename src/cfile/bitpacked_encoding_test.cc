@@ -12,6 +12,7 @@
 
 namespace basalt {
 namespace {
+namespace bitpacked_encoding_test_file {
 
 using bitpacking::kBlockValues;
 
@@ -273,5 +274,6 @@ TEST(BitPackedDecoderTest, ConstantRunFindsOnlyBlocksOfOneValue) {
   EXPECT_FALSE(d.ConstantRun(10, &value, &run));  // At the end.
 }
 
+}  // namespace bitpacked_encoding_test_file
 }  // namespace
 }  // namespace basalt

@@ -12,6 +12,7 @@
 
 namespace basalt {
 namespace {
+namespace block_cache_test_file {
 
 using Key = BlockCache::Key;
 
@@ -227,5 +228,6 @@ TEST(BlockCacheStressTest, ConcurrentUseIsConsistent) {
   EXPECT_EQ(stats.inserts, inserts.load());
 }
 
+}  // namespace block_cache_test_file
 }  // namespace
 }  // namespace basalt

@@ -19,6 +19,7 @@
 
 namespace basalt {
 namespace {
+namespace block_manager_dirs_test_file {
 
 const std::vector<std::string> kDirs = {"/d0", "/d1", "/d2"};
 
@@ -175,7 +176,9 @@ TEST_F(BlockManagerDirsTest, EioFailsOnlyItsDirectoryOnceAndTellsTheOwner) {
   BASALT_ASSERT_OK(listed);
   for (BlockId id : *listed) EXPECT_NE(BlockManager::DirOf(id), 1);
   for (size_t i = 0; i < in_dir.size(); ++i) {
-    if (in_dir[i] != in_d1) EXPECT_EQ(Read(bm.get(), in_dir[i]), StrCat("v", i));
+    if (in_dir[i] != in_d1) {
+      EXPECT_EQ(Read(bm.get(), in_dir[i]), StrCat("v", i));
+    }
   }
   bm->MarkDirFailed(1, absl::InternalError("again"));
   EXPECT_EQ(reported, std::vector<int>{1});
@@ -272,5 +275,6 @@ TEST_F(BlockManagerDirsTest, OpenStartsTheOtherDirectoriesWhenALaterOneFails) {
   EXPECT_FALSE(BlockManager::Open(&env_, kDirs).ok());
 }
 
+}  // namespace block_manager_dirs_test_file
 }  // namespace
 }  // namespace basalt

@@ -19,6 +19,7 @@
 
 namespace basalt {
 namespace {
+namespace block_manager_test_file {
 
 constexpr char kDataDir[] = "/data";
 
@@ -462,5 +463,6 @@ TEST(BlockManagerTest, WorksOnThePosixEnv) {
   BASALT_ASSERT_OK(env->DeleteDirRecursively(dir));
 }
 
+}  // namespace block_manager_test_file
 }  // namespace
 }  // namespace basalt

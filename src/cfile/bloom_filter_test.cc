@@ -16,6 +16,7 @@
 
 namespace basalt {
 namespace {
+namespace bloom_filter_test_file {
 
 // An encoded INT64 key (docs/keys.md): big-endian with the sign bit flipped.
 std::string Int64Key(int64_t v) {
@@ -389,5 +390,6 @@ TEST(KeyBitmapTest, MisuseIsACheckFailure) {
   EXPECT_DEBUG_DEATH(bloom->layout().num_bits(), "num_bits of a bloom filter");
 }
 
+}  // namespace bloom_filter_test_file
 }  // namespace
 }  // namespace basalt

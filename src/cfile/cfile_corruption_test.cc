@@ -18,6 +18,7 @@
 
 namespace basalt::cfile_test {
 namespace {
+namespace cfile_corruption_test_file {
 
 using encoding_test::RandomValues;
 using encoding_test::SortedCopy;
@@ -220,5 +221,6 @@ TEST_F(CFileCorruptionTest, EmptyAndTinyBlocks) {
   }
 }
 
+}  // namespace cfile_corruption_test_file
 }  // namespace
 }  // namespace basalt::cfile_test

@@ -29,6 +29,7 @@
 
 namespace basalt::cfile_test {
 namespace {
+namespace cfile_test_file {
 
 using encoding_test::AllEncodings;
 using encoding_test::AllTypes;
@@ -663,5 +664,6 @@ TEST_F(CFileTest, GoldenBytes) {
   EXPECT_EQ(hex, kGolden) << "the column file format changed; update docs/cfile.md";
 }
 
+}  // namespace cfile_test_file
 }  // namespace
 }  // namespace basalt::cfile_test

@@ -13,6 +13,7 @@ DECLARE_string(cfile_default_compression_codec);
 
 namespace basalt {
 namespace {
+namespace compression_test_file {
 
 constexpr size_t kGuard = 64;
 constexpr char kGuardByte = '\xab';
@@ -180,5 +181,6 @@ TEST(CompressionTest, ResolveCompressionDefaults) {
   EXPECT_EQ(ResolveCompression(DataType::kString, CompressionType::kNone), CompressionType::kNone);
 }
 
+}  // namespace compression_test_file
 }  // namespace
 }  // namespace basalt

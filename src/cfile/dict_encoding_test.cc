@@ -11,6 +11,7 @@
 
 namespace basalt {
 namespace {
+namespace dict_encoding_test_file {
 
 std::vector<std::string> LowCardinality(size_t n, Random* rng) {
   std::vector<std::string> out;
@@ -130,5 +131,6 @@ TEST(DictEncodingTest, BuilderAssignsCodesInOrderOfFirstAppearance) {
   EXPECT_EQ(b.FinishDictionary().size(), b.size_bytes());
 }
 
+}  // namespace dict_encoding_test_file
 }  // namespace
 }  // namespace basalt

@@ -12,6 +12,7 @@
 
 namespace basalt {
 namespace {
+namespace encoding_golden_test_file {
 
 std::string Hex(std::string_view s) {
   static const char* kDigits = "0123456789abcdef";
@@ -91,5 +92,6 @@ TEST(EncodingGoldenTest, Prefix) {
             "03000000010000000000000000056170706c65040179000662616e616e61");
 }
 
+}  // namespace encoding_golden_test_file
 }  // namespace
 }  // namespace basalt

@@ -13,6 +13,7 @@
 
 namespace basalt {
 namespace {
+namespace encoding_test_file {
 
 using encoding_test::AllEncodings;
 using encoding_test::AllTypes;
@@ -266,5 +267,6 @@ TEST(EncodingTest, PagesEndAtMaxValuesPerPage) {
   EXPECT_LT(builder->Finish().size(), 16u);
 }
 
+}  // namespace encoding_test_file
 }  // namespace
 }  // namespace basalt

@@ -33,6 +33,7 @@
 
 namespace basalt::client {
 namespace {
+namespace client_rpc_test_file {
 
 // key INT32 primary key, v INT32 NULL; 2 hash buckets on key, so 2 tablets.
 constexpr int kNumTablets = 2;
@@ -1117,5 +1118,6 @@ TEST_F(ClientScanTest, RequestsCarryBoundsSnapshotsAndObservedTimestamps) {
   EXPECT_FALSE(empty.HasMoreRows());
 }
 
+}  // namespace client_rpc_test_file
 }  // namespace
 }  // namespace basalt::client

@@ -26,6 +26,7 @@
 
 namespace basalt::client {
 namespace {
+namespace client_test_file {
 
 using internal::Access;
 using internal::MakeTestTable;
@@ -733,5 +734,6 @@ TEST(ClientBuilderTest, ValidatesMasterAddresses) {
   EXPECT_EQ(client->GetLatestObservedTimestamp(), 42u);
 }
 
+}  // namespace client_test_file
 }  // namespace
 }  // namespace basalt::client

@@ -13,6 +13,7 @@
 
 namespace basalt::client::internal {
 namespace {
+namespace elastic_thread_pool_test_file {
 
 TEST(ElasticThreadPoolTest, BlockedTasksNeverDelayNewOnes) {
   ElasticThreadPool pool;
@@ -88,5 +89,6 @@ TEST(ElasticThreadPoolTest, DestructorWaitsForRunningTasks) {
   EXPECT_EQ(finished.load(), 8);
 }
 
+}  // namespace elastic_thread_pool_test_file
 }  // namespace
 }  // namespace basalt::client::internal

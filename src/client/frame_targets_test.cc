@@ -14,6 +14,7 @@
 
 namespace basalt::client::internal {
 namespace {
+namespace frame_targets_test_file {
 
 constexpr int kMethod = 7;
 
@@ -119,5 +120,6 @@ TEST(FrameTargetsTest, ServerErrorsAreTheCallsStatus) {
   EXPECT_EQ(s->code(), absl::StatusCode::kUnimplemented) << *s;
 }
 
+}  // namespace frame_targets_test_file
 }  // namespace
 }  // namespace basalt::client::internal

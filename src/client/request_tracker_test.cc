@@ -4,6 +4,7 @@
 
 namespace basalt::client::internal {
 namespace {
+namespace request_tracker_test_file {
 
 TEST(RequestTrackerTest, TheWatermarkIsTheLowestIncompleteRequest) {
   RequestTracker t;
@@ -24,5 +25,6 @@ TEST(RequestTrackerTest, TheWatermarkIsTheLowestIncompleteRequest) {
   EXPECT_EQ(t.FirstIncomplete(), c + 1);
 }
 
+}  // namespace request_tracker_test_file
 }  // namespace
 }  // namespace basalt::client::internal

@@ -18,6 +18,7 @@
 
 namespace basalt::client::internal {
 namespace {
+namespace scan_rpc_test_file {
 
 // Answers every call, whatever its method, with the next of `answers` as raw bytes: what a typed
 // server never sends.
@@ -149,5 +150,6 @@ TEST_F(CallScanTest, AnswersThatDoNotParseAreDataLoss) {
   EXPECT_GE(data_loss, 2);
 }
 
+}  // namespace scan_rpc_test_file
 }  // namespace
 }  // namespace basalt::client::internal

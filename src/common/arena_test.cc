@@ -12,6 +12,7 @@
 
 namespace basalt {
 namespace {
+namespace arena_test_file {
 
 bool IsAligned(const void* p, size_t align) { return reinterpret_cast<uintptr_t>(p) % align == 0; }
 
@@ -277,5 +278,6 @@ TEST(ArenaDeathTest, NonPowerOfTwoAlignmentDies) {
   EXPECT_DEATH(arena.AllocateAligned(8, 3), "power of two");
 }
 
+}  // namespace arena_test_file
 }  // namespace
 }  // namespace basalt

@@ -9,6 +9,7 @@
 
 namespace basalt {
 namespace {
+namespace bitmap_test_file {
 
 size_t NaiveCountSet(const uint8_t* bitmap, size_t num_bits) {
   size_t count = 0;
@@ -66,5 +67,6 @@ TEST(BitmapTest, CountSetAllOnesAndLarge) {
   EXPECT_EQ(BitmapCountSet(zeros.data(), zeros.size() * 8), 0u);
 }
 
+}  // namespace bitmap_test_file
 }  // namespace
 }  // namespace basalt

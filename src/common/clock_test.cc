@@ -8,6 +8,7 @@
 
 namespace basalt {
 namespace {
+namespace clock_test_file {
 
 TEST(ClockTest, DefaultClockIsSaneAndMonotonic) {
   Clock* clock = Clock::Default();
@@ -100,5 +101,6 @@ TEST(ManualClockTest, ConcurrentAdvancesAreNotLost) {
   EXPECT_EQ(clock.MonotonicMicros(), 4000);
 }
 
+}  // namespace clock_test_file
 }  // namespace
 }  // namespace basalt

@@ -9,6 +9,7 @@
 
 namespace basalt {
 namespace {
+namespace coding_test_file {
 
 TEST(CodingTest, FixedRoundTripIsLittleEndian) {
   std::string s;
@@ -93,5 +94,6 @@ TEST(CodingTest, LengthPrefixedRejectsShortPayload) {
   EXPECT_FALSE(GetLengthPrefixed(&cut, &out));
 }
 
+}  // namespace coding_test_file
 }  // namespace
 }  // namespace basalt

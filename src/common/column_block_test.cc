@@ -7,6 +7,7 @@
 
 namespace basalt {
 namespace {
+namespace column_block_test_file {
 
 TEST(ColumnBlockTest, ExpandNonNullCellsSpreadsValuesOverNonNullRows) {
   Random rng(SeedFromEnvOrTime());
@@ -47,5 +48,6 @@ TEST(ColumnBlockTest, BufferIsAlignedAndSized) {
   EXPECT_NE(buf.block()->arena, nullptr);
 }
 
+}  // namespace column_block_test_file
 }  // namespace
 }  // namespace basalt

@@ -23,6 +23,7 @@
 
 namespace basalt {
 namespace {
+namespace column_predicate_test_file {
 
 using Op = ColumnPredicate::Op;
 using predicate_internal::KernelIsa;
@@ -701,5 +702,6 @@ TEST_F(ColumnPredicateTest, PBLayoutAndErrors) {
             absl::StatusCode::kInvalidArgument);
 }
 
+}  // namespace column_predicate_test_file
 }  // namespace
 }  // namespace basalt

@@ -9,6 +9,7 @@
 
 namespace basalt {
 namespace {
+namespace columnar_block_builder_test_file {
 
 std::string Bytes(std::initializer_list<uint8_t> b) { return std::string(b.begin(), b.end()); }
 
@@ -69,5 +70,6 @@ TEST(ColumnarBlockBuilderTest, EmptyBatch) {
   EXPECT_TRUE(out.columns(0).data().empty());
 }
 
+}  // namespace columnar_block_builder_test_file
 }  // namespace
 }  // namespace basalt

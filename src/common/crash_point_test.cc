@@ -9,6 +9,7 @@
 
 namespace basalt {
 namespace {
+namespace crash_point_test_file {
 
 TEST(CrashPointTest, ParsesANameAndAnOptionalPositivePass) {
   std::optional<CrashPointSpec> s = ParseCrashPointSpec("flush_done");
@@ -55,5 +56,6 @@ TEST_F(CrashPointDeathTest, UnarmedOrMalformedPointsDoNothing) {
   SUCCEED();  // Still alive.
 }
 
+}  // namespace crash_point_test_file
 }  // namespace
 }  // namespace basalt

@@ -11,6 +11,7 @@
 
 namespace basalt::crc32c {
 namespace {
+namespace crc32c_test_file {
 
 struct Vector {
   std::string data;
@@ -133,5 +134,6 @@ TEST(Crc32cTest, MaskRoundTripsAndChangesValue) {
   EXPECT_EQ(Mask(0xe3069283u), ((0xe3069283u >> 15) | (0xe3069283u << 17)) + 0xa282ead8u);
 }
 
+}  // namespace crc32c_test_file
 }  // namespace
 }  // namespace basalt::crc32c

@@ -7,6 +7,7 @@
 
 namespace basalt {
 namespace {
+namespace datum_test_file {
 
 TEST(DatumTest, SerializedCellRoundTripForEveryType) {
   const Datum values[] = {
@@ -81,5 +82,6 @@ TEST(DatumTest, ToString) {
   EXPECT_EQ(Datum::Date(0).ToString(), "1970-01-01");
 }
 
+}  // namespace datum_test_file
 }  // namespace
 }  // namespace basalt

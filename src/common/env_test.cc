@@ -17,6 +17,7 @@
 
 namespace basalt {
 namespace {
+namespace env_test_file {
 
 // ---- Path helpers and error mapping (implementation independent) ----
 
@@ -416,5 +417,6 @@ INSTANTIATE_TEST_SUITE_P(AllEnvs, EnvTest,
                                          EnvKind::kFaultInjectionOverMemory),
                          EnvKindName);
 
+}  // namespace env_test_file
 }  // namespace
 }  // namespace basalt

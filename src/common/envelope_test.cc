@@ -6,6 +6,7 @@
 
 namespace basalt {
 namespace {
+namespace envelope_test_file {
 
 TEST(EnvelopeTest, RoundTripsAndEveryDamageIsDataLoss) {
   const std::string sealed = SealEnvelope("TESTMAG1", "the payload");
@@ -28,5 +29,6 @@ TEST(EnvelopeTest, RoundTripsAndEveryDamageIsDataLoss) {
       << other.status();
 }
 
+}  // namespace envelope_test_file
 }  // namespace
 }  // namespace basalt

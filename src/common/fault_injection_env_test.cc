@@ -16,6 +16,7 @@
 
 namespace basalt {
 namespace {
+namespace fault_injection_env_test_file {
 
 using OpKind = FaultInjectionEnv::OpKind;
 
@@ -456,5 +457,6 @@ INSTANTIATE_TEST_SUITE_P(Bases, FaultInjectionEnvTest,
                            return info.param == BaseKind::kMemory ? "Memory" : "Posix";
                          });
 
+}  // namespace fault_injection_env_test_file
 }  // namespace
 }  // namespace basalt

@@ -15,6 +15,7 @@
 
 namespace basalt {
 namespace {
+namespace fd_util_test_file {
 
 class Pipe {
  public:
@@ -85,5 +86,6 @@ TEST(FdUtilTest, RetriesWhenInterrupted) {
   EXPECT_EQ(got.load(), v);
 }
 
+}  // namespace fd_util_test_file
 }  // namespace
 }  // namespace basalt

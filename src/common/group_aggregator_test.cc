@@ -21,6 +21,7 @@
 
 namespace basalt {
 namespace {
+namespace group_aggregator_test_file {
 
 // A table with one column of every kind an aggregate treats differently.
 Schema TestSchema() {
@@ -581,5 +582,6 @@ TEST(AggregatePlanTest, RoundTripsThroughTheRequestAndSharesThePartialLayout) {
   EXPECT_NE(bad.status().message().find("unknown function 42"), std::string::npos) << bad.status();
 }
 
+}  // namespace group_aggregator_test_file
 }  // namespace
 }  // namespace basalt

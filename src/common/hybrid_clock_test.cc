@@ -13,6 +13,7 @@
 
 namespace basalt {
 namespace {
+namespace hybrid_clock_test_file {
 
 constexpr int64_t kStart = 1'700'000'000'000'000;  // Nov 2023 in microseconds.
 
@@ -196,5 +197,6 @@ TEST(HybridClockTest, ConcurrentNowValuesAreUniqueAndIncreasingPerThread) {
   EXPECT_EQ(all.size(), static_cast<size_t>(kThreads * kPerThread));
 }
 
+}  // namespace hybrid_clock_test_file
 }  // namespace
 }  // namespace basalt

@@ -8,6 +8,7 @@
 
 namespace basalt {
 namespace {
+namespace injecting_env_test_file {
 
 class InjectingEnvTest : public ::testing::Test {
  protected:
@@ -95,5 +96,6 @@ TEST(InjectingEnvSpaceTest, FreeSpaceReadsAsZeroUnderAFullPrefix) {
   EXPECT_EQ(full->capacity_bytes, tmp->capacity_bytes);
 }
 
+}  // namespace injecting_env_test_file
 }  // namespace
 }  // namespace basalt

@@ -20,6 +20,7 @@
 
 namespace basalt {
 namespace {
+namespace key_encoder_test_file {
 
 std::string Hex(std::string_view s) { return absl::BytesToHexString(ToAbsl(s)); }
 
@@ -386,5 +387,6 @@ TEST_F(KeyEncoderSchemaTest, CorruptKeysDecodeToErrorOrCanonicalKey) {
   EXPECT_GT(errors, 0);
 }
 
+}  // namespace key_encoder_test_file
 }  // namespace
 }  // namespace basalt

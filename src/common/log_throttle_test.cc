@@ -8,6 +8,7 @@
 
 namespace basalt {
 namespace {
+namespace log_throttle_test_file {
 
 const absl::Time kStart = absl::FromUnixSeconds(1700000000);
 
@@ -85,5 +86,6 @@ TEST(LogThrottleTest, ConcurrentEventsAreAllCounted) {
   EXPECT_EQ(t.suppressed(), kThreads * kEach - 1);  // One line, the first event.
 }
 
+}  // namespace log_throttle_test_file
 }  // namespace
 }  // namespace basalt

@@ -176,6 +176,13 @@ class MetricRegistry {
   uint64_t next_callback_id_ ABSL_GUARDED_BY(mu_) = 1;
 };
 
+// registry->GetCounter(name, help), or null without a registry (components whose metrics are
+// optional, such as the tests' instances).
+inline Counter* CounterOrNull(MetricRegistry* registry, std::string_view name,
+                              std::string_view help) {
+  return registry != nullptr ? registry->GetCounter(name, help) : nullptr;
+}
+
 // Prometheus label-value escaping: backslash, double quote and newline.
 std::string EscapeLabelValue(std::string_view v);
 

@@ -7,6 +7,7 @@
 
 namespace basalt {
 namespace {
+namespace metrics_test_file {
 
 TEST(MetricsTest, CountersGaugesHistogramsUnderConcurrency) {
   MetricRegistry r;
@@ -140,5 +141,6 @@ TEST(MetricsDeathTest, TypeConflictIsAProgrammingError) {
   EXPECT_DEATH(r.GetCounter("bad-name", "X."), "invalid metric name");
 }
 
+}  // namespace metrics_test_file
 }  // namespace
 }  // namespace basalt

@@ -5,6 +5,7 @@
 
 namespace basalt {
 namespace {
+namespace partial_row_test_file {
 
 class PartialRowTest : public ::testing::Test {
  protected:
@@ -69,5 +70,6 @@ TEST_F(PartialRowTest, CopiesOwnTheirStrings) {
   EXPECT_EQ(assigned.Get(1).string_value(), "temporary");
 }
 
+}  // namespace partial_row_test_file
 }  // namespace
 }  // namespace basalt

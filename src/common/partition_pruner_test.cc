@@ -16,6 +16,7 @@
 
 namespace basalt {
 namespace {
+namespace partition_pruner_test_file {
 
 // Key (a INT32, b STRING, c INT64), value v INT32 NULL.
 Schema TestSchema() {
@@ -457,5 +458,6 @@ TEST_F(PartitionPrunerTest, RandomizedNeverPrunesAMatchingRow) {
   EXPECT_GT(pruned_partitions, 30);
 }
 
+}  // namespace partition_pruner_test_file
 }  // namespace
 }  // namespace basalt

@@ -22,6 +22,7 @@
 
 namespace basalt {
 namespace {
+namespace partition_test_file {
 
 using Cells = std::vector<std::pair<std::string, Datum>>;
 
@@ -584,5 +585,6 @@ TEST_F(PartitionTest, AddAndDropRangePartitions) {
   EXPECT_EQ(ps.PartitionsForDroppedRange(existing, inclusive)->size(), 2u);
 }
 
+}  // namespace partition_test_file
 }  // namespace
 }  // namespace basalt

@@ -13,6 +13,7 @@
 
 namespace basalt {
 namespace {
+namespace random_test_file {
 
 TEST(RandomTest, SameSeedSameSequence) {
   Random a(12345), b(12345), c(12346);
@@ -172,5 +173,6 @@ TEST(RandomDeathTest, SeedFromEnvRejectsGarbage) {
   unsetenv("BASALT_RANDOM_TEST_SEED_BAD");
 }
 
+}  // namespace random_test_file
 }  // namespace
 }  // namespace basalt

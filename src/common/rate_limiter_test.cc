@@ -8,6 +8,7 @@
 
 namespace basalt {
 namespace {
+namespace rate_limiter_test_file {
 
 constexpr int64_t kStart = 1'000'000'000;
 
@@ -69,5 +70,6 @@ TEST(RateLimiterTest, RandomReadSizesStayWithinRateTimesTimePlusBurst) {
   }
 }
 
+}  // namespace rate_limiter_test_file
 }  // namespace
 }  // namespace basalt

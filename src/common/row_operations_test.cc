@@ -22,6 +22,7 @@
 
 namespace basalt {
 namespace {
+namespace row_operations_test_file {
 
 using Type = RowOperationType;
 
@@ -822,5 +823,6 @@ TEST(RowOperationsFuzzTest, MutatedPayloadsNeverCrash) {
   EXPECT_GT(rejected, kIterations / 10);
 }
 
+}  // namespace row_operations_test_file
 }  // namespace
 }  // namespace basalt

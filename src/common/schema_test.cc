@@ -8,6 +8,7 @@
 
 namespace basalt {
 namespace {
+namespace schema_test_file {
 
 Schema TestSchema() {
   return Schema::Create(
@@ -196,5 +197,6 @@ TEST(SchemaTest, ToString) {
             "  tag VARCHAR(8) NOT NULL DEFAULT \"none\",\n  PRIMARY KEY (host, ts)\n)");
 }
 
+}  // namespace schema_test_file
 }  // namespace
 }  // namespace basalt

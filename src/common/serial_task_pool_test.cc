@@ -11,6 +11,7 @@
 
 namespace basalt {
 namespace {
+namespace serial_task_pool_test_file {
 
 TEST(SerialTaskPoolTest, OneTokenRunsItsTasksInOrderOneAtATime) {
   SerialTaskPool pool(4);
@@ -115,5 +116,6 @@ TEST(SerialTaskPoolTest, DestroyingAQueuedTokenUnlinksIt) {
   blocker->Shutdown();
 }
 
+}  // namespace serial_task_pool_test_file
 }  // namespace
 }  // namespace basalt

@@ -10,6 +10,7 @@
 
 namespace basalt {
 namespace {
+namespace types_test_file {
 
 TEST(TypesTest, EveryTypeHasTraitsAndARoundTrippingName) {
   for (int t = 1; t <= kMaxDataType; t++) {
@@ -136,5 +137,6 @@ TEST(TypesTest, DebugStrings) {
             "-170141183460469231731687303715884105728");
 }
 
+}  // namespace types_test_file
 }  // namespace
 }  // namespace basalt

@@ -11,6 +11,7 @@
 
 namespace basalt {
 namespace {
+namespace consensus_metadata_test_file {
 
 constexpr char kPath[] = "/data/cmeta";
 
@@ -129,5 +130,6 @@ TEST_F(ConsensusMetadataTest, CrashDuringFlushKeepsOldOrNew) {
   }
 }
 
+}  // namespace consensus_metadata_test_file
 }  // namespace
 }  // namespace basalt

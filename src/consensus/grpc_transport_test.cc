@@ -32,6 +32,7 @@
 
 namespace basalt {
 namespace {
+namespace grpc_transport_test_file {
 
 constexpr absl::Duration kTimeout = absl::Seconds(20);
 
@@ -499,5 +500,6 @@ TEST(GrpcTransportRaftTest, CoalescesHeartbeatsOfIdleGroups) {
   }
 }
 
+}  // namespace grpc_transport_test_file
 }  // namespace
 }  // namespace basalt

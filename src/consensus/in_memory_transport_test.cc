@@ -10,6 +10,7 @@
 
 namespace basalt {
 namespace {
+namespace in_memory_transport_test_file {
 
 RaftMessage Msg(const PeerId& from, const PeerId& to, uint64_t term = 1) {
   RaftMessage m;
@@ -82,5 +83,6 @@ TEST_F(InMemoryTransportTest, RandomLossIsPerLink) {
   EXPECT_EQ(t_.num_dropped(), dropped + 1);
 }
 
+}  // namespace in_memory_transport_test_file
 }  // namespace
 }  // namespace basalt

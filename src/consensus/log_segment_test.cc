@@ -10,6 +10,7 @@
 
 namespace basalt {
 namespace {
+namespace log_segment_test_file {
 
 LogEntry Entry(uint64_t term, uint64_t index, EntryType type, uint64_t ts, std::string data) {
   LogEntry e;
@@ -209,5 +210,6 @@ TEST(LogSegmentScanTest, ValidFramesOutOfOrderAreCorruption) {
   EXPECT_TRUE(absl::IsDataLoss(ScanSegment(gap, "f", true).status()));
 }
 
+}  // namespace log_segment_test_file
 }  // namespace
 }  // namespace basalt

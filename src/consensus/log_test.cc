@@ -21,6 +21,7 @@
 
 namespace basalt {
 namespace {
+namespace log_test_file {
 
 constexpr char kDir[] = "/wal";
 
@@ -708,5 +709,6 @@ TEST(LogPosixTest, AppendSyncReopen) {
   BASALT_ASSERT_OK(env->DeleteDirRecursively(tmpl));
 }
 
+}  // namespace log_test_file
 }  // namespace
 }  // namespace basalt

@@ -9,6 +9,7 @@
 
 namespace basalt {
 namespace {
+namespace quorum_test_file {
 
 RaftConfig Voters(std::vector<PeerId> voters, std::vector<PeerId> learners = {}) {
   return RaftConfig{std::move(voters), std::move(learners)};
@@ -211,5 +212,6 @@ TEST(RaftConfigTest, CorruptEncodingIsDataLossNeverACrash) {
                                    .status()));
 }
 
+}  // namespace quorum_test_file
 }  // namespace
 }  // namespace basalt

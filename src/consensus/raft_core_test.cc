@@ -21,6 +21,7 @@
 
 namespace basalt {
 namespace {
+namespace raft_core_test_file {
 
 using Role = RaftCore::Role;
 
@@ -874,5 +875,6 @@ TEST(RaftCoreTest, UncommittedConfigRevertsWhenTruncated) {
   EXPECT_FALSE(IsLearner(net.core("a").config(), "d")) << net.core("a").DebugString();
 }
 
+}  // namespace raft_core_test_file
 }  // namespace
 }  // namespace basalt

@@ -14,6 +14,7 @@
 
 namespace basalt {
 namespace {
+namespace raft_message_pb_test_file {
 
 // A message of `type` with every field its type can carry set to random values; appends carry
 // consecutive entries with non-decreasing terms in [log_term, term].
@@ -311,5 +312,6 @@ TEST(RaftMessagePbTest, CorruptedBatchesFailCleanlyOrStepSafely) {
   EXPECT_GT(rejected, 0);
 }
 
+}  // namespace raft_message_pb_test_file
 }  // namespace
 }  // namespace basalt

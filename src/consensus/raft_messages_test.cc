@@ -6,6 +6,7 @@
 
 namespace basalt {
 namespace {
+namespace raft_messages_test_file {
 
 RaftMessage Message(MessageType type, const char* to) {
   RaftMessage m;
@@ -67,5 +68,6 @@ TEST(RaftMessagesTest, AConfigurationEntryHoldsEverythingBack) {
   EXPECT_EQ(TakeMessagesSendableBeforePersist(&ready, durable).size(), 1u);
 }
 
+}  // namespace raft_messages_test_file
 }  // namespace
 }  // namespace basalt

@@ -27,6 +27,7 @@
 
 namespace basalt {
 namespace {
+namespace raft_node_test_file {
 
 constexpr absl::Duration kDeadline = absl::Seconds(30);
 
@@ -856,5 +857,6 @@ TEST_F(RaftNodeTest, StartTwiceAndRequestsAfterShutdown) {
   EXPECT_EQ(a->LeaderStepDown().code(), absl::StatusCode::kUnavailable);
 }
 
+}  // namespace raft_node_test_file
 }  // namespace
 }  // namespace basalt

@@ -19,6 +19,7 @@
 
 namespace basalt {
 namespace {
+namespace raft_simulation_test_file {
 
 uint64_t EnvOr(const char* name, uint64_t fallback) {
   const char* v = std::getenv(name);
@@ -207,5 +208,6 @@ TEST(RaftSimulationTest, CatchesReaddingANodeWithAnEmptyLog) {
   FAIL() << "the checker missed a node re-added with an empty log";
 }
 
+}  // namespace raft_simulation_test_file
 }  // namespace
 }  // namespace basalt

@@ -17,6 +17,7 @@
 
 namespace basalt {
 namespace {
+namespace catalog_manager_test_file {
 
 using master_test::AddReport;
 using master_test::CreateTableRequest;
@@ -659,5 +660,6 @@ TEST_F(CatalogManagerTest, NotReadyRefusesWithDetail) {
   EXPECT_EQ(detail->code(), pb::ErrorDetailPB::CATALOG_NOT_READY);
 }
 
+}  // namespace catalog_manager_test_file
 }  // namespace
 }  // namespace basalt

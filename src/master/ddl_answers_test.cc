@@ -29,6 +29,7 @@ DECLARE_int64(remember_ddl_responses_ttl_ms);
 
 namespace basalt {
 namespace {
+namespace ddl_answers_test_file {
 
 using master_test::CreateTableRequest;
 using master_test::TestCatalog;
@@ -377,5 +378,6 @@ TEST(ExactlyOnceDdlMultiMasterTest, ANewLeaderAnswersARetryWithTheFirstAnswer) {
   EXPECT_EQ(tables.tables_size(), 1);
 }
 
+}  // namespace ddl_answers_test_file
 }  // namespace
 }  // namespace basalt

@@ -12,6 +12,7 @@
 
 namespace basalt {
 namespace {
+namespace master_peers_test_file {
 
 HostPort Hp(const std::string& host, uint16_t port) { return HostPort{host, port}; }
 
@@ -95,5 +96,6 @@ TEST(MasterPeersTest, ResolveTimesOutNamingTheMissingMaster) {
   EXPECT_NE(std::string(r.status().message()).find("127.0.0.1:1"), std::string::npos) << r.status();
 }
 
+}  // namespace master_peers_test_file
 }  // namespace
 }  // namespace basalt

@@ -19,6 +19,7 @@
 
 namespace basalt {
 namespace {
+namespace master_test_file {
 
 using master_test::AddReport;
 using master_test::CreateTableRequest;
@@ -248,5 +249,6 @@ TEST(MasterStartTest, SecondMasterOnSameDirectoryFails) {
   EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition) << second.status();
 }
 
+}  // namespace master_test_file
 }  // namespace
 }  // namespace basalt

@@ -12,6 +12,7 @@
 
 namespace basalt {
 namespace {
+namespace placement_policy_test_file {
 
 std::vector<PlacementPolicy::Candidate> Servers(int n) {
   std::vector<PlacementPolicy::Candidate> c;
@@ -68,5 +69,6 @@ TEST(PlacementPolicyTest, Errors) {
   for (const auto& s : servers) EXPECT_EQ(s.load, 0);
 }
 
+}  // namespace placement_policy_test_file
 }  // namespace
 }  // namespace basalt

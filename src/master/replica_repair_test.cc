@@ -4,6 +4,7 @@
 
 namespace basalt {
 namespace {
+namespace replica_repair_test_file {
 
 using Kind = RepairChange::Kind;
 
@@ -94,5 +95,6 @@ TEST(ReplicaRepairTest, ReplacementsGoToTheLeastLoadedServer) {
   EXPECT_GT(e, 100);
 }
 
+}  // namespace replica_repair_test_file
 }  // namespace
 }  // namespace basalt

@@ -27,6 +27,7 @@ DECLARE_int32(log_max_segments_to_retain);
 
 namespace basalt {
 namespace {
+namespace sys_catalog_snapshot_test_file {
 
 using master_test::RecordingListener;
 
@@ -309,5 +310,6 @@ TEST_F(SysCatalogSnapshotTest, InterruptedInstallIsWipedAtOpen) {
   EXPECT_TRUE(Env::Default()->FileExists(JoinPath(Dir(0), "cmeta")));
 }
 
+}  // namespace sys_catalog_snapshot_test_file
 }  // namespace
 }  // namespace basalt

@@ -16,6 +16,7 @@
 
 namespace basalt {
 namespace {
+namespace sys_catalog_test_file {
 
 using master_test::RecordingListener;
 
@@ -216,5 +217,6 @@ TEST_F(SysCatalogTest, ListenerLoadErrorFailsOpen) {
   EXPECT_EQ(c.status().code(), absl::StatusCode::kDataLoss);
 }
 
+}  // namespace sys_catalog_test_file
 }  // namespace
 }  // namespace basalt

@@ -14,6 +14,7 @@
 
 namespace basalt {
 namespace {
+namespace ts_admin_client_test_file {
 
 // Answers CreateTablet with ALREADY_EXISTS, DeleteTablet after its caller gives up, and
 // AlterSchema with the requested version.
@@ -79,5 +80,6 @@ TEST(TsAdminClientTest, UnreachableServerIsAnError) {
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
 }
 
+}  // namespace ts_admin_client_test_file
 }  // namespace
 }  // namespace basalt

@@ -6,6 +6,7 @@
 
 namespace basalt {
 namespace {
+namespace ts_manager_test_file {
 
 TEST(TsManagerTest, LivenessFollowsTheClock) {
   ManualClock clock;
@@ -39,5 +40,6 @@ TEST(TsManagerTest, LivenessFollowsTheClock) {
   EXPECT_EQ(m.GetAll().size(), 2u);
 }
 
+}  // namespace ts_manager_test_file
 }  // namespace
 }  // namespace basalt

@@ -21,6 +21,7 @@
 
 namespace basalt {
 namespace {
+namespace webserver_integration_test_file {
 
 using master_test::CreateTableRequest;
 using master_test::FakeTsAdminClient;
@@ -124,5 +125,6 @@ TEST_F(MasterWebTest, ShutdownStopsTheWebServer) {
   EXPECT_FALSE(HttpGet("127.0.0.1", port, "/healthz", absl::Seconds(2)).ok());
 }
 
+}  // namespace webserver_integration_test_file
 }  // namespace
 }  // namespace basalt

@@ -34,6 +34,7 @@
 
 namespace basalt {
 namespace {
+namespace frame_rpc_test_file {
 
 constexpr uint32_t kMax = kMaxRpcMessageBytes;
 
@@ -705,5 +706,6 @@ TEST_F(FrameRpcTest, IdleTimeoutClosesConnectionsChannelRecovers) {
   EXPECT_EQ(server_->connections_accepted(), 2);
 }
 
+}  // namespace frame_rpc_test_file
 }  // namespace
 }  // namespace basalt

@@ -5,6 +5,7 @@
 
 namespace basalt {
 namespace {
+namespace net_util_test_file {
 
 TEST(NetUtilTest, ParseHostPort) {
   auto hp = ParseHostPort("127.0.0.1:7051", 1);
@@ -38,5 +39,6 @@ TEST(NetUtilTest, List) {
   EXPECT_FALSE(ParseHostPortList("a:1,b:x", 7).ok());
 }
 
+}  // namespace net_util_test_file
 }  // namespace
 }  // namespace basalt

@@ -8,6 +8,7 @@
 
 namespace basalt {
 namespace {
+namespace rpc_status_test_file {
 
 TEST(RpcStatusTest, OkRoundTrips) {
   EXPECT_TRUE(ToGrpcStatus(absl::OkStatus()).ok());
@@ -57,5 +58,6 @@ TEST(RpcStatusTest, AppStatusPB) {
   BASALT_EXPECT_OK(StatusFromPB(pb));
 }
 
+}  // namespace rpc_status_test_file
 }  // namespace
 }  // namespace basalt

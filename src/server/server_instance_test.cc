@@ -7,6 +7,7 @@
 
 namespace basalt {
 namespace {
+namespace server_instance_test_file {
 
 TEST(ServerInstanceTest, UuidIsStableAcrossOpensAndDirIsLocked) {
   std::string dir = JoinPath(::testing::TempDir(), "server_instance_test_dir");
@@ -50,5 +51,6 @@ TEST(ServerInstanceTest, GenerateUuid) {
   EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos);
 }
 
+}  // namespace server_instance_test_file
 }  // namespace
 }  // namespace basalt

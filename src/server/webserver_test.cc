@@ -12,6 +12,7 @@
 
 namespace basalt {
 namespace {
+namespace webserver_test_file {
 
 class WebserverTest : public ::testing::Test {
  protected:
@@ -171,5 +172,6 @@ TEST(WebserverPortTest, BusyPortIsUnavailable) {
 
 TEST(HtmlTest, Escape) { EXPECT_EQ(HtmlEscape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&#39;"); }
 
+}  // namespace webserver_test_file
 }  // namespace
 }  // namespace basalt

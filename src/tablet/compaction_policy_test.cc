@@ -15,6 +15,7 @@
 
 namespace basalt {
 namespace {
+namespace compaction_policy_test_file {
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 
@@ -271,5 +272,6 @@ TEST(CompactionPolicyTest, ManyRowSetsStayFast) {
   EXPECT_NEAR(QualityOf(c, s.rowset_ids), s.quality, 1e-9);
 }
 
+}  // namespace compaction_policy_test_file
 }  // namespace
 }  // namespace basalt

@@ -15,6 +15,7 @@
 
 namespace basalt {
 namespace {
+namespace concurrent_btree_test_file {
 
 struct TestEntry {
   std::string_view k;
@@ -198,5 +199,6 @@ TEST_F(BTreeTest, ConcurrentReadersSeeEveryPublishedKey) {
   LOG(INFO) << "scans=" << scans.load() << " reader_retries=" << tree_.reader_retries();
 }
 
+}  // namespace concurrent_btree_test_file
 }  // namespace
 }  // namespace basalt

@@ -19,6 +19,7 @@
 
 namespace basalt {
 namespace {
+namespace delta_applier_test_file {
 
 using delta_test::DeleteList;
 using delta_test::ReinsertInt32;
@@ -380,5 +381,6 @@ TEST(DeltaApplierHelpersTest, TouchesAndAffects) {
   EXPECT_FALSE(AnyEntryAffects(updates, MvccSnapshot::IncludingAll(), DeltaType::kUndo));
 }
 
+}  // namespace delta_applier_test_file
 }  // namespace
 }  // namespace basalt

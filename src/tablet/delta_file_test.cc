@@ -18,6 +18,7 @@
 
 namespace basalt {
 namespace {
+namespace delta_file_test_file {
 
 using delta_test::DeleteList;
 using delta_test::Model;
@@ -328,5 +329,6 @@ TEST_F(DeltaFileTest, RandomGarbageNeverCrashes) {
   }
 }
 
+}  // namespace delta_file_test_file
 }  // namespace
 }  // namespace basalt

@@ -25,6 +25,7 @@
 
 namespace basalt {
 namespace {
+namespace delta_tracker_test_file {
 
 using delta_test::DeleteList;
 using delta_test::Model;
@@ -418,11 +419,13 @@ TEST_F(DeltaTrackerTest, ConcurrentReadersFlushesAndCompactions) {
   EXPECT_EQ(static_cast<int>(Redos(*t).size()), kUpdates);
 }
 
+}  // namespace delta_tracker_test_file
 }  // namespace
 }  // namespace basalt
 
 namespace basalt {
 namespace {
+namespace delta_tracker_test_file {
 
 // Rough per-operation costs of the delta read path (run with --gtest_also_run_disabled_tests).
 TEST_F(DeltaTrackerTest, DISABLED_Benchmark) {
@@ -489,5 +492,6 @@ TEST_F(DeltaTrackerTest, DISABLED_Benchmark) {
       empty_ns, update_ns, dms_collect_ns, file_collect_ns, apply_ns, out.size());
 }
 
+}  // namespace delta_tracker_test_file
 }  // namespace
 }  // namespace basalt

@@ -14,6 +14,7 @@
 
 namespace basalt {
 namespace {
+namespace deltamemstore_test_file {
 
 using delta_test::DeleteList;
 using delta_test::Model;
@@ -202,5 +203,6 @@ TEST(MergeSameTimestampRedosTest, RejectsBadFraming) {
       absl::StatusCode::kDataLoss);
 }
 
+}  // namespace deltamemstore_test_file
 }  // namespace
 }  // namespace basalt

@@ -19,6 +19,7 @@
 
 namespace basalt {
 namespace {
+namespace diskrowset_lookup_test_file {
 
 using drs_test::TestRow;
 
@@ -192,5 +193,6 @@ TEST_F(DiskRowSetLookupTest, DeletedStateSurvivesFlushAndReopen) {
   check();
 }
 
+}  // namespace diskrowset_lookup_test_file
 }  // namespace
 }  // namespace basalt

@@ -24,6 +24,7 @@
 
 namespace basalt {
 namespace {
+namespace diskrowset_test_file {
 
 using drs_test::RowToString;
 using drs_test::TestRow;
@@ -779,7 +780,9 @@ TEST_F(IntegerKeyTest, EveryWidthSignAndExtreme) {
       auto got = Scan(**rs, schema, Before(1), spec);
       BASALT_ASSERT_OK(got);
       ASSERT_EQ(got->size(), b - a);
-      if (b > a) EXPECT_EQ((*got)[0][0], rows[a][0]);
+      if (b > a) {
+        EXPECT_EQ((*got)[0][0], rows[a][0]);
+      }
     }
   }
 }
@@ -959,5 +962,6 @@ TEST_F(DiskRowSetCorruptionTest, RandomDamageNeverCrashes) {
   BASALT_EXPECT_OK(OpenScanAndLookUp(meta_));
 }
 
+}  // namespace diskrowset_test_file
 }  // namespace
 }  // namespace basalt

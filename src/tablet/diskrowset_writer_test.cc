@@ -15,6 +15,7 @@
 
 namespace basalt {
 namespace {
+namespace diskrowset_writer_test_file {
 
 using drs_test::KeyOf;
 using drs_test::RowToString;
@@ -256,5 +257,6 @@ TEST_F(DiskRowSetWriterTest, BloomFilterIsSizedForTheRowsWritten) {
   EXPECT_EQ(blocks.back()->bytes_written(), kBloomPageSize + 4 + kBloomTrailerSize);
 }
 
+}  // namespace diskrowset_writer_test_file
 }  // namespace
 }  // namespace basalt

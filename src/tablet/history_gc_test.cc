@@ -19,6 +19,7 @@
 
 namespace basalt {
 namespace {
+namespace history_gc_test_file {
 
 constexpr int kMaxAgeSec = 10;
 
@@ -226,5 +227,6 @@ TEST_F(HistoryGcTest, FailedSuperBlockWriteKeepsTheBlocks) {
   EXPECT_EQ(tablet()->GetStats().undo_bytes, 0u);
 }
 
+}  // namespace history_gc_test_file
 }  // namespace
 }  // namespace basalt

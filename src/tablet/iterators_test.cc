@@ -29,6 +29,7 @@
 
 namespace basalt {
 namespace {
+namespace iterators_test_file {
 
 using iterators_test::ColumnarRows;
 using iterators_test::Drain;
@@ -802,5 +803,6 @@ TEST(MergeIteratorTest, DISABLED_MergeThroughput) {
   }
 }
 
+}  // namespace iterators_test_file
 }  // namespace
 }  // namespace basalt

@@ -17,6 +17,7 @@
 
 namespace basalt {
 namespace {
+namespace maintenance_manager_test_file {
 
 // A maintenance op whose stats, Prepare() answer and Perform() result the test sets. Perform()
 // can be held until Release(). Detects any overlap of its own methods. Thread-safe.
@@ -453,5 +454,6 @@ TEST_F(MaintenanceManagerTest, SchedulerStressNeverOverlapsAnOp) {
   EXPECT_GT(ops_.back()->performs(), 0);
 }
 
+}  // namespace maintenance_manager_test_file
 }  // namespace
 }  // namespace basalt

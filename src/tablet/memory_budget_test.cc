@@ -13,6 +13,7 @@
 
 namespace basalt {
 namespace {
+namespace memory_budget_test_file {
 
 constexpr int64_t kLimit = 1000;  // pressure 600, soft 800.
 
@@ -249,5 +250,6 @@ TEST_F(MemoryBudgetTest, ConcurrentUpdatesSumExactly) {
   EXPECT_EQ(budget_->consumption(), consumer_->bytes());
 }
 
+}  // namespace memory_budget_test_file
 }  // namespace
 }  // namespace basalt

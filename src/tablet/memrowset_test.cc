@@ -17,6 +17,7 @@
 
 namespace basalt {
 namespace {
+namespace memrowset_test_file {
 
 // (key INT32, val INT32 NULL, s STRING NULL) with ids 0, 1, 2.
 Schema BaseSchema() {
@@ -420,5 +421,6 @@ INSTANTIATE_TEST_SUITE_P(Snapshots, ConcurrentScanTest, ::testing::Values(true, 
                            return std::string(info.param ? "MvccManager" : "AtomicCounter");
                          });
 
+}  // namespace memrowset_test_file
 }  // namespace
 }  // namespace basalt

@@ -9,6 +9,7 @@
 
 namespace basalt {
 namespace {
+namespace mvcc_test_file {
 
 HybridTime T(uint64_t v) { return HybridTime(v); }
 
@@ -117,5 +118,6 @@ TEST(MvccTest, WaiterWakesWhenOpFinishesAndSafeTimeAdvances) {
   EXPECT_FALSE(result->IsCommitted(T(51)));
 }
 
+}  // namespace mvcc_test_file
 }  // namespace
 }  // namespace basalt

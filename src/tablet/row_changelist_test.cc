@@ -10,6 +10,7 @@
 
 namespace basalt {
 namespace {
+namespace row_changelist_test_file {
 
 Schema TestSchema() {
   auto s = Schema::Create({ColumnSchema("key", DataType::kInt32),
@@ -171,5 +172,6 @@ TEST(RowChangeListTest, CorruptionNeverCrashes) {
   }
 }
 
+}  // namespace row_changelist_test_file
 }  // namespace
 }  // namespace basalt

@@ -6,6 +6,7 @@
 
 namespace basalt {
 namespace {
+namespace row_outcome_test_file {
 
 TEST(RowOutcomeTest, OutcomesMapToTheirClientStatuses) {
   BASALT_EXPECT_OK(RowOutcomeToStatus(RowOutcome::kApplied));
@@ -31,5 +32,6 @@ TEST(RowOutcomeTest, StorageErrorsNeverCarryAnOutcomeCode) {
   EXPECT_FALSE(IsStorageError(absl::OkStatus()));
 }
 
+}  // namespace row_outcome_test_file
 }  // namespace
 }  // namespace basalt

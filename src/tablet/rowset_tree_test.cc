@@ -15,6 +15,7 @@
 
 namespace basalt {
 namespace {
+namespace rowset_tree_test_file {
 
 using Interval = RowSetTree::Interval;
 
@@ -216,5 +217,6 @@ TEST(RowSetTreeTest, DISABLED_Benchmark) {
   }
 }
 
+}  // namespace rowset_tree_test_file
 }  // namespace
 }  // namespace basalt

@@ -13,6 +13,7 @@
 
 namespace basalt {
 namespace {
+namespace scan_key_range_test_file {
 
 // Key (a INT32, b STRING), then a non-key column c.
 Schema TestSchema() {
@@ -138,5 +139,6 @@ TEST(ScanKeyRangeTest, MatchingRowsAreAlwaysInTheRange) {
   }
 }
 
+}  // namespace scan_key_range_test_file
 }  // namespace
 }  // namespace basalt

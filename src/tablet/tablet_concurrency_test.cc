@@ -14,6 +14,7 @@
 
 namespace basalt {
 namespace {
+namespace tablet_concurrency_test_file {
 
 constexpr int kBaseRows = 100;
 constexpr int kNewPerBatch = 5;
@@ -101,5 +102,6 @@ TEST(TabletConcurrencyTest, ScansSeeOneSnapshotWhileWritesFlushesAndCompactionsR
   EXPECT_GT(h.tablet()->GetStats().flushes, 0);
 }
 
+}  // namespace tablet_concurrency_test_file
 }  // namespace
 }  // namespace basalt

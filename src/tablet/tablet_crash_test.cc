@@ -16,6 +16,7 @@
 
 namespace basalt {
 namespace {
+namespace tablet_crash_test_file {
 
 struct Scenario {
   std::string name;
@@ -154,5 +155,6 @@ TEST_P(TabletCrashTest, NothingFlushedIsLostAtAnySyncPoint) {
 INSTANTIATE_TEST_SUITE_P(Ops, TabletCrashTest,
                          ::testing::Range(0, static_cast<int>(Scenarios().size())));
 
+}  // namespace tablet_crash_test_file
 }  // namespace
 }  // namespace basalt

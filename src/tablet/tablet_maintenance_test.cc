@@ -10,6 +10,7 @@
 
 namespace basalt {
 namespace {
+namespace tablet_maintenance_test_file {
 
 class TabletMaintenanceTest : public ::testing::Test {
  protected:
@@ -142,5 +143,6 @@ TEST_F(TabletMaintenanceTest, MemoryPressureFlushesFirst) {
   EXPECT_FALSE(budget_->UnderPressure());
 }
 
+}  // namespace tablet_maintenance_test_file
 }  // namespace
 }  // namespace basalt

@@ -15,6 +15,7 @@
 
 namespace basalt {
 namespace {
+namespace tablet_metadata_test_file {
 
 constexpr char kDir[] = "/tablet";
 constexpr char kPath[] = "/tablet/superblock";
@@ -358,5 +359,6 @@ TEST_P(SuperBlockCrashTest, FailEveryOperation) {
 
 INSTANTIATE_TEST_SUITE_P(WithAndWithoutOld, SuperBlockCrashTest, ::testing::Bool());
 
+}  // namespace tablet_metadata_test_file
 }  // namespace
 }  // namespace basalt

@@ -18,6 +18,7 @@
 
 namespace basalt {
 namespace {
+namespace tablet_test_file {
 
 using Code = absl::StatusCode;
 using Type = RowOperationType;
@@ -391,11 +392,13 @@ TEST(TabletModelTest, RandomOpsMatchModel) {
   for (uint64_t i = 0; i < 3; ++i) RunModelTest(base + i, ModelSteps(2000), i == 1 ? 2000 : 64);
 }
 
+}  // namespace tablet_test_file
 }  // namespace
 }  // namespace basalt
 
 namespace basalt {
 namespace {
+namespace tablet_test_file {
 
 // WAL replay: every op is logged with its index and timestamp, as the Raft log holds it. At random
 // points the tablet "crashes" (reopens without flushing: the MRS and DMSs are lost) and the logged
@@ -492,5 +495,6 @@ TEST(TabletReplayTest, ReplayAboveDurableIndexRestoresEveryOp) {
   for (uint64_t i = 0; i < 3; ++i) RunReplayTest(base + i, ModelSteps(800), i == 1 ? 1000 : 48);
 }
 
+}  // namespace tablet_test_file
 }  // namespace
 }  // namespace basalt

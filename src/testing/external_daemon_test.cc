@@ -19,6 +19,7 @@
 
 namespace basalt {
 namespace {
+namespace external_daemon_test_file {
 
 using testing_util::ProcessState;
 using testing_util::ScopedTestDir;
@@ -267,5 +268,6 @@ TEST(DescribeWaitStatusTest, ExitAndSignal) {
   EXPECT_EQ(DescribeWaitStatus(SIGKILL), "killed by signal 9 (Killed)");
 }
 
+}  // namespace external_daemon_test_file
 }  // namespace
 }  // namespace basalt

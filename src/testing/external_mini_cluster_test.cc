@@ -18,6 +18,7 @@
 
 namespace basalt {
 namespace {
+namespace external_mini_cluster_test_file {
 
 using testing_util::ProcessState;
 using testing_util::ScopedEnvVar;
@@ -176,5 +177,6 @@ TEST(ExternalMiniClusterTest, BinDirComesFromOptionsThenEnvironmentThenBuild) {
   EXPECT_EQ(ExternalMiniCluster::ResolveBinDir("/from/options"), "/from/options");
 }
 
+}  // namespace external_mini_cluster_test_file
 }  // namespace
 }  // namespace basalt

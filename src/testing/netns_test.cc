@@ -27,6 +27,7 @@
 
 namespace basalt {
 namespace {
+namespace netns_test_file {
 
 using testing_util::ScopedEnvVar;
 using testing_util::ScopedTestDir;
@@ -273,5 +274,6 @@ TEST(ExternalMiniClusterNetnsTest, DaemonsRunOnHostsOfTheirOwn) {
   EXPECT_FALSE(Exists("/sys/class/net/" + bridge)) << bridge;
 }
 
+}  // namespace netns_test_file
 }  // namespace
 }  // namespace basalt

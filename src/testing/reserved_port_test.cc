@@ -13,6 +13,7 @@
 
 namespace basalt {
 namespace {
+namespace reserved_port_test_file {
 
 // Binds a TCP socket to 127.0.0.1:port, with or without SO_REUSEPORT. Returns the fd or -1.
 int BindLoopback(uint16_t port, bool reuseport) {
@@ -90,5 +91,6 @@ TEST(ReservedPortTest, BadHost) {
   EXPECT_EQ(ReservedPort::Reserve("::1").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+}  // namespace reserved_port_test_file
 }  // namespace
 }  // namespace basalt

@@ -10,6 +10,7 @@
 
 namespace basalt {
 namespace {
+namespace server_info_test_file {
 
 constexpr char kGood[] =
     "{\"uuid\": \"0123456789abcdef0123456789abcdef\", \"rpc_port\": 7050, \"http_port\": 0, "
@@ -106,5 +107,6 @@ TEST(ServerInfoTest, ReadServerInfoReportsMissingAndBadFiles) {
   EXPECT_EQ(info->rpc_port, 7050);
 }
 
+}  // namespace server_info_test_file
 }  // namespace
 }  // namespace basalt

@@ -8,6 +8,7 @@
 
 namespace basalt::tools {
 namespace {
+namespace alter_spec_test_file {
 
 using client::ColumnSchema;
 
@@ -123,5 +124,6 @@ TEST(AlterSpecTest, ErrorsPointAtTheBadToken) {
   }
 }
 
+}  // namespace alter_spec_test_file
 }  // namespace
 }  // namespace basalt::tools

@@ -13,6 +13,7 @@
 
 namespace basalt::tools {
 namespace {
+namespace change_config_checks_test_file {
 
 using Type = pb::RaftPeerPB::MemberType;
 
@@ -194,5 +195,6 @@ TEST(ChangeConfigChecksTest, ServerErrorsBecomeReadable) {
       "leader a (127.0.0.1:7050) failed to add tablet server d to tablet t1 as VOTER: boom");
 }
 
+}  // namespace change_config_checks_test_file
 }  // namespace
 }  // namespace basalt::tools

@@ -9,6 +9,7 @@
 
 namespace basalt::tools {
 namespace {
+namespace csv_test_file {
 
 // All records of `data` as (value, quoted) lists; fails the test on a parse error.
 std::vector<std::vector<std::pair<std::string, bool>>> ReadAll(std::string_view data) {
@@ -94,5 +95,6 @@ TEST(CsvReaderTest, TruncatedInputNeverCrashes) {
   }
 }
 
+}  // namespace csv_test_file
 }  // namespace
 }  // namespace basalt::tools

@@ -4,6 +4,7 @@
 
 namespace basalt::tools {
 namespace {
+namespace latency_stats_test_file {
 
 TEST(LatencyStatsTest, NearestRankPercentiles) {
   LatencyStats s;
@@ -35,5 +36,6 @@ TEST(LatencyStatsTest, MergeCombinesThreads) {
   EXPECT_EQ(a.Percentile(1.0), 4);
 }
 
+}  // namespace latency_stats_test_file
 }  // namespace
 }  // namespace basalt::tools

@@ -20,6 +20,7 @@
 
 namespace basalt::tools {
 namespace {
+namespace local_cluster_test_file {
 
 namespace fs = std::filesystem;
 
@@ -322,5 +323,6 @@ TEST_F(LocalClusterTest, CorruptClusterJsonGivesCleanErrors) {
   EXPECT_NE(moved.status().message().find("moved or copied"), std::string::npos) << moved.status();
 }
 
+}  // namespace local_cluster_test_file
 }  // namespace
 }  // namespace basalt::tools

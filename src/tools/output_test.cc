@@ -10,6 +10,7 @@
 
 namespace basalt::tools {
 namespace {
+namespace output_test_file {
 
 void WriteSample(TableWriter::Format format, std::ostream* out) {
   TableWriter w(format, {"key", "name", "ok"}, out);
@@ -187,5 +188,6 @@ TEST(CommandTest, RealCommandsHaveHelpForEveryFlag) {
   for (const Command& c : AllCommands()) CheckFlagsDefined(c.name, c);
 }
 
+}  // namespace output_test_file
 }  // namespace
 }  // namespace basalt::tools

@@ -5,6 +5,7 @@
 
 namespace basalt::tools {
 namespace {
+namespace predicate_parser_test_file {
 
 using client::Predicate;
 
@@ -56,5 +57,6 @@ TEST(PredicateParserTest, BadExpressions) {
   ExpectError("s = 'abc", "unterminated quoted text", 5);
 }
 
+}  // namespace predicate_parser_test_file
 }  // namespace
 }  // namespace basalt::tools

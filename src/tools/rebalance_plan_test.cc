@@ -16,6 +16,7 @@
 
 namespace basalt::tools {
 namespace {
+namespace rebalance_plan_test_file {
 
 TabletPlacement Tablet(const std::string& id, std::vector<std::string> replicas,
                        const std::string& leader = "", const std::string& table = "t") {
@@ -337,5 +338,6 @@ TEST(RebalancePlanTest, RandomPlacementsEndBalanced) {
   }
 }
 
+}  // namespace rebalance_plan_test_file
 }  // namespace
 }  // namespace basalt::tools

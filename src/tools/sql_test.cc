@@ -11,6 +11,7 @@
 
 namespace basalt::tools {
 namespace {
+namespace sql_test_file {
 
 using client::Scanner;
 
@@ -189,5 +190,6 @@ TEST(SqlPlannerTest, RefusesWhatItCannotRun) {
             std::string::npos);
 }
 
+}  // namespace sql_test_file
 }  // namespace
 }  // namespace basalt::tools

@@ -9,6 +9,7 @@
 
 namespace basalt::tools {
 namespace {
+namespace table_spec_test_file {
 
 using client::ColumnSchema;
 
@@ -161,5 +162,6 @@ TEST(TableSpecTest, LiteralConversion) {
   EXPECT_EQ(TypeToSpecString(ColumnSchema::VARCHAR, 0, 0, 7), "VARCHAR(7)");
 }
 
+}  // namespace table_spec_test_file
 }  // namespace
 }  // namespace basalt::tools

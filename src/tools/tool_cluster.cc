@@ -18,10 +18,10 @@ namespace basalt::tools {
 namespace {
 
 std::string Address(const pb::HostPortPB& hp) {
-  return hp.host().empty() ? "" : StrCat(hp.host(), ":", hp.port());
+  return hp.host().empty() ? "" : HostPort::FromPB(hp).ToString();
 }
 
-absl::Status ListTabletServers(const ActionContext& ctx) {
+absl::Status ListTservers(const ActionContext& ctx) {
   BASALT_ASSIGN_OR_RETURN(TableWriter::Format format, OutputFormat());
   pb::ListTabletServersResponsePB resp;
   BASALT_RETURN_IF_ERROR(CallMaster(ctx.args[0], &pb::MasterService::Stub::ListTabletServers,
@@ -170,7 +170,7 @@ Command TserverCommand() {
             "",
             {MasterAddressesArg()},
             {"format"},
-            ListTabletServers}},
+            ListTservers}},
           {{"state",
             "Set a tablet server's state",
             {{"enter_maintenance",

@@ -36,8 +36,6 @@ struct ServerReport {
   pb::DataDirStatusPB wal_dir;
 };
 
-std::string Address(const pb::HostPortPB& hp) { return StrCat(hp.host(), ":", hp.port()); }
-
 template <typename Req, typename Resp>
 absl::Status CallTserver(const std::string& address,
                          grpc::Status (pb::TabletServerService::Stub::*method)(grpc::ClientContext*,
@@ -201,12 +199,12 @@ std::vector<std::string> CheckMasters(const std::string& master_addresses, std::
   int leaders = 0;
   *out << "Masters:\n";
   for (const auto& m : resp.masters()) {
-    *out << "  master " << m.uuid() << " (" << Address(m.rpc_address())
+    *out << "  master " << m.uuid() << " (" << HostPort::FromPB(m.rpc_address()).ToString()
          << "): " << pb::RaftRolePB_Name(m.role()) << "\n";
     if (m.role() == pb::LEADER) ++leaders;
     if (m.role() == pb::UNKNOWN_ROLE) {
-      problems.push_back(
-          StrCat("master ", Address(m.rpc_address()), " does not answer: ", m.error()));
+      problems.push_back(StrCat("master ", HostPort::FromPB(m.rpc_address()).ToString(),
+                                " does not answer: ", m.error()));
     }
   }
   if (leaders != 1) problems.push_back(StrCat(leaders, " leader masters (want exactly 1)"));
@@ -231,7 +229,7 @@ absl::Status Ksck(const ActionContext& ctx) {
     for (const auto& loc : locations.back().tablet_locations()) {
       for (const auto& r : loc.replicas()) {
         if (!servers.count(r.ts_uuid())) {
-          servers[r.ts_uuid()] = AskServer(Address(r.rpc_address()));
+          servers[r.ts_uuid()] = AskServer(HostPort::FromPB(r.rpc_address()).ToString());
         }
       }
     }
@@ -252,10 +250,11 @@ absl::Status Ksck(const ActionContext& ctx) {
           .ok()) {
     for (const auto& s : all_servers.servers()) {
       if (!s.live() && !servers.count(s.uuid())) {
-        *ctx.out << "Warning: tablet server " << s.uuid() << " (" << Address(s.rpc_address())
+        *ctx.out << "Warning: tablet server " << s.uuid() << " ("
+                 << HostPort::FromPB(s.rpc_address()).ToString()
                  << ") is not live; it holds no replica the master lists\n";
       } else if (s.live() && !servers.count(s.uuid())) {
-        others[s.uuid()] = AskServer(Address(s.rpc_address()));
+        others[s.uuid()] = AskServer(HostPort::FromPB(s.rpc_address()).ToString());
       }
     }
   }

@@ -22,6 +22,7 @@ DECLARE_int64(timeout_ms);
 
 namespace basalt::tools {
 namespace {
+namespace tool_common_test_file {
 
 // A loopback port bound but not listening: connections to it are refused, and no other process
 // can take it while this object lives.
@@ -90,5 +91,6 @@ TEST(ToolTimeoutTest, DeadlineFollowsTheFlag) {
   EXPECT_EQ(OperationTimeout().count(), 1);
 }
 
+}  // namespace tool_common_test_file
 }  // namespace
 }  // namespace basalt::tools

@@ -39,6 +39,7 @@ DECLARE_string(format);
 
 namespace basalt::tools {
 namespace {
+namespace tool_fs_test_file {
 
 class ToolFsTest : public ::testing::Test {
  protected:
@@ -600,5 +601,6 @@ TEST_F(ToolFsTest, BadKind) {
       << err_.str();
 }
 
+}  // namespace tool_fs_test_file
 }  // namespace
 }  // namespace basalt::tools

@@ -11,6 +11,7 @@
 
 namespace basalt::tsdb {
 namespace {
+namespace influxql_test_file {
 
 constexpr int64_t kNow = 1700000000000000;  // now() in these tests.
 constexpr int64_t kT0 = 1451606400000000;   // 2016-01-01T00:00:00Z
@@ -138,5 +139,6 @@ TEST(InfluxQLTest, ErrorsNameThePosition) {
   EXPECT_NE(ErrorOf("SHOW RETENTION POLICIES").find("expected DATABASES"), std::string::npos);
 }
 
+}  // namespace influxql_test_file
 }  // namespace
 }  // namespace basalt::tsdb

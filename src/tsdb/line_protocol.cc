@@ -235,9 +235,9 @@ void DedupFields(std::vector<std::pair<std::string, FieldValue>>* fields) {
 
 // A single pass over one body: each Parse* method starts at pos_ and leaves pos_ on the first
 // byte it did not consume. Not thread-safe; one instance parses one body.
-class Parser {
+class LineParser {
  public:
-  Parser(std::string_view body, Precision precision) : body_(body), precision_(precision) {}
+  LineParser(std::string_view body, Precision precision) : body_(body), precision_(precision) {}
 
   // Appends the points of the body to *points, stopping at the first error.
   absl::Status ParseBody(std::vector<Point>* points);
@@ -292,7 +292,7 @@ class Parser {
   int counted_line_ = 1;
 };
 
-absl::Status Parser::ParseBody(std::vector<Point>* points) {
+absl::Status LineParser::ParseBody(std::vector<Point>* points) {
   while (pos_ < body_.size()) {
     const size_t start = SkipBlanks(pos_);
     if (AtLineEnd(start) || At(start) == '#') {  // Blank line or comment.
@@ -310,7 +310,7 @@ absl::Status Parser::ParseBody(std::vector<Point>* points) {
 }
 
 // REQUIRES: pos_ is at the line's first byte, which is neither blank nor a line end.
-absl::Status Parser::ParseLine(Point* point) {
+absl::Status LineParser::ParseLine(Point* point) {
   BASALT_RETURN_IF_ERROR(ParseSeriesKey(point));
   // The series key stops only at a space or a line end.
   pos_ = SkipBlanks(pos_);
@@ -330,7 +330,7 @@ absl::Status Parser::ParseLine(Point* point) {
   return absl::OkStatus();
 }
 
-absl::Status Parser::ParseSeriesKey(Point* point) {
+absl::Status LineParser::ParseSeriesKey(Point* point) {
   const size_t start = pos_;
   pos_ = ScanName(start, kMeasurementEscapes, kMeasurementStops, &point->measurement);
   if (point->measurement.empty()) return Error(start, "missing measurement");
@@ -348,7 +348,7 @@ absl::Status Parser::ParseSeriesKey(Point* point) {
   return absl::OkStatus();
 }
 
-absl::Status Parser::ParseTag(Point* point, std::vector<size_t>* key_positions) {
+absl::Status LineParser::ParseTag(Point* point, std::vector<size_t>* key_positions) {
   const size_t key_start = pos_;
   std::string key;
   pos_ = ScanName(pos_, kKeyEscapes, kKeyStops, &key);
@@ -366,7 +366,7 @@ absl::Status Parser::ParseTag(Point* point, std::vector<size_t>* key_positions) 
   return absl::OkStatus();
 }
 
-absl::Status Parser::ParseField(Point* point) {
+absl::Status LineParser::ParseField(Point* point) {
   const size_t key_start = pos_;
   std::string key;
   pos_ = ScanName(pos_, kKeyEscapes, kKeyStops, &key);
@@ -379,7 +379,7 @@ absl::Status Parser::ParseField(Point* point) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<FieldValue> Parser::ParseFieldValue() {
+absl::StatusOr<FieldValue> LineParser::ParseFieldValue() {
   const size_t start = pos_;
   if (AtLineEnd(start) || At(start) == ',' || At(start) == ' ') {
     return Error(start, "missing field value");
@@ -398,7 +398,7 @@ absl::StatusOr<FieldValue> Parser::ParseFieldValue() {
 }
 
 // REQUIRES: pos_ is at the opening quote.
-absl::StatusOr<FieldValue> Parser::ParseString() {
+absl::StatusOr<FieldValue> LineParser::ParseString() {
   const size_t open = pos_;
   FieldValue value;
   value.type = FieldValue::kString;
@@ -431,7 +431,7 @@ absl::StatusOr<FieldValue> Parser::ParseString() {
   return value;
 }
 
-absl::Status Parser::ParseTimestamp(Point* point) {
+absl::Status LineParser::ParseTimestamp(Point* point) {
   const size_t start = pos_;
   size_t end = start;
   while (!AtLineEnd(end) && At(end) != ' ') ++end;
@@ -450,8 +450,8 @@ absl::Status Parser::ParseTimestamp(Point* point) {
   return absl::OkStatus();
 }
 
-size_t Parser::ScanName(size_t i, std::string_view escapes, std::string_view stops,
-                        std::string* out) const {
+size_t LineParser::ScanName(size_t i, std::string_view escapes, std::string_view stops,
+                            std::string* out) const {
   out->clear();
   // Bytes that end a run copied as is: the stops, a backslash and the line-end bytes. A name is
   // mostly such a run, appended at once (a per-byte search of `stops` cost a fifth of
@@ -491,12 +491,13 @@ size_t Parser::ScanName(size_t i, std::string_view escapes, std::string_view sto
   return i;
 }
 
-absl::Status Parser::CheckNameLength(size_t start, const std::string& name, std::string_view what) {
+absl::Status LineParser::CheckNameLength(size_t start, const std::string& name,
+                                         std::string_view what) {
   if (name.size() <= kMaxNameBytes) return absl::OkStatus();
   return Error(start, StrCat(what, " is longer than ", kMaxNameBytes, " bytes"));
 }
 
-int Parser::LineOf(size_t pos) {
+int LineParser::LineOf(size_t pos) {
   if (pos < counted_to_) {  // Not expected (positions only grow), but stay correct.
     counted_to_ = 0;
     counted_line_ = 1;
@@ -507,7 +508,7 @@ int Parser::LineOf(size_t pos) {
   return counted_line_;
 }
 
-absl::Status Parser::Error(size_t pos, std::string_view what) {
+absl::Status LineParser::Error(size_t pos, std::string_view what) {
   const size_t line_start = pos == 0 ? std::string_view::npos : body_.rfind('\n', pos - 1);
   const size_t column = line_start == std::string_view::npos ? pos + 1 : pos - line_start;
   return absl::InvalidArgumentError(StrCat("line ", LineOf(pos), ", column ", column, ": ", what));
@@ -530,7 +531,7 @@ absl::Status ParseLineProtocol(std::string_view body, Precision precision,
                                std::vector<Point>* points) {
   points->clear();
   std::vector<Point> parsed;
-  Parser parser(body, precision);
+  LineParser parser(body, precision);
   BASALT_RETURN_IF_ERROR(parser.ParseBody(&parsed));
   *points = std::move(parsed);
   return absl::OkStatus();

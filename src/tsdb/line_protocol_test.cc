@@ -24,6 +24,7 @@
 
 namespace basalt::tsdb {
 namespace {
+namespace line_protocol_test_file {
 
 constexpr Precision kNs = Precision::kNanoseconds;
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
@@ -1017,5 +1018,6 @@ TEST(LineProtocolRandomTest, CorruptedBodiesFailCleanly) {
   }
 }
 
+}  // namespace line_protocol_test_file
 }  // namespace
 }  // namespace basalt::tsdb

@@ -22,10 +22,6 @@ DEFINE_validator(block_gc_interval_sec, [](const char*, int32_t value) { return 
 namespace basalt {
 namespace {
 
-Counter* MaybeCounter(MetricRegistry* registry, std::string_view name, std::string_view help) {
-  return registry != nullptr ? registry->GetCounter(name, help) : nullptr;
-}
-
 // Every block `tablets` name, or FAILED_PRECONDITION naming a tablet whose metadata is unknown.
 absl::StatusOr<absl::flat_hash_set<BlockId>> NamedBlocks(
     const std::vector<TabletBlockRefs>& tablets) {
@@ -53,12 +49,13 @@ BlockGcOptions BlockGcOptions::FromFlags() {
 
 BlockGc::BlockGc(BlockGcOptions options)
     : options_(std::move(options)),
-      deleted_blocks_counter_(MaybeCounter(options_.metrics, "basalt_block_gc_deleted_blocks_total",
-                                           "Blocks no tablet metadata named, deleted by the "
-                                           "block GC.")),
-      deleted_bytes_counter_(MaybeCounter(options_.metrics, "basalt_block_gc_deleted_bytes_total",
-                                          "Bytes of the blocks the block GC deleted.")),
-      skipped_runs_counter_(MaybeCounter(
+      deleted_blocks_counter_(CounterOrNull(options_.metrics,
+                                            "basalt_block_gc_deleted_blocks_total",
+                                            "Blocks no tablet metadata named, deleted by the "
+                                            "block GC.")),
+      deleted_bytes_counter_(CounterOrNull(options_.metrics, "basalt_block_gc_deleted_bytes_total",
+                                           "Bytes of the blocks the block GC deleted.")),
+      skipped_runs_counter_(CounterOrNull(
           options_.metrics, "basalt_block_gc_skipped_runs_total",
           "Block GC runs that deleted nothing because some tablet metadata could not be read.")) {
   CHECK(options_.env != nullptr && options_.block_manager != nullptr);

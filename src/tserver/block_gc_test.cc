@@ -13,6 +13,7 @@
 
 namespace basalt {
 namespace {
+namespace block_gc_test_file {
 
 using block_test::DataDirTest;
 
@@ -184,5 +185,6 @@ TEST_F(BlockGcTest, TheThreadRunsEveryIntervalAndStopsPromptly) {
   idle.Shutdown();
 }
 
+}  // namespace block_gc_test_file
 }  // namespace
 }  // namespace basalt

@@ -11,6 +11,7 @@
 
 namespace basalt {
 namespace {
+namespace block_references_test_file {
 
 using block_test::DataDirTest;
 using block_test::kTabletsDir;
@@ -149,5 +150,6 @@ TEST_F(BlockReferencesTest, UnreadableMetadataIsAnError) {
             absl::StatusCode::kNotFound);
 }
 
+}  // namespace block_references_test_file
 }  // namespace
 }  // namespace basalt

@@ -29,10 +29,6 @@ namespace {
 // The burst the pacing allows: a tenth of a second at the rate, at least one 4 KiB read.
 int64_t BurstBytes(int64_t bytes_per_sec) { return std::max<int64_t>(bytes_per_sec / 10, 4096); }
 
-Counter* MaybeCounter(MetricRegistry* registry, std::string_view name, std::string_view help) {
-  return registry != nullptr ? registry->GetCounter(name, help) : nullptr;
-}
-
 }  // namespace
 
 BlockScrubberOptions BlockScrubberOptions::FromFlags() {
@@ -44,17 +40,17 @@ BlockScrubberOptions BlockScrubberOptions::FromFlags() {
 
 BlockScrubber::BlockScrubber(BlockScrubberOptions options)
     : options_(std::move(options)),
-      bytes_counter_(MaybeCounter(options_.metrics, "basalt_scrub_bytes_total",
-                                  "Bytes of blocks read and verified by the block scrubber.")),
-      blocks_counter_(MaybeCounter(options_.metrics, "basalt_scrub_blocks_total",
-                                   "Blocks verified by the block scrubber.")),
-      corruptions_counter_(MaybeCounter(
+      bytes_counter_(CounterOrNull(options_.metrics, "basalt_scrub_bytes_total",
+                                   "Bytes of blocks read and verified by the block scrubber.")),
+      blocks_counter_(CounterOrNull(options_.metrics, "basalt_scrub_blocks_total",
+                                    "Blocks verified by the block scrubber.")),
+      corruptions_counter_(CounterOrNull(
           options_.metrics, "basalt_scrub_corruptions_total",
           "Corrupt or lost blocks (and superblocks) the block scrubber found; each fails its "
           "replica.")),
       passes_counter_(
-          MaybeCounter(options_.metrics, "basalt_scrub_passes_total",
-                       "Full passes over every block completed by the block scrubber.")),
+          CounterOrNull(options_.metrics, "basalt_scrub_passes_total",
+                        "Full passes over every block completed by the block scrubber.")),
       limiter_(options_.bytes_per_sec, BurstBytes(options_.bytes_per_sec)) {
   CHECK(options_.env != nullptr && options_.block_manager != nullptr);
 }

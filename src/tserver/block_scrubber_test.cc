@@ -12,6 +12,7 @@
 
 namespace basalt {
 namespace {
+namespace block_scrubber_test_file {
 
 using block_test::DataDirTest;
 
@@ -236,5 +237,6 @@ TEST_F(BlockScrubberTest, TheThreadScrubsInPassesAndShutdownInterruptsAPass) {
   EXPECT_EQ(slow.stats().passes, 0);
 }
 
+}  // namespace block_scrubber_test_file
 }  // namespace
 }  // namespace basalt

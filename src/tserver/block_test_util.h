@@ -111,7 +111,9 @@ class DataDirTest : public ::testing::Test {
     for (int k = first; k < first + n; ++k) {
       PartialRow row(&schema);
       BASALT_ASSERT_OK(row.SetInt32("key", k));
-      if (schema.find_column("part") >= 0) BASALT_ASSERT_OK(row.SetInt32("part", 0));
+      if (schema.find_column("part") >= 0) {
+        BASALT_ASSERT_OK(row.SetInt32("part", 0));
+      }
       BASALT_ASSERT_OK(row.SetInt32("val", k * mult));
       if (type == RowOperationType::kInsert) {
         BASALT_ASSERT_OK(row.SetString("s", "row" + std::to_string(k)));

@@ -14,6 +14,7 @@
 
 namespace basalt {
 namespace {
+namespace block_verifier_test_file {
 
 using block_test::DataDirTest;
 
@@ -129,5 +130,6 @@ TEST_F(BlockVerifierTest, ReadErrorsAreNotDataLoss) {
   }
 }
 
+}  // namespace block_verifier_test_file
 }  // namespace
 }  // namespace basalt

@@ -4,6 +4,7 @@
 
 namespace basalt {
 namespace {
+namespace data_dir_group_test_file {
 
 TEST(DataDirGroupTest, TakesTheLeastLoadedHealthyDirectories) {
   EXPECT_EQ(ChooseDataDirGroup({false, false, false, false}, {3, 1, 2, 1}, 2),
@@ -24,5 +25,6 @@ TEST(DataDirGroupTest, NoHealthyDirectoryIsAnEmptyGroup) {
   EXPECT_TRUE(ChooseDataDirGroup({true, true}, {0, 0}, 1).empty());
 }
 
+}  // namespace data_dir_group_test_file
 }  // namespace
 }  // namespace basalt

@@ -10,6 +10,7 @@
 
 namespace basalt {
 namespace {
+namespace disk_space_monitor_test_file {
 
 TEST(DiskSpaceMonitorTest, AFullDirectoryRefusesWritesUntilSpaceIsFreed) {
   InjectingEnv env(Env::Default());
@@ -89,5 +90,6 @@ TEST(DiskSpaceMonitorTest, FreeSpaceIsCachedForTheRefreshInterval) {
   BASALT_EXPECT_OK(m.CheckRoomForWrites());  // Not read again yet.
 }
 
+}  // namespace disk_space_monitor_test_file
 }  // namespace
 }  // namespace basalt

@@ -10,6 +10,7 @@
 
 namespace basalt {
 namespace {
+namespace follower_safe_time_test_file {
 
 TEST(FollowerSafeTimeTest, AdoptsAPairOnlyOnceItsIndexIsApplied) {
   FollowerSafeTime st;
@@ -118,5 +119,6 @@ TEST(FollowerSafeTimeTest, RandomSequencesKeepTheInvariants) {
   }
 }
 
+}  // namespace follower_safe_time_test_file
 }  // namespace
 }  // namespace basalt

@@ -8,6 +8,7 @@
 
 namespace basalt {
 namespace {
+namespace heartbeater_test_file {
 
 constexpr double kMiddle = 0.5;  // The jitter draw that scales by exactly 1.
 
@@ -65,5 +66,6 @@ TEST(HeartbeatRetryDelayTest, ALongOutageDoesNotOverflow) {
             absl::Seconds(10));
 }
 
+}  // namespace heartbeater_test_file
 }  // namespace
 }  // namespace basalt

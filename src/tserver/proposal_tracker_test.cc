@@ -8,6 +8,7 @@
 
 namespace basalt {
 namespace {
+namespace proposal_tracker_test_file {
 
 std::shared_ptr<PendingOp> Op(ProposalTracker* t, uint64_t ts) {
   auto op = std::make_shared<PendingOp>();
@@ -64,5 +65,6 @@ TEST(ProposalTrackerTest, SnapshotsWaitForOpsAtOrBelowTheirTime) {
   EXPECT_TRUE(t.AwaitNoneAtOrBelow(HybridTime(1000), absl::Now()));
 }
 
+}  // namespace proposal_tracker_test_file
 }  // namespace
 }  // namespace basalt

@@ -10,6 +10,7 @@
 
 namespace basalt {
 namespace {
+namespace replica_file_test_file {
 
 TabletReplicaMeta TestMeta(const Schema& schema) {
   TabletReplicaMeta m;
@@ -78,5 +79,6 @@ TEST(ReplicaFileTest, CorruptionIsDataLoss) {
             absl::StatusCode::kDataLoss);
 }
 
+}  // namespace replica_file_test_file
 }  // namespace
 }  // namespace basalt

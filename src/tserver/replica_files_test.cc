@@ -15,6 +15,7 @@
 
 namespace basalt {
 namespace {
+namespace replica_files_test_file {
 
 class ReplicaFilesTest : public ::testing::Test {
  protected:
@@ -111,5 +112,6 @@ TEST_F(ReplicaFilesTest, FailedCreateLeavesNothing) {
   EXPECT_GE(failures, 2);  // At least the cmeta's and the replica file's.
 }
 
+}  // namespace replica_files_test_file
 }  // namespace
 }  // namespace basalt

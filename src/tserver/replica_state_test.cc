@@ -12,6 +12,7 @@
 
 namespace basalt {
 namespace {
+namespace replica_state_test_file {
 
 pb::ErrorDetailPB::Code DetailCode(const absl::Status& s) {
   auto d = GetErrorDetail(s);
@@ -91,5 +92,6 @@ TEST(ReplicaStateTest, AwaitEndsOnNotifyOnFailureOrAtTheDeadline) {
   failer.join();
 }
 
+}  // namespace replica_state_test_file
 }  // namespace
 }  // namespace basalt

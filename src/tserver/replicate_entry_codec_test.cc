@@ -6,6 +6,7 @@
 
 namespace basalt {
 namespace {
+namespace replicate_entry_codec_test_file {
 
 // The hand-built entry parses as the ReplicateMsgPB protobuf would write it, whatever the sizes.
 TEST(ReplicateEntryCodecTest, WriteEntryParsesAsAReplicateMsg) {
@@ -66,5 +67,6 @@ TEST(ReplicateEntryCodecTest, RequestIdAndRowMappingRoundTrip) {
   EXPECT_EQ(msg.timestamp(), 77u);
 }
 
+}  // namespace replicate_entry_codec_test_file
 }  // namespace
 }  // namespace basalt

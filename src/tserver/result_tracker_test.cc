@@ -10,6 +10,7 @@
 
 namespace basalt {
 namespace {
+namespace result_tracker_test_file {
 
 pb::RequestIdPB Id(const std::string& client, uint64_t seq, uint64_t first_incomplete) {
   pb::RequestIdPB id;
@@ -183,5 +184,6 @@ TEST(ResultTrackerTest, ASaveWithNothingNewWritesNothing) {
   EXPECT_EQ(loaded.num_answers(), 3u);
 }
 
+}  // namespace result_tracker_test_file
 }  // namespace
 }  // namespace basalt

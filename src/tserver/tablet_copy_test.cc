@@ -38,6 +38,7 @@ DECLARE_int32(tablet_copy_retry_max_ms);
 
 namespace basalt {
 namespace {
+namespace tablet_copy_test_file {
 
 // Four servers; the tablet starts on the first three.
 class TabletCopyTest : public ReplicatedTabletTest {
@@ -694,5 +695,6 @@ TEST_F(TabletCopyTest, TombstonedVoterLetsTheGroupElectAndRepair) {
   EXPECT_EQ(*rows, 200);
 }
 
+}  // namespace tablet_copy_test_file
 }  // namespace
 }  // namespace basalt

@@ -26,6 +26,7 @@ DECLARE_int32(tablet_alter_inject_delay_ms);
 
 namespace basalt {
 namespace {
+namespace tablet_replica_test_file {
 
 constexpr char kTablet[] = "tablet-safe-time";
 
@@ -399,5 +400,6 @@ TEST_F(ReplicaFailureTest, AFullWalDiskPausesAFollowerUntilSpaceIsFreed) {
   }
 }
 
+}  // namespace tablet_replica_test_file
 }  // namespace
 }  // namespace basalt

@@ -35,6 +35,7 @@ DECLARE_int32(fs_target_data_dirs_per_tablet);
 
 namespace basalt {
 namespace {
+namespace tablet_server_test_file {
 
 constexpr char kTablet[] = "tablet-1";
 
@@ -1259,5 +1260,6 @@ TEST_F(TabletServerTest, PropagatedTimestampOrdersWrites) {
   EXPECT_NE(std::string(s.message()).find("propagated_timestamp"), std::string::npos);
 }
 
+}  // namespace tablet_server_test_file
 }  // namespace
 }  // namespace basalt

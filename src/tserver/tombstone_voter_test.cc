@@ -4,6 +4,7 @@
 
 namespace basalt {
 namespace {
+namespace tombstone_voter_test_file {
 
 RaftMessage Request(MessageType type, uint64_t term, OpId last, const char* from = "c") {
   RaftMessage m;
@@ -78,5 +79,6 @@ TEST(TombstoneVoterTest, PreVotesChangeNothing) {
   EXPECT_FALSE(TombstoneVoter::Decide(Request(MessageType::kAppend, 9, {3, 40}), last, &hs));
 }
 
+}  // namespace tombstone_voter_test_file
 }  // namespace
 }  // namespace basalt

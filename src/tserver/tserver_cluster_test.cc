@@ -25,6 +25,7 @@
 
 namespace basalt {
 namespace {
+namespace tserver_cluster_test_file {
 
 class TserverClusterTest : public ReplicatedTabletTest {
  protected:
@@ -473,5 +474,6 @@ TEST(HeartbeatTest, ReplicaChangesAreReportedBeforeTheInterval) {
   grpc_server->Shutdown();
 }
 
+}  // namespace tserver_cluster_test_file
 }  // namespace
 }  // namespace basalt

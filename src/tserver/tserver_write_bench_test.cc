@@ -22,6 +22,7 @@
 
 namespace basalt {
 namespace {
+namespace tserver_write_bench_test_file {
 
 TEST(TserverWriteBench, DISABLED_WriteBench) {
   // As basalt-tserver's main() tunes malloc.
@@ -140,5 +141,6 @@ TEST(TserverWriteBench, DISABLED_WriteBench) {
          secs, num_rows / secs, cpu);
 }
 
+}  // namespace tserver_write_bench_test_file
 }  // namespace
 }  // namespace basalt

@@ -16,6 +16,7 @@
 
 namespace basalt {
 namespace {
+namespace webserver_integration_test_file {
 
 constexpr char kTablet[] = "web-tablet-1";
 
@@ -156,5 +157,6 @@ TEST(TserverWebDisabledTest, NegativePortDisables) {
   EXPECT_EQ(server.webserver_port(), 0);
 }
 
+}  // namespace webserver_integration_test_file
 }  // namespace
 }  // namespace basalt
