@@ -1,5 +1,18 @@
 # Helpers shared by every directory's CMakeLists.txt.
 
+# Unity builds (README "Build facts"): a source that includes cpp-httplib is compiled on its own.
+# httplib.h includes <resolv.h>, whose arpa/nameser_compat.h defines DELETE, ADD, INT, QUERY,
+# STATUS and about a hundred more names as macros; in a unit they would rewrite the identifiers of
+# every file after it (WriteOperation::DELETE).
+function(basalt_unity_exclude_leaky_headers)
+  foreach(_src ${ARGN})
+    file(STRINGS ${_src} _leaky REGEX "^#include <httplib\\.h>")
+    if(_leaky)
+      set_source_files_properties(${_src} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+    endif()
+  endforeach()
+endfunction()
+
 # basalt_add_library(NAME DEPS...): one library per source directory, built from every *.cc in
 # it that is neither a test (*_test.cc) nor a program's main (*_main.cc). Includes are rooted at
 # src/.
@@ -10,6 +23,7 @@ function(basalt_add_library name)
   if(NOT _srcs)
     return()  # A component whose first files have not landed yet.
   endif()
+  basalt_unity_exclude_leaky_headers(${_srcs})
   add_library(${name} ${_srcs})
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_compile_options(${name} PRIVATE ${BASALT_WARNING_FLAGS})
@@ -29,6 +43,7 @@ function(basalt_add_test name)
   if(NOT _tests)
     return()
   endif()
+  basalt_unity_exclude_leaky_headers(${_tests})
   add_executable(${name} ${_tests})
   target_compile_options(${name} PRIVATE ${BASALT_WARNING_FLAGS} ${BASALT_TEST_OPT_FLAGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)

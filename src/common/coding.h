@@ -20,6 +20,14 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Basalt assumes a littl
 inline constexpr int kMaxVarint32Length = 5;
 inline constexpr int kMaxVarint64Length = 10;
 
+// The T stored at `p`, which need not be aligned for T (a cell in a row or a page).
+template <typename T>
+inline T UnalignedLoad(const void* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
 inline void EncodeFixed16(char* dst, uint16_t v) { std::memcpy(dst, &v, sizeof(v)); }
 inline void EncodeFixed32(char* dst, uint32_t v) { std::memcpy(dst, &v, sizeof(v)); }
 inline void EncodeFixed64(char* dst, uint64_t v) { std::memcpy(dst, &v, sizeof(v)); }

@@ -9,6 +9,7 @@
 #include "absl/numeric/int128.h"
 #include "absl/strings/escaping.h"
 #include "common/bitmap.h"
+#include "common/coding.h"
 #include "common/predicate_kernels.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
@@ -20,13 +21,6 @@ namespace {
 
 using predicate_internal::OrderedKey;
 using predicate_internal::OrderedKeyType;
-
-template <typename T>
-T LoadCell(const void* cell) {
-  T v;
-  std::memcpy(&v, cell, sizeof(T));
-  return v;
-}
 
 int Compare(const ColumnSchema& col, const Datum& a, const Datum& b) {
   return col.type_info().Compare(a.cell(), b.cell());
@@ -103,7 +97,7 @@ std::optional<Datum> DomainMax(const ColumnSchema& col) {
 
 template <typename T>
 std::optional<Datum> FloatSuccessor(DataType type, const Datum& v) {
-  OrderedKeyType<T> key = OrderedKey<T>::Of(LoadCell<T>(v.cell()));
+  OrderedKeyType<T> key = OrderedKey<T>::Of(UnalignedLoad<T>(v.cell()));
   if (key == std::numeric_limits<OrderedKeyType<T>>::max()) return std::nullopt;
   return FloatFromKey<T>(type, key + 1);
 }
@@ -192,7 +186,7 @@ template <typename T>
 void EvaluateFixed(const ColumnPredicate& p, const void* cells, const uint8_t* nulls, size_t n,
                    uint8_t* sel) {
   using K = OrderedKeyType<T>;
-  auto key = [](const Datum& d) { return OrderedKey<T>::Of(LoadCell<T>(d.cell())); };
+  auto key = [](const Datum& d) { return OrderedKey<T>::Of(UnalignedLoad<T>(d.cell())); };
   const T* typed = static_cast<const T*>(cells);
   DCHECK_EQ(reinterpret_cast<uintptr_t>(cells) % alignof(T), 0u) << "misaligned column vector";
   switch (p.kind()) {

@@ -18,13 +18,6 @@ constexpr char kEscapeByte = '\0';
 constexpr char kEscapedZero = '\1';  // 0x00 0x01 encodes a 0x00 byte of the value.
 constexpr char kTerminator = '\0';   // 0x00 0x00 ends the value.
 
-template <typename T>
-T LoadCell(const void* cell) {
-  T v;
-  std::memcpy(&v, cell, sizeof(T));
-  return v;
-}
-
 // Appends `v` big-endian.
 void PutBigEndian(uint8_t v, std::string* out) { out->push_back(static_cast<char>(v)); }
 void PutBigEndian(uint16_t v, std::string* out) {
@@ -63,13 +56,13 @@ constexpr U SignBit() {
 // Signed integer cell of width sizeof(U) (U its unsigned counterpart): flip the sign bit.
 template <typename S, typename U>
 void EncodeSigned(const void* cell, std::string* out) {
-  PutBigEndian(static_cast<U>(static_cast<U>(LoadCell<S>(cell)) ^ SignBit<U>()), out);
+  PutBigEndian(static_cast<U>(static_cast<U>(UnalignedLoad<S>(cell)) ^ SignBit<U>()), out);
 }
 
 // IEEE float or double with the bits U: invert negatives, flip the sign bit of the rest.
 template <typename U>
 void EncodeFloat(const void* cell, std::string* out) {
-  U bits = LoadCell<U>(cell);
+  U bits = UnalignedLoad<U>(cell);
   bits = (bits & SignBit<U>()) ? static_cast<U>(~bits) : static_cast<U>(bits ^ SignBit<U>());
   PutBigEndian(bits, out);
 }
@@ -188,7 +181,7 @@ absl::StatusOr<Datum> DecodeAndValidate(const ColumnSchema& col, bool is_last,
 void EncodeKeyCell(DataType type, const void* cell, bool is_last, std::string* out) {
   switch (GetTypeInfo(type).physical_type()) {
     case PhysicalType::kBool:
-      out->push_back(LoadCell<uint8_t>(cell) != 0 ? 1 : 0);
+      out->push_back(UnalignedLoad<uint8_t>(cell) != 0 ? 1 : 0);
       return;
     case PhysicalType::kInt8:
       return EncodeSigned<int8_t, uint8_t>(cell, out);
@@ -205,7 +198,7 @@ void EncodeKeyCell(DataType type, const void* cell, bool is_last, std::string* o
     case PhysicalType::kDouble:
       return EncodeFloat<uint64_t>(cell, out);
     case PhysicalType::kBinary: {
-      auto v = LoadCell<std::string_view>(cell);
+      auto v = UnalignedLoad<std::string_view>(cell);
       if (is_last) {
         out->append(v.data(), v.size());
       } else {

@@ -9,18 +9,12 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
+#include "common/coding.h"
 #include "common/strings.h"
 #include "glog/logging.h"
 
 namespace basalt {
 namespace {
-
-template <typename T>
-T Load(const void* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
 
 template <typename T>
 int Cmp(T a, T b) {
@@ -93,24 +87,26 @@ bool TypeInfo::is_integer() const {
 int TypeInfo::Compare(const void* a, const void* b) const {
   switch (physical_) {
     case PhysicalType::kBool:
-      return Cmp(Load<uint8_t>(a), Load<uint8_t>(b));
+      return Cmp(UnalignedLoad<uint8_t>(a), UnalignedLoad<uint8_t>(b));
     case PhysicalType::kInt8:
-      return Cmp(Load<int8_t>(a), Load<int8_t>(b));
+      return Cmp(UnalignedLoad<int8_t>(a), UnalignedLoad<int8_t>(b));
     case PhysicalType::kInt16:
-      return Cmp(Load<int16_t>(a), Load<int16_t>(b));
+      return Cmp(UnalignedLoad<int16_t>(a), UnalignedLoad<int16_t>(b));
     case PhysicalType::kInt32:
-      return Cmp(Load<int32_t>(a), Load<int32_t>(b));
+      return Cmp(UnalignedLoad<int32_t>(a), UnalignedLoad<int32_t>(b));
     case PhysicalType::kInt64:
-      return Cmp(Load<int64_t>(a), Load<int64_t>(b));
+      return Cmp(UnalignedLoad<int64_t>(a), UnalignedLoad<int64_t>(b));
     case PhysicalType::kInt128:
-      return Cmp(Load<absl::int128>(a), Load<absl::int128>(b));
+      return Cmp(UnalignedLoad<absl::int128>(a), UnalignedLoad<absl::int128>(b));
     case PhysicalType::kFloat:
-      return Cmp(TotalOrderBits(Load<uint32_t>(a)), TotalOrderBits(Load<uint32_t>(b)));
+      return Cmp(TotalOrderBits(UnalignedLoad<uint32_t>(a)),
+                 TotalOrderBits(UnalignedLoad<uint32_t>(b)));
     case PhysicalType::kDouble:
-      return Cmp(TotalOrderBits(Load<uint64_t>(a)), TotalOrderBits(Load<uint64_t>(b)));
+      return Cmp(TotalOrderBits(UnalignedLoad<uint64_t>(a)),
+                 TotalOrderBits(UnalignedLoad<uint64_t>(b)));
     case PhysicalType::kBinary: {
-      auto sa = Load<std::string_view>(a);
-      auto sb = Load<std::string_view>(b);
+      auto sa = UnalignedLoad<std::string_view>(a);
+      auto sb = UnalignedLoad<std::string_view>(b);
       int c = sa.compare(sb);
       return c < 0 ? -1 : (c > 0 ? 1 : 0);
     }
@@ -154,43 +150,43 @@ void AppendTimestamp(int64_t micros, std::string* out) {
 void TypeInfo::AppendDebugString(const void* cell, std::string* out) const {
   switch (type_) {
     case DataType::kBool:
-      out->append(Load<uint8_t>(cell) ? "true" : "false");
+      out->append(UnalignedLoad<uint8_t>(cell) ? "true" : "false");
       return;
     case DataType::kInt8:
-      StrAppend(out, Load<int8_t>(cell));
+      StrAppend(out, UnalignedLoad<int8_t>(cell));
       return;
     case DataType::kInt16:
-      StrAppend(out, Load<int16_t>(cell));
+      StrAppend(out, UnalignedLoad<int16_t>(cell));
       return;
     case DataType::kInt32:
     case DataType::kDecimal32:
-      StrAppend(out, Load<int32_t>(cell));
+      StrAppend(out, UnalignedLoad<int32_t>(cell));
       return;
     case DataType::kInt64:
     case DataType::kDecimal64:
-      StrAppend(out, Load<int64_t>(cell));
+      StrAppend(out, UnalignedLoad<int64_t>(cell));
       return;
     case DataType::kDecimal128:
-      StrAppend(out, FormatDecimal(Load<absl::int128>(cell), 0));
+      StrAppend(out, FormatDecimal(UnalignedLoad<absl::int128>(cell), 0));
       return;
     case DataType::kFloat:
-      StrAppend(out, Load<float>(cell));
+      StrAppend(out, UnalignedLoad<float>(cell));
       return;
     case DataType::kDouble:
-      StrAppend(out, Load<double>(cell));
+      StrAppend(out, UnalignedLoad<double>(cell));
       return;
     case DataType::kString:
     case DataType::kVarchar:
-      StrAppend(out, "\"", absl::CHexEscape(ToAbsl(Load<std::string_view>(cell))), "\"");
+      StrAppend(out, "\"", absl::CHexEscape(ToAbsl(UnalignedLoad<std::string_view>(cell))), "\"");
       return;
     case DataType::kBinary:
-      StrAppend(out, "0x", absl::BytesToHexString(ToAbsl(Load<std::string_view>(cell))));
+      StrAppend(out, "0x", absl::BytesToHexString(ToAbsl(UnalignedLoad<std::string_view>(cell))));
       return;
     case DataType::kUnixtimeMicros:
-      AppendTimestamp(Load<int64_t>(cell), out);
+      AppendTimestamp(UnalignedLoad<int64_t>(cell), out);
       return;
     case DataType::kDate:
-      AppendDate(Load<int32_t>(cell), out);
+      AppendDate(UnalignedLoad<int32_t>(cell), out);
       return;
     case DataType::kUnknown:
       break;
@@ -303,17 +299,17 @@ int64_t Utf8Length(std::string_view s) {
 
 absl::Status ValidateCell(DataType type, const TypeAttributes& attrs, const void* cell) {
   const TypeInfo& info = GetTypeInfo(type);
-  if (type == DataType::kBool && Load<uint8_t>(cell) > 1) {
+  if (type == DataType::kBool && UnalignedLoad<uint8_t>(cell) > 1) {
     return absl::InvalidArgumentError("BOOL cell must be 0 or 1");
   }
   if (info.is_decimal()) {
     absl::int128 v;
     if (type == DataType::kDecimal32)
-      v = Load<int32_t>(cell);
+      v = UnalignedLoad<int32_t>(cell);
     else if (type == DataType::kDecimal64)
-      v = Load<int64_t>(cell);
+      v = UnalignedLoad<int64_t>(cell);
     else
-      v = Load<absl::int128>(cell);
+      v = UnalignedLoad<absl::int128>(cell);
     absl::int128 bound = PowerOf10(attrs.precision);
     if (v >= bound || v <= -bound) {
       return absl::InvalidArgumentError(StrCat("value ", FormatDecimal(v, attrs.scale),
@@ -322,7 +318,7 @@ absl::Status ValidateCell(DataType type, const TypeAttributes& attrs, const void
     }
   }
   if (info.is_variable_length()) {
-    auto s = Load<std::string_view>(cell);
+    auto s = UnalignedLoad<std::string_view>(cell);
     if (s.size() > kMaxCellBytes) {
       return absl::InvalidArgumentError(StrCat(info.name(), " value of ", s.size(),
                                                " bytes exceeds the limit of ", kMaxCellBytes,

@@ -20,7 +20,7 @@ DEFINE_int32(deltafile_page_size_bytes, 64 * 1024,
 
 namespace basalt {
 
-using namespace delta_file_internal;  // NOLINT(build/namespaces): this file's own constants.
+namespace dfi = delta_file_internal;
 
 namespace {
 
@@ -54,11 +54,11 @@ absl::Status DeltaFileWriter::Start() {
   if (options_.page_size_bytes == 0) {
     options_.page_size_bytes = static_cast<size_t>(std::max(0, FLAGS_deltafile_page_size_bytes));
   }
-  if (options_.page_size_bytes < kMinPageSizeBytes ||
-      options_.page_size_bytes > kMaxPageSizeBytes) {
+  if (options_.page_size_bytes < dfi::kMinPageSizeBytes ||
+      options_.page_size_bytes > dfi::kMaxPageSizeBytes) {
     return absl::InvalidArgumentError(StrCat("delta file page size ", options_.page_size_bytes,
-                                             " outside [", kMinPageSizeBytes, ", ",
-                                             kMaxPageSizeBytes, "]"));
+                                             " outside [", dfi::kMinPageSizeBytes, ", ",
+                                             dfi::kMaxPageSizeBytes, "]"));
   }
   if (options_.compression == CompressionType::kDefault) {
     return absl::InvalidArgumentError("delta file codec must be NONE or a concrete codec");
@@ -78,7 +78,7 @@ absl::Status DeltaFileWriter::Append(DeltaKey key, std::string_view changes) {
                                              ") not after (row ", last_key_.row, ", ",
                                              last_key_.ts.ToString(), ")"));
   }
-  if (changes.size() > kMaxChangeListBytes) {
+  if (changes.size() > dfi::kMaxChangeListBytes) {
     return absl::InvalidArgumentError(StrCat("change list of ", changes.size(), " bytes"));
   }
   absl::Status s = CheckRowChangeListFraming(changes);
@@ -166,8 +166,8 @@ absl::StatusOr<std::unique_ptr<WritableBlock>> DeltaFileWriter::FinishWithoutFin
   PutMaskedCrc(&index, index);
   std::string tail = EncodeFooter(static_cast<uint32_t>(index.size()));
   PutMaskedCrc(&tail, tail);
-  PutFixed32(&tail, kFormatVersion);
-  tail.append(kMagic, sizeof(kMagic));
+  PutFixed32(&tail, dfi::kFormatVersion);
+  tail.append(dfi::kMagic, sizeof(dfi::kMagic));
   BASALT_RETURN_IF_ERROR(Write(index));
   BASALT_RETURN_IF_ERROR(Write(tail));
   state_ = State::kDone;
@@ -221,19 +221,22 @@ absl::StatusOr<std::unique_ptr<DeltaFileReader>> DeltaFileReader::Open(
 
 absl::Status DeltaFileReader::ReadFooter(uint32_t* index_size, uint32_t* num_pages) {
   const uint64_t size = block_->size();
-  if (size < kTailSize) {
+  if (size < dfi::kTailSize) {
     return Corrupt(
-        StrCat("file of ", size, " bytes is shorter than its ", kTailSize, "-byte footer"));
+        StrCat("file of ", size, " bytes is shorter than its ", dfi::kTailSize, "-byte footer"));
   }
   std::string tail;
-  BASALT_RETURN_IF_ERROR(block_->ReadAt(size - kTailSize, kTailSize, &tail));
-  if (std::memcmp(tail.data() + kTailSize - sizeof(kMagic), kMagic, sizeof(kMagic)) != 0) {
+  BASALT_RETURN_IF_ERROR(block_->ReadAt(size - dfi::kTailSize, dfi::kTailSize, &tail));
+  if (std::memcmp(tail.data() + dfi::kTailSize - sizeof(dfi::kMagic), dfi::kMagic,
+                  sizeof(dfi::kMagic)) != 0) {
     return Corrupt("bad magic (not a delta file)");
   }
-  const uint32_t version = DecodeFixed32(tail.data() + kFooterSize + 4);
-  if (version != kFormatVersion) return Corrupt(StrCat("unsupported format version ", version));
-  const std::string_view footer(tail.data(), kFooterSize);
-  if (!CrcMatches(footer, tail.data() + kFooterSize)) return Corrupt("footer checksum mismatch");
+  const uint32_t version = DecodeFixed32(tail.data() + dfi::kFooterSize + 4);
+  if (version != dfi::kFormatVersion)
+    return Corrupt(StrCat("unsupported format version ", version));
+  const std::string_view footer(tail.data(), dfi::kFooterSize);
+  if (!CrcMatches(footer, tail.data() + dfi::kFooterSize))
+    return Corrupt("footer checksum mismatch");
   const char* p = footer.data();
   if (static_cast<uint8_t>(p[0]) > 1 || p[1] != 0 || p[2] != 0 || p[3] != 0) {
     return Corrupt("bad delta type in the footer");
@@ -247,17 +250,17 @@ absl::Status DeltaFileReader::ReadFooter(uint32_t* index_size, uint32_t* num_pag
   max_row_ = DecodeFixed32(p + 24);
   min_ts_ = HybridTime(DecodeFixed64(p + 28));
   max_ts_ = HybridTime(DecodeFixed64(p + 36));
-  if (*index_size < 4 || *index_size > size - kTailSize ||
+  if (*index_size < 4 || *index_size > size - dfi::kTailSize ||
       *index_size > uint64_t{*num_pages} * 4 * kMaxVarint32Length + 4) {
     return Corrupt(StrCat("bad index size ", *index_size));
   }
-  const uint64_t data_size = size - kTailSize - *index_size;
+  const uint64_t data_size = size - dfi::kTailSize - *index_size;
   const bool empty = num_entries == 0;
   const bool bad_counts =
       empty ? (*num_pages != 0 || data_size != 0 || min_row_ != 0 || max_row_ != 0 ||
                min_ts_.is_valid() || max_ts_.is_valid())
             : (*num_pages == 0 || *num_pages > num_entries ||
-               *num_pages > data_size / kMinPageBytes || num_entries > INT64_MAX ||
+               *num_pages > data_size / dfi::kMinPageBytes || num_entries > INT64_MAX ||
                min_row_ > max_row_ || !max_ts_.is_valid() || min_ts_ > max_ts_);
   if (bad_counts) return Corrupt("inconsistent counts or bounds in the footer");
   num_entries_ = static_cast<int64_t>(num_entries);
@@ -265,7 +268,7 @@ absl::Status DeltaFileReader::ReadFooter(uint32_t* index_size, uint32_t* num_pag
 }
 
 absl::Status DeltaFileReader::ReadIndex(uint32_t index_size, uint32_t num_pages) {
-  const uint64_t data_size = block_->size() - kTailSize - index_size;
+  const uint64_t data_size = block_->size() - dfi::kTailSize - index_size;
   std::string index;
   BASALT_RETURN_IF_ERROR(block_->ReadAt(data_size, index_size, &index));
   std::string_view in(index.data(), index.size() - 4);
@@ -281,7 +284,7 @@ absl::Status DeltaFileReader::ReadIndex(uint32_t index_size, uint32_t num_pages)
     }
     const uint64_t last = uint64_t{first} + span;
     const bool bad = last > max_row_ || first < (i == 0 ? min_row_ : pages_.back().last_row) ||
-                     (i == 0 && first != min_row_) || page_size < kMinPageBytes ||
+                     (i == 0 && first != min_row_) || page_size < dfi::kMinPageBytes ||
                      page_size > data_size - offset || page_entries == 0;
     if (bad) return Corrupt(StrCat("bad index entry for page ", i));
     pages_.push_back(PageInfo{first, static_cast<rowid_t>(last), offset, page_size, page_entries});
@@ -308,8 +311,8 @@ absl::StatusOr<std::unique_ptr<DeltaFileReader::Page>> DeltaFileReader::LoadPage
   in.remove_prefix(1);
   uint32_t num_entries, raw_size;
   if (!GetVarint32(&in, &num_entries) || !GetVarint32(&in, &raw_size) ||
-      num_entries != info.num_entries || raw_size > kMaxRawPageBytes ||
-      raw_size / kMinRawEntryBytes < num_entries) {
+      num_entries != info.num_entries || raw_size > dfi::kMaxRawPageBytes ||
+      raw_size / dfi::kMinRawEntryBytes < num_entries) {
     return bad("corrupt page header");
   }
   auto page = std::make_unique<Page>();

@@ -13,8 +13,8 @@ namespace basalt {
 namespace {
 
 // Most rowsets see few updates: start small, grow to 1 MiB blocks under heavy update load.
-constexpr size_t kArenaInitialBlockSize = 4 * 1024;
-constexpr size_t kArenaMaxBlockSize = 1024 * 1024;
+constexpr size_t kDeltaArenaInitialBlockSize = 4 * 1024;
+constexpr size_t kDeltaArenaMaxBlockSize = 1024 * 1024;
 
 void StoreMin(std::atomic<uint64_t>* a, uint64_t v) {
   if (v < a->load(std::memory_order_relaxed)) a->store(v, std::memory_order_relaxed);
@@ -35,7 +35,7 @@ DeltaKey DecodeDeltaKey(const char* src) {
 }
 
 DeltaMemStore::DeltaMemStore(int64_t id)
-    : id_(id), arena_(kArenaInitialBlockSize, kArenaMaxBlockSize), tree_(&arena_) {
+    : id_(id), arena_(kDeltaArenaInitialBlockSize, kDeltaArenaMaxBlockSize), tree_(&arena_) {
   footprint_.store(arena_.MemoryUsage(), std::memory_order_relaxed);
 }
 

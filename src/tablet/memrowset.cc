@@ -19,8 +19,8 @@ namespace {
 
 // The MRS arena starts small (many tablets have small MRSs) and grows to 8 MiB blocks, which are
 // huge-page backed: page faults on fresh arena memory bound the insert rate.
-constexpr size_t kArenaInitialBlockSize = 16 * 1024;
-constexpr size_t kArenaMaxBlockSize = 8 * 1024 * 1024;
+constexpr size_t kRowArenaInitialBlockSize = 16 * 1024;
+constexpr size_t kRowArenaMaxBlockSize = 8 * 1024 * 1024;
 
 }  // namespace
 
@@ -28,7 +28,7 @@ MemRowSet::MemRowSet(int64_t mrs_id, const Schema& schema)
     : id_(mrs_id),
       schema_(schema),
       null_bitmap_size_(BitmapSize(schema.num_columns())),
-      arena_(kArenaInitialBlockSize, kArenaMaxBlockSize, /*huge_pages=*/true),
+      arena_(kRowArenaInitialBlockSize, kRowArenaMaxBlockSize, /*huge_pages=*/true),
       tree_(&arena_) {
   CHECK_GT(schema_.num_key_columns(), 0);
   // MRSRow keeps 16-bit offsets (kMaxColumns cells of at most 16 bytes fit easily).
