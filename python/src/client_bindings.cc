@@ -118,12 +118,8 @@ void BindAlterer(py::module_& m) {
           "_alter",
           [](PyTableAlterer& a) {
             for (auto& s : a.specs) s->ApplyDefault();
-            absl::Status s;
-            {
-              py::gil_scoped_release release;
-              s = a.alterer->Alter();
-            }
-            CheckStatus(s, "altering table '" + a.table->name + "'");
+            CheckStatus(Unlocked([&] { return a.alterer->Alter(); }),
+                        "altering table '" + a.table->name + "'");
             return a.new_name.empty() ? a.table->name : a.new_name;
           },
           "Sends the steps; returns the table's (possibly new) name.")

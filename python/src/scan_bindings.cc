@@ -148,12 +148,8 @@ PyBatch::PyBatch(std::unique_ptr<client::ScanBatch> b) : batch(std::move(b)) {
 std::unique_ptr<PyBatch> PyScanner::NextBatch() {
   if (!opened) Open();
   auto batch = std::make_unique<client::ScanBatch>();
-  absl::Status s;
-  {
-    py::gil_scoped_release release;
-    s = scanner->NextBatch(batch.get());
-  }
-  CheckStatus(s, "scanning table '" + table->name + "'");
+  CheckStatus(Unlocked([&] { return scanner->NextBatch(batch.get()); }),
+              "scanning table '" + table->name + "'");
   return std::make_unique<PyBatch>(std::move(batch));
 }
 
@@ -169,12 +165,8 @@ void PyScanner::Close() {
 
 void PyScanner::Open() {
   if (opened) return;
-  absl::Status s;
-  {
-    py::gil_scoped_release release;
-    s = scanner->Open();
-  }
-  CheckStatus(s, "opening a scanner of table '" + table->name + "'");
+  CheckStatus(Unlocked([&] { return scanner->Open(); }),
+              "opening a scanner of table '" + table->name + "'");
   opened = true;
 }
 
@@ -287,14 +279,7 @@ void BindScan(py::module_& m) {
           },
           "Every remaining row as a tuple (opens the scanner if needed).")
       .def("keep_alive",
-           [](PyScanner& s) {
-             absl::Status st;
-             {
-               py::gil_scoped_release release;
-               st = s.scanner->KeepAlive();
-             }
-             CheckStatus(st);
-           })
+           [](PyScanner& s) { CheckStatus(Unlocked([&] { return s.scanner->KeepAlive(); })); })
       .def("get_projection_schema",
            [](const PyScanner& s) { return s.scanner->GetProjectionSchema(); })
       .def(

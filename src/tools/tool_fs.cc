@@ -30,6 +30,7 @@
 #include "cfile/block_manager.h"
 #include "cfile/cfile_format.h"
 #include "cfile/cfile_reader.h"
+#include "common/coding.h"
 #include "common/column_block.h"
 #include "common/datum.h"
 #include "common/env.h"
@@ -227,14 +228,6 @@ absl::Status DumpWal(const std::string& dir, std::ostream* out, std::ostream* er
 
 // ---- fs dump cfile ----
 
-// A cell's value; memcpy because zone-map cells (CellValue bytes) need not be aligned.
-template <typename T>
-T LoadCell(const void* cell) {
-  T v;
-  std::memcpy(&v, cell, sizeof(v));
-  return v;
-}
-
 // A value of a column file, for output: DECIMAL with its scale, STRING/VARCHAR raw, FLOAT/DOUBLE
 // in their shortest round-trip form, other types as TypeInfo::AppendDebugString renders them
 // (BINARY as 0x hex, dates and timestamps in UTC).
@@ -242,17 +235,18 @@ Cell FormatValue(const CFileReader& reader, const void* cell) {
   const DataType type = reader.type();
   const TypeInfo& ti = GetTypeInfo(type);
   if (ti.is_decimal()) {
-    const absl::int128 v = type == DataType::kDecimal32   ? LoadCell<int32_t>(cell)
-                           : type == DataType::kDecimal64 ? LoadCell<int64_t>(cell)
-                                                          : LoadCell<absl::int128>(cell);
+    const absl::int128 v = type == DataType::kDecimal32   ? UnalignedLoad<int32_t>(cell)
+                           : type == DataType::kDecimal64 ? UnalignedLoad<int64_t>(cell)
+                                                          : UnalignedLoad<absl::int128>(cell);
     return Cell::Number(basalt::FormatDecimal(v, reader.type_attributes().scale));
   }
   if (type == DataType::kString || type == DataType::kVarchar) {
-    return Cell::String(std::string(LoadCell<std::string_view>(cell)));
+    return Cell::String(std::string(UnalignedLoad<std::string_view>(cell)));
   }
   if (ti.is_floating_point()) {  // The shortest text that reads back as the same value.
-    return Cell::Number(type == DataType::kFloat ? FormatFloatingPoint(LoadCell<float>(cell))
-                                                 : FormatFloatingPoint(LoadCell<double>(cell)));
+    return Cell::Number(type == DataType::kFloat
+                            ? FormatFloatingPoint(UnalignedLoad<float>(cell))
+                            : FormatFloatingPoint(UnalignedLoad<double>(cell)));
   }
   std::string out;
   ti.AppendDebugString(cell, &out);
