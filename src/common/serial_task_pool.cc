@@ -5,12 +5,19 @@
 
 #include <glog/logging.h>
 
+#include "common/thread_name.h"
+
 namespace basalt {
 
-SerialTaskPool::SerialTaskPool(int num_threads) {
+SerialTaskPool::SerialTaskPool(int num_threads, std::string name) {
   CHECK_GE(num_threads, 1);
   threads_.reserve(static_cast<size_t>(num_threads));
-  for (int i = 0; i < num_threads; ++i) threads_.emplace_back([this] { Run(); });
+  for (int i = 0; i < num_threads; ++i) {
+    threads_.emplace_back([this, name] {
+      SetCurrentThreadName(name);
+      Run();
+    });
+  }
 }
 
 SerialTaskPool::~SerialTaskPool() {

@@ -14,6 +14,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -52,8 +53,8 @@ class SerialTaskPool {
     bool shut_down_ = false;
   };
 
-  // REQUIRES: num_threads >= 1.
-  explicit SerialTaskPool(int num_threads);
+  // REQUIRES: num_threads >= 1. `name` names the threads (SetCurrentThreadName).
+  explicit SerialTaskPool(int num_threads, std::string name = "task-pool");
   // Joins the threads. REQUIRES: every token was shut down or destroyed.
   ~SerialTaskPool();
   SerialTaskPool(const SerialTaskPool&) = delete;

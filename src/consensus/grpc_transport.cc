@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
+#include "common/thread_name.h"
 #include "consensus/raft_message_pb.h"
 #include "proto/consensus.grpc.pb.h"
 #include "proto/consensus.pb.h"
@@ -168,7 +169,10 @@ class GrpcTransport::Peer {
         id_(std::move(id)),
         address_(address),
         stub_(pb::ConsensusService::NewStub(NewChannel(address))) {
-    thread_ = std::thread([this] { Run(); });
+    thread_ = std::thread([this] {
+      SetCurrentThreadName("raft-send");
+      Run();
+    });
   }
   ~Peer() { Shutdown(); }
 

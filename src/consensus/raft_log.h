@@ -81,6 +81,8 @@ class RaftLog {
   bool HasEntriesToApply() const {
     return committed_ > applying_ && applied_ == applying_ && !apply_read_failed_;
   }
+  // Committed entries wait for AppliedTo() to cover the batch handed out before them.
+  bool WaitingForApplied() const { return committed_ > applying_ && applied_ < applying_; }
   void RetryReads() { apply_read_failed_ = false; }
   // The caller applied the entries up to `index`.
   void AppliedTo(uint64_t index);

@@ -14,6 +14,7 @@
 #include "common/metrics.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
+#include "common/thread_name.h"
 
 DEFINE_int32(raft_heartbeat_interval_ms, 500,
              "Wall time of one Raft tick: the leader's heartbeat interval. Election timeouts are "
@@ -139,7 +140,7 @@ absl::Status RaftNode::Start() {
   BASALT_RETURN_IF_ERROR(log_->Start());
   SerialTaskPool* pool = options_.apply_pool;
   if (pool == nullptr) {
-    own_apply_pool_ = std::make_unique<SerialTaskPool>(1);
+    own_apply_pool_ = std::make_unique<SerialTaskPool>(1, "raft-apply");
     pool = own_apply_pool_.get();
   }
   apply_token_ = pool->NewToken();
@@ -153,8 +154,14 @@ absl::Status RaftNode::Start() {
   if (core_->fast_first_election_armed()) {  // Read before the worker thread owns the core.
     first_tick = std::min(first_tick, absl::Milliseconds(options_.fast_first_election_delay_ms));
   }
-  worker_ = std::thread([this] { WorkerLoop(); });
-  ticker_ = std::thread([this, first_tick] { TickerLoop(first_tick); });
+  worker_ = std::thread([this] {
+    SetCurrentThreadName("raft-worker");
+    WorkerLoop();
+  });
+  ticker_ = std::thread([this, first_tick] {
+    SetCurrentThreadName("raft-ticker");
+    TickerLoop(first_tick);
+  });
   return absl::OkStatus();
 }
 
@@ -340,7 +347,7 @@ void RaftNode::TickerLoop(absl::Duration first) {
 
 bool RaftNode::HasInputLocked() const {
   return stopping_ || !error_.ok() || !inbox_.empty() || !tasks_.empty() || pending_ticks_ > 0 ||
-         applied_ > applied_taken_;
+         (applied_ > applied_taken_ && awaiting_applied_);
 }
 
 void RaftNode::TakeInputsLocked(std::vector<RaftMessage>* messages, std::deque<Task>* tasks,
@@ -360,8 +367,12 @@ void RaftNode::WorkerLoop() {
     uint64_t applied = 0;
     bool sample;
     absl::Status failed;
+    // The applier's progress wakes the worker only when committed entries wait for it: otherwise
+    // the next wake takes it along (TakeInputsLocked), and each applied batch costs no wakeup.
+    const bool awaiting_applied = core_->log().WaitingForApplied();
     {
       absl::MutexLock l(&mu_);
+      awaiting_applied_ = awaiting_applied;
       // Wakes for input, or when a held-back commit index is due (commit_propagation_due_).
       mu_.AwaitWithDeadline(absl::Condition(this, &RaftNode::HasInputLocked),
                             commit_propagation_due_);
@@ -640,7 +651,7 @@ void RaftNode::ApplyCommitted(const std::vector<LogEntry>& entries) {
   }
   if (applied == 0) return;
   absl::MutexLock l(&mu_);
-  applied_ = applied;  // Wakes the worker (HasInputLocked), which tells the core.
+  applied_ = applied;  // The worker tells the core (woken if it waits for this: HasInputLocked).
 }
 
 // Deletes log segments nobody needs: everything the state machine holds durably (and no copy

@@ -321,6 +321,9 @@ class RaftNode {
   uint64_t commit_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t applied_ ABSL_GUARDED_BY(mu_) = 0;        // Set by the applier (and Init).
   uint64_t applied_taken_ ABSL_GUARDED_BY(mu_) = 0;  // applied_ as last reported to the core.
+  // Set by the worker before it waits: the core holds committed entries back until the applier
+  // reports the batch before them, so a raised applied_ is input (HasInputLocked).
+  bool awaiting_applied_ ABSL_GUARDED_BY(mu_) = false;
   RaftConfig config_ ABSL_GUARDED_BY(mu_);
   RaftConfig committed_config_ ABSL_GUARDED_BY(mu_);
   uint64_t committed_config_index_ ABSL_GUARDED_BY(mu_) = 0;

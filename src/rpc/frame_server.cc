@@ -4,7 +4,6 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -19,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
+#include "common/thread_name.h"
 #include "glog/logging.h"
 #include "rpc/frame_codec.h"
 #include "rpc/net_util.h"
@@ -32,10 +32,6 @@ namespace {
 // usual case: point lookups and small writes); a larger body is read directly into a string of
 // its size, so it is not copied twice.
 constexpr size_t kReadBufferSize = 64 << 10;
-
-void SetThreadName(const std::string& name) {
-  pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());  // Linux allows 15 bytes.
-}
 
 // "host:port" of the peer of `fd`, for log lines.
 std::string PeerName(int fd) {
@@ -274,7 +270,7 @@ std::vector<std::thread> FrameServer::TakeFinishedLocked() {
 }
 
 void FrameServer::AcceptLoop() {
-  SetThreadName(options_.name + "-accept");
+  SetCurrentThreadName(options_.name + "-accept");
   LogThrottle error_log;
   for (;;) {
     const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
@@ -337,7 +333,7 @@ bool FrameServer::Admit(int fd) {
 }
 
 void FrameServer::Serve(uint64_t id, int fd) {
-  SetThreadName(options_.name + "-conn");
+  SetCurrentThreadName(options_.name + "-conn");
   // Replies are small and latency-bound: send them at once, not after the next ACK (Nagle).
   const int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));

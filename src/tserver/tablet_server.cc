@@ -134,7 +134,7 @@ absl::Status TabletServer::Start() {
       FLAGS_tablet_apply_pool_threads > 0
           ? FLAGS_tablet_apply_pool_threads
           : std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
-  apply_pool_ = std::make_unique<SerialTaskPool>(apply_threads);
+  apply_pool_ = std::make_unique<SerialTaskPool>(apply_threads, "tablet-apply");
   std::vector<DiskSpaceMonitor::Dir> dirs;
   bool wal_is_a_data_dir = false;
   for (size_t i = 0; i < options_.fs_data_dirs.size(); ++i) {
