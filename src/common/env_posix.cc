@@ -92,6 +92,27 @@ class PosixWritableFile final : public WritableFile {
   uint64_t Size() const override { return flushed_size_ + buffer_.size(); }
   const std::string& filename() const override { return filename_; }
 
+  absl::Status PreallocateZeros(uint64_t end) override {
+    DCHECK_GE(fd_, 0) << filename_ << " is closed";
+    BASALT_RETURN_IF_ERROR(Flush());
+    uint64_t at = std::max(flushed_size_, zeroed_end_);
+    if (end <= at) return absl::OkStatus();
+    static const std::string* const kZeros = new std::string(64 << 10, '\0');
+    while (at < end) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(end - at, kZeros->size()));
+      const ssize_t w =
+          RetryOnEintr([&] { return pwrite(fd_, kZeros->data(), n, static_cast<off_t>(at)); });
+      if (w < 0) return PosixError(StrCat("write zeros to ", filename_), errno);
+      at += static_cast<uint64_t>(w);
+    }
+    // Durable now, so that the appends' syncs find the file's size and blocks unchanged.
+    if (RetryOnEintr([&] { return fdatasync(fd_); }) != 0) {
+      return PosixError(StrCat("fdatasync ", filename_), errno);
+    }
+    zeroed_end_ = at;
+    return absl::OkStatus();
+  }
+
  private:
   absl::Status WriteUnbuffered(std::string_view data) {
     while (!data.empty()) {
@@ -108,6 +129,8 @@ class PosixWritableFile final : public WritableFile {
   int fd_;
   // Bytes written to the OS; the logical size adds the buffered bytes.
   uint64_t flushed_size_;
+  // The file holds zeros written by PreallocateZeros up to here (0: none).
+  uint64_t zeroed_end_ = 0;
   std::string buffer_;
 };
 

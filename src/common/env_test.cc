@@ -198,6 +198,24 @@ TEST_P(EnvTest, NewWritableFileTruncatesAndAppendableAppends) {
   EXPECT_EQ(ReadFile(fresh), "x");
 }
 
+TEST_P(EnvTest, PreallocatedZerosKeepTheSizeAndAppendsOverwriteThem) {
+  const std::string path = Path("f");
+  auto file = env_->NewWritableFile(path);
+  BASALT_ASSERT_OK(file);
+  BASALT_ASSERT_OK((*file)->Append("head"));
+  BASALT_ASSERT_OK((*file)->PreallocateZeros(100 << 10));
+  EXPECT_EQ((*file)->Size(), 4u);
+  BASALT_ASSERT_OK((*file)->Append("+tail"));
+  BASALT_ASSERT_OK((*file)->PreallocateZeros(8));  // Below what is there: no-op.
+  BASALT_ASSERT_OK((*file)->Sync());
+  EXPECT_EQ((*file)->Size(), 9u);
+  BASALT_ASSERT_OK((*file)->Close());
+  std::string expected = "head+tail";
+  // Only the POSIX files are preallocated (the others keep their appended size exactly).
+  if (GetParam() == EnvKind::kPosix) expected.resize(100 << 10, '\0');
+  EXPECT_EQ(ReadFile(path), expected);
+}
+
 TEST_P(EnvTest, MissingPathsAreNotFound) {
   const std::string missing = Path("missing");
   EXPECT_FALSE(env_->FileExists(missing));

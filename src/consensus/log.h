@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "common/env.h"
 #include "consensus/log_reader.h"
 #include "consensus/log_segment.h"
@@ -33,6 +34,10 @@ struct LogOptions {
   // --log_force_fsync_all. When false, an acknowledged entry survives a process crash but not a
   // machine crash.
   bool force_fsync = true;
+  // With force_fsync, the active segment is kept zero-filled this far ahead of its batches
+  // (WritableFile::PreallocateZeros), in steps of this size: a batch's fdatasync then overwrites
+  // blocks the file already has and writes no inode. 0 disables. Default: --log_preallocate_kb.
+  uint64_t preallocate_bytes = 1 << 20;
   // Written into every segment header; when not empty, Open() refuses segments of another log.
   std::string log_id;
 
@@ -47,7 +52,10 @@ struct LogOptions {
 // call; Shutdown() (or the destructor) completes every queued operation, runs its callback, and
 // stops the thread.
 //
-// Writes are queued and executed in order by the appender thread:
+// Writes are queued and executed in order by one writing thread at a time: a caller blocked in
+// Append, TruncateSuffix, GC or ResetToSnapshot that finds nobody writing runs the queue itself
+// (no hand-off: the Raft worker's append costs no thread wakeup), otherwise the appender thread
+// or the caller already writing runs it:
 //  - AsyncAppend() queues a batch; the appender takes every queued batch (up to a few MiB),
 //    writes them as one frame, syncs once (group commit), publishes them to readers, and then
 //    runs their callbacks in queue order. An entry may count toward a Raft majority only after
@@ -64,9 +72,9 @@ struct LogOptions {
 // synced).
 //
 // Thread-safe. Appends must arrive in index order, so a caller appending from several threads
-// serializes choosing the index with the AsyncAppend call. Callbacks run on the appender thread:
+// serializes choosing the index with the AsyncAppend call. Callbacks run on the writing thread:
 // they must be quick and must not call the blocking methods (Append, TruncateSuffix, GC,
-// Shutdown), which wait for that thread.
+// ResetToSnapshot, Shutdown), which would wait for that very thread.
 class Log : public LogReader {
  public:
   using StatusCallback = std::function<void(const absl::Status&)>;
@@ -92,7 +100,7 @@ class Log : public LogReader {
   // closes the active segment. Idempotent. Later mutating calls fail with FAILED_PRECONDITION.
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Queues `entries` for appending; `callback` runs on the appender thread once they are durable
+  // Queues `entries` for appending; `callback` runs on the writing thread once they are durable
   // (OK) or failed (the error). The entries must be consecutive with non-decreasing terms, the
   // first one at most one past the last queued entry: if it is at or below it, the entries from
   // there on are replaced (a follower's log conflicting with its leader's), like TruncateSuffix.
@@ -167,10 +175,25 @@ class Log : public LogReader {
   // Scans segment `seq`, cutting off a torn tail if `is_last`, and publishes its batches.
   absl::Status RecoverSegment(uint64_t seq, bool is_last) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // ---- Appender thread ----
-  void AppenderLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // ---- Queueing ----
+  // Checks and encodes a batch (AsyncAppend's rules); no lock needed.
+  static absl::StatusOr<std::unique_ptr<Task>> EncodeAppend(std::vector<LogEntry> entries);
+  // Queues an encoded batch (after a truncation if it replaces queued or written entries).
+  absl::Status QueueAppendLocked(std::unique_ptr<Task> task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // QueueAppendLocked, then RunOrWaitLocked; returns the batch's status.
+  absl::Status QueueAppendAndWaitLocked(std::unique_ptr<Task> task)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues `task`, releases mu_ until it has run, and returns its status.
   absl::Status EnqueueAndWait(std::unique_ptr<Task> task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Releases mu_ until `done` is notified, draining the queue on this thread if no other thread
+  // is writing.
+  void RunOrWaitLocked(absl::Notification* done) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // ---- Writing (the appender thread, or a blocked caller) ----
+  void AppenderLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Runs the queued tasks in order until the queue is empty, then clears writing_.
+  // REQUIRES: this thread set writing_.
+  void DrainQueue() ABSL_LOCKS_EXCLUDED(mu_);
   void RunAppendGroup(std::vector<std::unique_ptr<Task>> group) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status WriteGroup(const std::vector<std::unique_ptr<Task>>& group) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status DoTruncate(uint64_t index) ABSL_LOCKS_EXCLUDED(mu_);
@@ -183,6 +206,8 @@ class Log : public LogReader {
   absl::StatusOr<std::shared_ptr<Segment>> CreateSegment(uint64_t seq, uint64_t first_index,
                                                          uint64_t prev_term, uint32_t flags)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Zero-fills the active segment ahead of a write that ends at `end` (preallocate_bytes).
+  absl::Status PreallocateFor(uint64_t end);
   // Opens a writer appending to existing segment `seq` and makes it active.
   absl::Status OpenWriter(uint64_t seq) ABSL_LOCKS_EXCLUDED(mu_);
   // Durably replaces segment `seq`'s file by `contents`.
@@ -213,10 +238,11 @@ class Log : public LogReader {
   const std::string dir_;
   const LogOptions options_;
 
-  // Owned by the appender thread (and by Open before the thread starts): the active segment's
-  // writer, which no other thread touches.
+  // Owned by the thread that set writing_ (and by Open before the appender starts): the active
+  // segment's writer, which no other thread touches.
   std::unique_ptr<WritableFile> writer_;
-  uint64_t active_seq_ = 0;  // Mirrored in segments_ as the newest segment.
+  uint64_t active_seq_ = 0;        // Mirrored in segments_ as the newest segment.
+  uint64_t preallocated_end_ = 0;  // writer_'s file is zero-filled up to here (PreallocateFor).
 
   mutable absl::Mutex mu_;
   // Published state: segments by sequence number, batches by first index, and the term of every
@@ -230,6 +256,10 @@ class Log : public LogReader {
   uint64_t next_queued_index_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t last_queued_term_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<std::unique_ptr<Task>> queue_ ABSL_GUARDED_BY(mu_);
+  // A thread is running queued tasks (DrainQueue): the appender, or a caller blocked in Append,
+  // TruncateSuffix, GC or ResetToSnapshot that found nobody writing. One at a time, so tasks run
+  // in queue order and writer_ has one user.
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);  // Set when a write failed; sticky.

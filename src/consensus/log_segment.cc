@@ -1,5 +1,6 @@
 #include "consensus/log_segment.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <utility>
@@ -217,6 +218,10 @@ size_t FindValidFrame(std::string_view data, size_t from) {
 
 namespace {
 
+bool AllZero(std::string_view bytes) {
+  return std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
+}
+
 // Checks a valid frame's batch against the entries before it and records it in *scan.
 absl::Status AddBatch(std::string_view payload, uint64_t offset, size_t frame_size,
                       std::string_view filename, SegmentScan* scan) {
@@ -265,6 +270,10 @@ absl::StatusOr<SegmentScan> ScanSegment(std::string_view contents, std::string_v
       if (!s.ok()) return s;
       offset += frame.frame_size;
       continue;
+    }
+    if (AllZero(contents.substr(offset))) {
+      scan.preallocated_bytes = contents.size() - offset;
+      break;
     }
     if (!allow_torn_tail) return Corrupt(filename, offset, frame.reason);
     const size_t next_valid = FindValidFrame(contents, offset + 1);

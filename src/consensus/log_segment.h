@@ -6,7 +6,9 @@
 // in memory; the Log (log.h) does the file I/O.
 //
 // A segment file "wal-<seq, 9 digits>" is:
-//   header | frame | frame | ...
+//   header | frame | frame | ... [| zero bytes]
+// The zero bytes, if any, are space the writer preallocated (WritableFile::PreallocateZeros) and
+// never filled: the segment's data ends where only zero bytes are left.
 // and each frame is
 //   [payload length u32][masked crc32c(payload) u32][masked crc32c(first 8 bytes) u32][payload]
 // where the payload is one batch of consecutive entries:
@@ -143,9 +145,11 @@ struct SegmentScan {
   SegmentHeader header;
   size_t header_size = 0;
   std::vector<ScannedBatch> batches;
-  // Bytes that hold the header and the valid batches; the rest (if any) is a torn tail.
+  // Bytes that hold the header and the valid batches; the rest (if any) is a torn tail or
+  // preallocated zero bytes.
   uint64_t valid_size = 0;
   bool torn_tail = false;
+  uint64_t preallocated_bytes = 0;  // Zero bytes after valid_size (not a torn tail).
   // Index after the last entry (first_index if there are none) and the last entry's term.
   uint64_t next_index = 0;
   uint64_t last_term = 0;
@@ -155,7 +159,8 @@ struct SegmentScan {
 // checksums, the batch encoding, and that entries are consecutive from the header's first index
 // with non-decreasing terms no lower than its prev_term.
 //
-// If `allow_torn_tail` (the last segment of the log), an invalid or incomplete frame after which
+// Where only zero bytes are left, in any segment, the data ends (preallocated_bytes). If
+// `allow_torn_tail` (the last segment of the log), an invalid or incomplete frame after which
 // no valid frame starts anywhere in the file is a torn tail: scanning stops there and the result
 // says so. Every other damage is DATA_LOSS with the file name and offset: a bad frame followed by
 // a valid one (data after the damage would be lost), any damage in a segment that is not the last,

@@ -202,6 +202,60 @@ TEST(LogSegmentScanTest, TornTailOnlyInLastSegmentAndOnlyAtTheEnd) {
   }
 }
 
+TEST(LogSegmentScanTest, ZeroBytesAfterTheLastFrameArePreallocatedSpaceInAnySegment) {
+  TestSegment seg = MakeSegment();
+  const std::string header = seg.bytes.substr(0, seg.frame_offsets[0]);
+  for (size_t zeros : {size_t{1}, kFrameHeaderSize - 1, kFrameHeaderSize, size_t{4096}}) {
+    for (bool last : {false, true}) {
+      SCOPED_TRACE(testing::Message() << zeros << " zero bytes, last segment " << last);
+      absl::StatusOr<SegmentScan> scan =
+          ScanSegment(seg.bytes + std::string(zeros, '\0'), "f", last);
+      BASALT_ASSERT_OK(scan);
+      EXPECT_EQ(scan->batches.size(), 3u);
+      EXPECT_EQ(scan->valid_size, seg.bytes.size());
+      EXPECT_EQ(scan->preallocated_bytes, zeros);
+      EXPECT_FALSE(scan->torn_tail);
+      // A segment with no batch yet: its header, then zeros.
+      scan = ScanSegment(header + std::string(zeros, '\0'), "f", last);
+      BASALT_ASSERT_OK(scan);
+      EXPECT_TRUE(scan->batches.empty());
+      EXPECT_EQ(scan->valid_size, header.size());
+      EXPECT_EQ(scan->next_index, 1u);
+    }
+  }
+}
+
+TEST(LogSegmentScanTest, ATornFrameInPreallocatedSpaceIsATornTailOnlyInTheLastSegment) {
+  TestSegment seg = MakeSegment();
+  const size_t last = seg.frame_offsets.back();
+  const std::string zeros(1024, '\0');
+  // The last frame reached the disk in part: a prefix of it, or a single sector in its middle,
+  // with the preallocated zeros around (a write's sectors persist in any order).
+  std::vector<std::string> torn;
+  for (size_t cut = last + 1; cut < seg.bytes.size(); cut += 7) {
+    torn.push_back(seg.bytes.substr(0, cut) + zeros);
+  }
+  std::string middle = seg.bytes.substr(0, last) + zeros;
+  middle.replace(last + 20, 10, seg.bytes.substr(last + 20, 10));
+  torn.push_back(middle);
+  for (const std::string& bytes : torn) {
+    absl::StatusOr<SegmentScan> scan = ScanSegment(bytes, "f", true);
+    BASALT_ASSERT_OK(scan) << scan.status();
+    EXPECT_TRUE(scan->torn_tail);
+    EXPECT_EQ(scan->valid_size, last);
+    EXPECT_EQ(scan->batches.size(), 2u);
+    EXPECT_TRUE(absl::IsDataLoss(ScanSegment(bytes, "f", false).status()));
+  }
+  // A non-zero byte far into the zeros after complete frames is damage, not free space.
+  std::string stray = seg.bytes + zeros;
+  stray[seg.bytes.size() + 500] = 'x';
+  EXPECT_TRUE(absl::IsDataLoss(ScanSegment(stray, "f", false).status()));
+  absl::StatusOr<SegmentScan> scan = ScanSegment(stray, "f", true);
+  BASALT_ASSERT_OK(scan) << scan.status();
+  EXPECT_TRUE(scan->torn_tail);
+  EXPECT_EQ(scan->batches.size(), 3u);
+}
+
 TEST(LogSegmentScanTest, ValidFramesOutOfOrderAreCorruption) {
   TestSegment seg = MakeSegment();
   // Drop the middle frame: the third one then starts at the wrong index.

@@ -124,6 +124,66 @@ TEST(LogTest, FreshLogIsEmpty) {
   EXPECT_TRUE(env.FileExists("/wal/wal-000000001"));
 }
 
+// On POSIX files the active segment is zero-filled ahead of its batches (preallocate_bytes).
+// A segment's data ends before those zeros, wherever the process stopped.
+TEST(LogTest, PreallocatedSegmentsReopenAfterAShutdownOrAKill) {
+  Env* env = Env::Default();
+  std::string root = JoinPath(testing::TempDir(), "basalt_log_test.XXXXXX");
+  ASSERT_NE(mkdtemp(root.data()), nullptr) << "mkdtemp " << root;
+  const std::string dir = JoinPath(root, "wal");
+  const std::string killed = JoinPath(root, "killed");
+  LogOptions o = SmallSegments(64 << 10);
+  o.preallocate_bytes = 16 << 10;
+  uint64_t next = 1;
+  {
+    absl::StatusOr<std::unique_ptr<Log>> log = Log::Open(env, dir, o);
+    BASALT_ASSERT_OK(log);
+    BASALT_ASSERT_OK((*log)->Start());
+    while ((*log)->SegmentSeqs().size() < 3) {
+      BASALT_ASSERT_OK((*log)->Append(MakeEntries(next, 5, 1, 300)));
+      next += 5;
+    }
+    // Every segment holds zeros after its data, the active one more than the 16 KiB step.
+    const std::vector<uint64_t> seqs = (*log)->SegmentSeqs();
+    for (uint64_t seq : seqs) {
+      std::string contents;
+      BASALT_ASSERT_OK(ReadFileToString(env, JoinPath(dir, SegmentFileName(seq)), &contents));
+      absl::StatusOr<SegmentScan> scan = ScanSegment(contents, "segment", false);
+      BASALT_ASSERT_OK(scan);
+      EXPECT_GT(scan->preallocated_bytes, 0u) << seq;
+      if (seq == seqs.back()) {
+        EXPECT_GE(scan->preallocated_bytes, o.preallocate_bytes - 5 * 320);
+      }
+    }
+    // What a kill -9 leaves: the files as they are now (every append was synced).
+    BASALT_ASSERT_OK(env->CreateDirs(killed));
+    absl::StatusOr<std::vector<std::string>> names = env->GetChildren(dir);
+    BASALT_ASSERT_OK(names);
+    for (const std::string& name : *names) {
+      std::string contents;
+      BASALT_ASSERT_OK(ReadFileToString(env, JoinPath(dir, name), &contents));
+      BASALT_ASSERT_OK(WriteStringToFile(env, JoinPath(killed, name), contents, true));
+    }
+  }
+  const uint64_t first_run_end = next - 1;
+  auto term_of = [&](uint64_t index) -> uint64_t { return index <= first_run_end ? 1 : 2; };
+  for (const std::string& d : {dir, killed}) {
+    SCOPED_TRACE(d);
+    uint64_t last = first_run_end;
+    for (int reopen = 0; reopen < 2; ++reopen) {
+      absl::StatusOr<std::unique_ptr<Log>> log = Log::Open(env, d, o);
+      BASALT_ASSERT_OK(log);
+      BASALT_ASSERT_OK((*log)->Start());
+      ASSERT_EQ((*log)->LastIndex(), last);
+      ExpectEntries(**log, 1, last, term_of);
+      BASALT_ASSERT_OK((*log)->Append(MakeEntries(last + 1, 5, 2, 300)));
+      last += 5;
+      ExpectEntries(**log, 1, last, term_of);
+    }
+  }
+  BASALT_EXPECT_OK(env->DeleteDirRecursively(root));
+}
+
 TEST(LogTest, RoundTripAcrossSegmentsAndReopen) {
   MemoryEnv env;
   Random rng(SeedFromEnvOrTime());

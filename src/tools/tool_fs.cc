@@ -219,6 +219,10 @@ absl::Status DumpWal(const std::string& dir, std::ostream* out, std::ostream* er
       StrAppend(&note, absl::StrFormat(", TORN TAIL: %d bytes after offset %d",
                                        contents.size() - scan->valid_size, scan->valid_size));
     }
+    if (scan->preallocated_bytes > 0) {
+      StrAppend(&note, absl::StrFormat(", %d preallocated bytes after offset %d",
+                                       scan->preallocated_bytes, scan->valid_size));
+    }
     notes.push_back(std::move(note));
   }
   table.Finish();

@@ -24,6 +24,7 @@
 #include "common/status_test_util.h"
 #include "common/strings.h"
 #include "consensus/log.h"
+#include "consensus/log_segment.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
@@ -237,9 +238,19 @@ TEST_F(ToolFsTest, DumpWal) {
   }
   ASSERT_FALSE(segment.empty());
   const std::string good = Read(segment);
+  // The segment ends in the zeros the WAL preallocated, which the dump reports.
+  absl::StatusOr<SegmentScan> scan = ScanSegment(good, segment, true);
+  BASALT_ASSERT_OK(scan);
+  ASSERT_GT(scan->preallocated_bytes, 0u);
+  EXPECT_NE(err_.str().find(StrCat(scan->preallocated_bytes, " preallocated bytes")),
+            std::string::npos)
+      << err_.str();
 
-  // A torn tail (the last frame cut short) is reported, not an error.
-  Rewrite(segment, good.substr(0, good.size() - 5));
+  // A torn tail (the last frame cut short, zeros after it or not) is reported, not an error.
+  Rewrite(segment, good.substr(0, scan->valid_size - 5) + std::string(100, '\0'));
+  ASSERT_EQ(Dump("wal", wal_dir), 0) << err_.str();
+  EXPECT_NE(err_.str().find("TORN TAIL"), std::string::npos) << err_.str();
+  Rewrite(segment, good.substr(0, scan->valid_size - 5));
   ASSERT_EQ(Dump("wal", wal_dir), 0) << err_.str();
   EXPECT_NE(err_.str().find("TORN TAIL"), std::string::npos) << err_.str();
 
