@@ -22,17 +22,37 @@ namespace {
 constexpr size_t kRowArenaInitialBlockSize = 16 * 1024;
 constexpr size_t kRowArenaMaxBlockSize = 8 * 1024 * 1024;
 
+bool HasNullableColumn(const Schema& schema) {
+  for (int i = 0; i < schema.num_columns(); ++i) {
+    if (schema.column(i).is_nullable()) return true;
+  }
+  return false;
+}
+
+// Only absl::int128 cells (DECIMAL128) need more than 8 (Schema::ComputeLayout).
+size_t RowAlignment(const Schema& schema) {
+  for (int i = 0; i < schema.num_columns(); ++i) {
+    if (schema.column(i).type_info().physical_type() == PhysicalType::kInt128) {
+      return kRowAlignment;
+    }
+  }
+  return alignof(MRSRow);
+}
+
 }  // namespace
+
+const uint8_t MRSRow::kNoNulls[(kMaxColumns + 7) / 8] = {};
 
 MemRowSet::MemRowSet(int64_t mrs_id, const Schema& schema)
     : id_(mrs_id),
       schema_(schema),
-      null_bitmap_size_(BitmapSize(schema.num_columns())),
+      null_bitmap_size_(HasNullableColumn(schema) ? BitmapSize(schema.num_columns()) : 0),
+      row_alignment_(RowAlignment(schema)),
       arena_(kRowArenaInitialBlockSize, kRowArenaMaxBlockSize, /*huge_pages=*/true),
       tree_(&arena_) {
   CHECK_GT(schema_.num_key_columns(), 0);
   // MRSRow keeps 16-bit offsets (kMaxColumns cells of at most 16 bytes fit easily).
-  CHECK_LT(schema_.fixed_row_size() + null_bitmap_size_, size_t{UINT16_MAX});
+  CHECK_LT(schema_.fixed_row_size() + null_bitmap_size_, size_t{MRSRow::kNoBitmap});
   for (int i = 0; i < schema_.num_columns(); ++i) {
     if (schema_.column(i).type_info().is_variable_length()) varlen_columns_.push_back(i);
   }
@@ -43,22 +63,38 @@ void MemRowSet::NoteWrite(HybridTime ts) {
   if (ts.value() < min_ts_.load(std::memory_order_relaxed)) {
     min_ts_.store(ts.value(), std::memory_order_relaxed);
   }
-  footprint_.store(arena_.MemoryUsage(), std::memory_order_relaxed);
+  // The tails map is small next to the arena: only rows with mutations are in it.
+  footprint_.store(arena_.MemoryUsage() + tails_.capacity() * (sizeof(*tails_.begin()) + 1),
+                   std::memory_order_relaxed);
 }
 
 MRSRow* MemRowSet::NewRow(HybridTime ts, std::string_view key, const uint8_t* row_data,
                           const uint8_t* null_bitmap) {
   const size_t fixed = schema_.fixed_row_size();
   const size_t key_offset = fixed + null_bitmap_size_;
-  void* mem = arena_.AllocateAligned(sizeof(MRSRow) + key_offset + key.size(), kRowAlignment);
-  auto* row = new (mem) MRSRow(ts, static_cast<uint16_t>(fixed), static_cast<uint16_t>(key_offset),
+  const size_t size = sizeof(MRSRow) + key_offset + key.size();
+  char* mem;
+  if (row_alignment_ == alignof(MRSRow)) {
+    mem = static_cast<char*>(arena_.AllocateAligned(size, alignof(MRSRow)));
+  } else {
+    // The 24-byte header starts 8 bytes into a 16-byte aligned block: the data after it is
+    // 16-byte aligned.
+    static_assert(sizeof(MRSRow) % kRowAlignment == kRowAlignment - 8);
+    mem = static_cast<char*>(arena_.AllocateAligned(size + 8, kRowAlignment)) + 8;
+  }
+  const uint16_t bitmap_offset =
+      null_bitmap_size_ == 0 ? MRSRow::kNoBitmap : static_cast<uint16_t>(fixed);
+  auto* row = new (mem) MRSRow(ts, bitmap_offset, static_cast<uint16_t>(key_offset),
                                static_cast<uint32_t>(key.size()));
   uint8_t* data = row->mutable_row_data();
+  DCHECK_EQ(reinterpret_cast<uintptr_t>(data) % row_alignment_, 0u);
   std::memcpy(data, row_data, fixed);
-  if (null_bitmap != nullptr) {
-    std::memcpy(data + fixed, null_bitmap, null_bitmap_size_);
-  } else {
-    std::memset(data + fixed, 0, null_bitmap_size_);
+  if (null_bitmap_size_ > 0) {
+    if (null_bitmap != nullptr) {
+      std::memcpy(data + fixed, null_bitmap, null_bitmap_size_);
+    } else {
+      std::memset(data + fixed, 0, null_bitmap_size_);
+    }
   }
   std::memcpy(data + key_offset, key.data(), key.size());
   if (!varlen_columns_.empty()) CopyIndirectCells(data);
@@ -140,12 +176,13 @@ void MemRowSet::AppendMutation(MRSRow* row, HybridTime ts, std::string_view chan
   auto* m = new (mem) Mutation(ts, static_cast<uint32_t>(changelist.size()));
   std::memcpy(reinterpret_cast<char*>(m + 1), changelist.data(), changelist.size());
   // Publish: the mutation is complete before the release store that links it.
-  if (row->tail_ == nullptr) {
+  auto [tail, first] = tails_.try_emplace(row, m);
+  if (first) {
     row->head_.store(m, std::memory_order_release);
   } else {
-    row->tail_->next_.store(m, std::memory_order_release);
+    tail->second->next_.store(m, std::memory_order_release);
+    tail->second = m;
   }
-  row->tail_ = m;
 }
 
 bool MemRowSet::IsLive(const MRSRow* row, const MvccSnapshot* snap) {

@@ -67,9 +67,11 @@ class Mutation {
   uint32_t size_;
 };
 
-// One MRS row: a 32-byte header followed, in the same arena allocation, by the row data (the
-// MRS schema's layout, 16-byte aligned), its null bitmap and the encoded key. One allocation per
-// row keeps the MRS compact (memory, not CPU, bounds insert speed). Accessors are thread-safe.
+// One MRS row: a 24-byte header followed, in the same arena allocation, by the row data (the
+// MRS schema's layout, aligned to kRowAlignment when a cell needs it, else to 8), its null bitmap
+// (only when the schema has a nullable column) and the encoded key. One allocation per row keeps
+// the MRS compact: memory, not CPU, bounds insert speed (every byte is a first touch of fresh
+// memory, dear on a VM; docs/performance.md). Accessors are thread-safe.
 class MRSRow {
  public:
   std::string_view key() const {
@@ -78,7 +80,10 @@ class MRSRow {
   HybridTime insert_timestamp() const { return insert_ts_; }
   // The row as inserted, in the MRS schema's layout; null_bitmap() follows it.
   const uint8_t* row_data() const { return reinterpret_cast<const uint8_t*>(this + 1); }
-  const uint8_t* null_bitmap() const { return row_data() + bitmap_offset_; }
+  // All zeros when the schema has no nullable column (no bitmap is stored).
+  const uint8_t* null_bitmap() const {
+    return bitmap_offset_ == kNoBitmap ? kNoNulls : row_data() + bitmap_offset_;
+  }
   // The first REDO mutation, or nullptr.
   const Mutation* redo_head() const { return head_.load(std::memory_order_acquire); }
 
@@ -91,15 +96,21 @@ class MRSRow {
         key_size_(key_size) {}
   uint8_t* mutable_row_data() { return reinterpret_cast<uint8_t*>(this + 1); }
 
+  static constexpr uint16_t kNoBitmap = UINT16_MAX;
+  static const uint8_t kNoNulls[(kMaxColumns + 7) / 8];
+
   const HybridTime insert_ts_;
+  // The chain's tail is not kept here (8 bytes on every row): MemRowSet::tails_ has it for the
+  // rows that have mutations.
   std::atomic<const Mutation*> head_{nullptr};
-  Mutation* tail_ = nullptr;  // Writer-only.
-  // Offsets from row_data(): the null bitmap (= fixed_row_size) and the key bytes.
+  // Offsets from row_data(): the null bitmap (= fixed_row_size; kNoBitmap: none) and the key.
   const uint16_t bitmap_offset_;
   const uint16_t key_offset_;
   const uint32_t key_size_;
 };
-static_assert(sizeof(MRSRow) % kRowAlignment == 0, "row data must stay 16-byte aligned");
+// Row data is 8-byte aligned after the header; MemRowSet::NewRow places the header 8 bytes into
+// a 16-byte aligned block when the schema needs 16 (kRowAlignment).
+static_assert(sizeof(MRSRow) == 24 && alignof(MRSRow) == 8, "see MemRowSet::NewRow");
 
 using MRSTree = ConcurrentBTree<MRSRow>;
 
@@ -147,7 +158,7 @@ class MemRowSet {
 
   int64_t id() const { return id_; }
   const Schema& schema() const { return schema_; }
-  // Bytes held by the arena (rows, keys, mutations, tree nodes).
+  // Bytes held by the arena (rows, keys, mutations, tree nodes) and the chains' tails.
   size_t memory_footprint() const { return footprint_.load(std::memory_order_relaxed); }
   // Rows in the tree, including deleted ones.
   int64_t entry_count() const { return tree_.num_entries(); }
@@ -178,12 +189,15 @@ class MemRowSet {
   // Constant after construction.
   const int64_t id_;
   const Schema schema_;
-  const size_t null_bitmap_size_;
+  const size_t null_bitmap_size_;  // 0 when no column is nullable.
+  const size_t row_alignment_;     // kRowAlignment if a cell needs it, else alignof(MRSRow).
   std::vector<int> varlen_columns_;
 
   // Writer-only (the arena is not thread-safe; only the writer allocates).
   Arena arena_;
   MRSTree tree_;
+  // The last mutation of each row that has any (the chains' tails, for appending).
+  absl::flat_hash_map<const MRSRow*, Mutation*> tails_;
   std::string scratch_;
 
   // Readable by anyone; atomics because they are single words written by the writer only.

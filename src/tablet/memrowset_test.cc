@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/numeric/int128.h"
+#include "common/bitmap.h"
 #include "common/key_encoder.h"
 #include "common/random.h"
 #include "common/status_test_util.h"
@@ -420,6 +422,98 @@ INSTANTIATE_TEST_SUITE_P(Snapshots, ConcurrentScanTest, ::testing::Values(true, 
                          [](const auto& info) {
                            return std::string(info.param ? "MvccManager" : "AtomicCounter");
                          });
+
+// A schema without nullable columns stores no null bitmap, and one with a DECIMAL128 cell keeps
+// its rows' data 16-byte aligned (the rows are 8-byte aligned otherwise). Mutation chains append
+// in order without a tail pointer in the row.
+TEST(MemRowSetLayoutTest, NoNullBitmapSixteenByteCellsAndLongChains) {
+  auto schema = Schema::Create(
+      {ColumnSchema("key", DataType::kInt32),
+       ColumnSchema("d", DataType::kDecimal128, false, std::nullopt, TypeAttributes{38, 2, 0}),
+       ColumnSchema("v", DataType::kInt32)},
+      1);
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  MemRowSet mrs(1, *schema);
+  auto cell_d = [](int32_t k) { return absl::int128(k) * 1'000'000'000'000'000'000 + k; };
+  constexpr int kRows = 1000;
+  for (int32_t k = 0; k < kRows; ++k) {
+    alignas(kRowAlignment) uint8_t row[64] = {};
+    const absl::int128 d = cell_d(k);
+    const int32_t v = -k;
+    std::memcpy(row + schema->column_offset(0), &k, 4);
+    std::memcpy(row + schema->column_offset(1), &d, sizeof(d));
+    std::memcpy(row + schema->column_offset(2), &v, 4);
+    BASALT_ASSERT_OK(mrs.Insert(HybridTime(k + 1), row, nullptr));
+  }
+  for (int32_t k = 0; k < kRows; ++k) {
+    const MRSRow* r = mrs.FindRow(EncodeKey(*schema, {Datum::Int32(k)}));
+    ASSERT_NE(r, nullptr) << k;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(r->row_data()) % kRowAlignment, 0u) << k;
+    absl::int128 d;
+    int32_t key, v;
+    std::memcpy(&key, r->row_data() + schema->column_offset(0), 4);
+    std::memcpy(&d, r->row_data() + schema->column_offset(1), sizeof(d));
+    std::memcpy(&v, r->row_data() + schema->column_offset(2), 4);
+    EXPECT_EQ(key, k);
+    EXPECT_EQ(d, cell_d(k));
+    EXPECT_EQ(v, -k);
+    for (int c = 0; c < 3; ++c) EXPECT_FALSE(BitmapTest(r->null_bitmap(), c)) << k;
+  }
+  // 200 updates of one row and one of another, interleaved with it.
+  const std::string key7 = EncodeKey(*schema, {Datum::Int32(7)});
+  for (int32_t i = 0; i < 200; ++i) {
+    std::string cl;
+    RowChangeListEncoder enc(&cl);
+    enc.SetToUpdate();
+    enc.AddColumnUpdate(2, DataType::kInt32, &i);
+    BASALT_ASSERT_OK(mrs.MutateRow(HybridTime(2 * kRows + 2 * i), key7, cl));
+    if (i == 100) {
+      BASALT_ASSERT_OK(mrs.MutateRow(HybridTime(2 * kRows + 2 * i + 1),
+                                     EncodeKey(*schema, {Datum::Int32(8)}), cl));
+    }
+  }
+  int n = 0;
+  for (const Mutation* m = mrs.FindRow(key7)->redo_head(); m != nullptr; m = m->next(), ++n) {
+    EXPECT_EQ(m->timestamp(), HybridTime(2 * kRows + 2 * n));
+  }
+  EXPECT_EQ(n, 200);
+  const MRSRow* r8 = mrs.FindRow(EncodeKey(*schema, {Datum::Int32(8)}));
+  ASSERT_NE(r8->redo_head(), nullptr);
+  EXPECT_EQ(r8->redo_head()->next(), nullptr);
+}
+
+// The W1 table's rows (three INT32 columns, none nullable) take 24 bytes of header, 12 of cells
+// and 4 of key: 40 bytes in the arena, and about 18 more in B-tree slots (docs/tablet.md).
+TEST(MemRowSetLayoutTest, ThreeInt32ColumnsTakeUnderSixtyBytesARow) {
+  auto schema =
+      Schema::Create({ColumnSchema("key", DataType::kInt32), ColumnSchema("a", DataType::kInt32),
+                      ColumnSchema("b", DataType::kInt32)},
+                     1);
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  MemRowSet mrs(1, *schema);
+  // The footprint grows a whole arena block at a time (up to 8 MiB): rows per byte are measured
+  // over the last block filled completely, from the jump that allocated it to the next jump.
+  std::vector<std::pair<int, size_t>> jumps;  // (rows before the insert, footprint after it)
+  size_t last = mrs.memory_footprint();
+  for (int32_t k = 0; k < 300'000; ++k) {
+    uint8_t row[12];
+    std::memcpy(row, &k, 4);
+    std::memcpy(row + 4, &k, 4);
+    std::memcpy(row + 8, &k, 4);
+    BASALT_ASSERT_OK(mrs.Insert(HybridTime(k + 1), row, nullptr));
+    if (mrs.memory_footprint() != last) {
+      jumps.emplace_back(k, mrs.memory_footprint() - last);
+      last = mrs.memory_footprint();
+    }
+  }
+  ASSERT_GE(jumps.size(), 3u);
+  const auto& [rows_at_alloc, block] = jumps[jumps.size() - 2];
+  const int rows_in_block = jumps.back().first - rows_at_alloc;
+  EXPECT_GE(block, size_t{1} << 20);
+  const double per_row = static_cast<double>(block) / rows_in_block;
+  EXPECT_LT(per_row, 60.0) << block << " bytes held " << rows_in_block << " rows";
+  EXPECT_GT(per_row, 40.0) << block << " bytes held " << rows_in_block << " rows";
+}
 
 }  // namespace memrowset_test_file
 }  // namespace
