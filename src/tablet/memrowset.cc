@@ -97,14 +97,45 @@ MRSRow* MemRowSet::NewRow(HybridTime ts, std::string_view key, const uint8_t* ro
     }
   }
   std::memcpy(data + key_offset, key.data(), key.size());
-  if (!varlen_columns_.empty()) CopyIndirectCells(data);
+  if (!varlen_columns_.empty()) {
+    CopyIndirectCells(data, {reinterpret_cast<const char*>(data + key_offset), key.size()});
+  }
   return row;
 }
 
-void MemRowSet::CopyIndirectCells(uint8_t* data) {
-  const uint8_t* nulls = data + schema_.fixed_row_size();
+void MemRowSet::CopyIndirectCells(uint8_t* data, std::string_view key) {
+  const uint8_t* nulls = null_bitmap_size_ == 0 ? nullptr : data + schema_.fixed_row_size();
+  // A string key column's bytes are in the encoded key verbatim unless it holds a 0x00 byte
+  // (docs/keys.md): its cell then points there, into the row's own key copy, instead of at a
+  // second copy of its own. Time series keys are mostly strings (tags), so this is most of
+  // what such rows would copy.
+  size_t key_pos = 0;
+  for (int i = 0; i < schema_.num_key_columns(); ++i) {
+    const TypeInfo& type = schema_.column(i).type_info();
+    if (!type.is_variable_length()) {
+      key_pos += type.size();
+      continue;
+    }
+    uint8_t* cell = data + schema_.column_offset(i);
+    std::string_view s;
+    std::memcpy(&s, cell, sizeof(s));
+    const bool last = i + 1 == schema_.num_key_columns();
+    const bool verbatim = s.empty() || std::memchr(s.data(), '\0', s.size()) == nullptr;
+    if (verbatim && key_pos + s.size() <= key.size() &&
+        std::memcmp(key.data() + key_pos, s.data(), s.size()) == 0) {
+      s = key.substr(key_pos, s.size());
+      key_pos += s.size() + (last ? 0 : 2);  // The value, then its 0x00 0x00 terminator.
+    } else {
+      // Escaped in the key (or a key that does not match the row: never for rows the tablet
+      // encodes itself): a copy of its own, and the key columns after it copy theirs too.
+      key_pos = key.size() + 1;
+      s = arena_.AddString(s);
+    }
+    std::memcpy(cell, &s, sizeof(s));
+  }
   for (int i : varlen_columns_) {
-    if (BitmapTest(nulls, i)) continue;
+    if (i < schema_.num_key_columns()) continue;
+    if (nulls != nullptr && BitmapTest(nulls, i)) continue;
     uint8_t* cell = data + schema_.column_offset(i);
     std::string_view s;
     std::memcpy(&s, cell, sizeof(s));

@@ -180,8 +180,9 @@ class MemRowSet {
  private:
   MRSRow* NewRow(HybridTime ts, std::string_view key, const uint8_t* row_data,
                  const uint8_t* null_bitmap);
-  // Copies variable-length cells of a freshly copied row into the arena.
-  void CopyIndirectCells(uint8_t* data);
+  // Makes the variable-length cells of a freshly copied row point at arena copies, or, for key
+  // columns, into `key` (the row's copy of its encoded key).
+  void CopyIndirectCells(uint8_t* data, std::string_view key);
   void AppendMutation(MRSRow* row, HybridTime ts, std::string_view changelist);
   absl::Status ValidateMutation(std::string_view changelist) const;
   void NoteWrite(HybridTime ts);

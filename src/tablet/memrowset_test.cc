@@ -1,5 +1,6 @@
 #include "tablet/memrowset.h"
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <optional>
@@ -480,6 +481,71 @@ TEST(MemRowSetLayoutTest, NoNullBitmapSixteenByteCellsAndLongChains) {
   const MRSRow* r8 = mrs.FindRow(EncodeKey(*schema, {Datum::Int32(8)}));
   ASSERT_NE(r8->redo_head(), nullptr);
   EXPECT_EQ(r8->redo_head()->next(), nullptr);
+}
+
+// String cells of a schema without nullable columns are copied (no null bitmap to consult), and
+// a string key column's cell points into the row's encoded key when its bytes are there verbatim.
+TEST(MemRowSetLayoutTest, StringCellsWithoutABitmapAndKeyStringsInTheKey) {
+  auto schema =
+      Schema::Create({ColumnSchema("k1", DataType::kString), ColumnSchema("k2", DataType::kInt32),
+                      ColumnSchema("k3", DataType::kString), ColumnSchema("v", DataType::kString),
+                      ColumnSchema("w", DataType::kInt32)},
+                     3);
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  MemRowSet mrs(1, *schema);
+  struct Case {
+    std::string k1;
+    int32_t k2;
+    std::string k3;
+    std::string v;
+  };
+  const std::vector<Case> cases = {
+      {"host_1", 7, "us-west", "value one"},
+      {std::string("a\0b", 3), 8, "z", "v2"},  // k1 escaped in the key: k1, k3 copied.
+      {"", 9, std::string("tail\0", 5), ""},   // Empty k1; k3 ends in 0x00.
+      {"x", -1, "", std::string(1000, 'q')},
+  };
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const Case& want = cases[c];
+    // The row's strings live in buffers clobbered right after the insert: the MRS must not
+    // point at them.
+    std::string k1 = want.k1, k3 = want.k3, v = want.v;
+    std::string_view k1v = k1, k3v = k3, vv = v;
+    alignas(kRowAlignment) uint8_t row[128] = {};
+    std::memcpy(row + schema->column_offset(0), &k1v, sizeof(k1v));
+    std::memcpy(row + schema->column_offset(1), &want.k2, 4);
+    std::memcpy(row + schema->column_offset(2), &k3v, sizeof(k3v));
+    std::memcpy(row + schema->column_offset(3), &vv, sizeof(vv));
+    const int32_t w = static_cast<int32_t>(c);
+    std::memcpy(row + schema->column_offset(4), &w, 4);
+    BASALT_ASSERT_OK(mrs.Insert(HybridTime(c + 1), row, nullptr));
+    std::fill(k1.begin(), k1.end(), '#');
+    std::fill(k3.begin(), k3.end(), '#');
+    std::fill(v.begin(), v.end(), '#');
+  }
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const Case& want = cases[c];
+    const std::string key =
+        EncodeKey(*schema, {Datum::String(want.k1), Datum::Int32(want.k2), Datum::String(want.k3)});
+    const MRSRow* r = mrs.FindRow(key);
+    ASSERT_NE(r, nullptr) << c;
+    auto cell = [&](int col) {
+      std::string_view sv;
+      std::memcpy(&sv, r->row_data() + schema->column_offset(col), sizeof(sv));
+      return sv;
+    };
+    EXPECT_EQ(cell(0), want.k1) << c;
+    EXPECT_EQ(cell(2), want.k3) << c;
+    EXPECT_EQ(cell(3), want.v) << c;
+    auto in_key = [&](std::string_view sv) {
+      return sv.data() >= r->key().data() &&
+             sv.data() + sv.size() <= r->key().data() + r->key().size();
+    };
+    const bool k1_verbatim = want.k1.find('\0') == std::string::npos;
+    EXPECT_EQ(in_key(cell(0)), k1_verbatim) << c;
+    EXPECT_EQ(in_key(cell(2)), k1_verbatim && want.k3.find('\0') == std::string::npos) << c;
+    EXPECT_FALSE(in_key(cell(3)) && !want.v.empty()) << c;
+  }
 }
 
 // The W1 table's rows (three INT32 columns, none nullable) take 24 bytes of header, 12 of cells
