@@ -205,7 +205,10 @@ absl::Status Catalog::AddFieldsLocked(const std::string& name, Entry* entry,
   const client::Schema& schema = entry->table->schema();
   const std::vector<std::string> tags = TagColumns(schema);
   std::map<std::string, ColumnSchema::DataType> added;
+  const Point* checked = nullptr;  // The last point checked: a point with its keys passes too.
   for (const Point* p : points) {
+    if (checked != nullptr && SameKeys(*checked, *p)) continue;
+    checked = p;
     for (const auto& [k, v] : p->tags) {
       if (k == kTimeColumn) return absl::InvalidArgumentError("a tag may not be named 'time'");
       if (std::find(tags.begin(), tags.end(), k) == tags.end()) {
@@ -270,13 +273,16 @@ absl::StatusOr<std::shared_ptr<client::Table>> Catalog::TableForWrite(
     const std::string& db, const std::string& measurement,
     const std::vector<const Point*>& points) {
   std::set<int64_t> days;
+  int64_t last_day = INT64_MIN;
   for (const Point* p : points) {
     const int64_t t = p->timestamp_us.value_or(0);
     if (t < -kMaxTimeUs || t > kMaxTimeUs) {
       return absl::InvalidArgumentError(
           StrCat("line ", p->line, ": timestamp out of range (InfluxDB's: years 1677 to 2262)"));
     }
-    days.insert(DayOf(t));
+    const int64_t day = DayOf(t);
+    if (day != last_day) days.insert(day);
+    last_day = day;
   }
   const std::string name = TableName(db, measurement);
   absl::MutexLock l(&mu_);

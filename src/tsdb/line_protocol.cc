@@ -537,4 +537,18 @@ absl::Status ParseLineProtocol(std::string_view body, Precision precision,
   return absl::OkStatus();
 }
 
+bool SameKeys(const Point& a, const Point& b) {
+  if (a.tags.size() != b.tags.size() || a.fields.size() != b.fields.size()) return false;
+  for (size_t i = 0; i < a.tags.size(); ++i) {
+    if (a.tags[i].first != b.tags[i].first) return false;
+  }
+  for (size_t i = 0; i < a.fields.size(); ++i) {
+    if (a.fields[i].second.type != b.fields[i].second.type ||
+        a.fields[i].first != b.fields[i].first) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace basalt::tsdb

@@ -106,6 +106,12 @@ struct Point {
   int line = 0;
 };
 
+// Whether two points have the same tag keys, and the same field keys with values of the same
+// types, in the same order: what checking a point against its table's schema and finding its
+// columns depends on. The points of a series usually do (TSBS's all do), so a writer resolves a
+// run of them once.
+bool SameKeys(const Point& a, const Point& b);
+
 // The unit of the timestamps in a body (the `precision` query parameter of /write).
 enum class Precision { kNanoseconds, kMicroseconds, kMilliseconds, kSeconds, kMinutes, kHours };
 

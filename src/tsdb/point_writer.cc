@@ -1,5 +1,6 @@
 #include "tsdb/point_writer.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <utility>
@@ -11,39 +12,82 @@ namespace basalt::tsdb {
 
 namespace {
 
-absl::Status SetField(client::PartialRow* row, const std::string& name, const FieldValue& v) {
+absl::Status SetField(client::PartialRow* row, int idx, const std::string& name,
+                      const FieldValue& v) {
   switch (v.type) {
     case FieldValue::kFloat:
-      return row->SetDouble(name, v.f);
+      return row->SetDouble(idx, v.f);
     case FieldValue::kInteger:
-      return row->SetInt64(name, v.i);
+      return row->SetInt64(idx, v.i);
     case FieldValue::kUnsigned:
       if (v.u > static_cast<uint64_t>(INT64_MAX)) {
         return absl::InvalidArgumentError(
             StrCat("field ", name, ": unsigned value ", v.u, " is larger than 2^63-1"));
       }
-      return row->SetInt64(name, static_cast<int64_t>(v.u));
+      return row->SetInt64(idx, static_cast<int64_t>(v.u));
     case FieldValue::kString:
-      return row->SetString(name, v.s);
+      return row->SetString(idx, v.s);
     case FieldValue::kBool:
-      return row->SetBool(name, v.b);
+      return row->SetBool(idx, v.b);
   }
   return absl::InternalError("unknown field type");
 }
 
+// Where a point's tags and fields go in its table's row: resolved by name once for a run of
+// points with the same keys (SameKeys), instead of a name lookup per cell of every point.
+struct RowLayout {
+  const Point* resolved_for = nullptr;
+  std::vector<int> tags;          // Column of each of the point's tags.
+  std::vector<int> fields;        // Column of each of its fields.
+  std::vector<int> missing_tags;  // Tag columns the point lacks: the empty string (InfluxDB's).
+  int time = -1;
+};
+
+absl::Status ColumnOf(const client::Schema& schema, const std::string& name, int* idx) {
+  *idx = schema.FindColumn(name);
+  if (*idx < 0) return absl::NotFoundError(StrCat("no column named '", name, "'"));
+  return absl::OkStatus();
+}
+
+absl::Status Resolve(const client::Schema& schema, const Point& p, RowLayout* layout) {
+  layout->resolved_for = nullptr;
+  layout->tags.resize(p.tags.size());
+  layout->fields.resize(p.fields.size());
+  layout->missing_tags.clear();
+  for (size_t i = 0; i < p.tags.size(); ++i) {
+    BASALT_RETURN_IF_ERROR(ColumnOf(schema, p.tags[i].first, &layout->tags[i]));
+  }
+  for (size_t i = 0; i < p.fields.size(); ++i) {
+    absl::Status s = ColumnOf(schema, p.fields[i].first, &layout->fields[i]);
+    if (!s.ok()) return absl::InvalidArgumentError(StrCat("line ", p.line, ": ", s.message()));
+  }
+  BASALT_RETURN_IF_ERROR(ColumnOf(schema, kTimeColumn, &layout->time));
+  for (const std::string& tag : Catalog::TagColumns(schema)) {
+    const int idx = schema.FindColumn(tag);
+    if (std::find(layout->tags.begin(), layout->tags.end(), idx) == layout->tags.end()) {
+      layout->missing_tags.push_back(idx);
+    }
+  }
+  layout->resolved_for = &p;
+  return absl::OkStatus();
+}
+
 // The upsert of one point into `table` (whose schema holds its tags and fields).
 absl::StatusOr<std::unique_ptr<client::WriteOperation>> Upsert(client::Table* table, const Point& p,
-                                                               int64_t now_us) {
+                                                               int64_t now_us, RowLayout* layout) {
+  if (layout->resolved_for == nullptr || !SameKeys(*layout->resolved_for, p)) {
+    BASALT_RETURN_IF_ERROR(Resolve(table->schema(), p, layout));
+  }
+  layout->resolved_for = &p;  // Compared with the next point: runs stay short to compare.
   std::unique_ptr<client::Upsert> op = table->NewUpsert();
   client::PartialRow* row = op->mutable_row();
-  // A tag the point lacks is the empty string (InfluxDB's missing tag).
-  for (const std::string& tag : Catalog::TagColumns(table->schema())) {
-    BASALT_RETURN_IF_ERROR(row->SetString(tag, ""));
+  for (int idx : layout->missing_tags) BASALT_RETURN_IF_ERROR(row->SetString(idx, ""));
+  for (size_t i = 0; i < p.tags.size(); ++i) {
+    BASALT_RETURN_IF_ERROR(row->SetString(layout->tags[i], p.tags[i].second));
   }
-  for (const auto& [k, v] : p.tags) BASALT_RETURN_IF_ERROR(row->SetString(k, v));
-  BASALT_RETURN_IF_ERROR(row->SetUnixTimeMicros(kTimeColumn, p.timestamp_us.value_or(now_us)));
-  for (const auto& [k, v] : p.fields) {
-    absl::Status s = SetField(row, k, v);
+  BASALT_RETURN_IF_ERROR(row->SetUnixTimeMicros(layout->time, p.timestamp_us.value_or(now_us)));
+  for (size_t i = 0; i < p.fields.size(); ++i) {
+    absl::Status s = SetField(row, layout->fields[i], p.fields[i].first, p.fields[i].second);
     if (!s.ok()) return absl::InvalidArgumentError(StrCat("line ", p.line, ": ", s.message()));
   }
   return std::unique_ptr<client::WriteOperation>(std::move(op));
@@ -88,8 +132,10 @@ absl::Status WritePoints(Catalog* catalog, client::Client* client, const std::st
       result->points_failed += static_cast<int64_t>(ps.size());
       continue;
     }
+    RowLayout layout;
     for (const Point* p : ps) {
-      absl::StatusOr<std::unique_ptr<client::WriteOperation>> op = Upsert(table->get(), *p, now_us);
+      absl::StatusOr<std::unique_ptr<client::WriteOperation>> op =
+          Upsert(table->get(), *p, now_us, &layout);
       if (!op.ok()) {
         if (first.ok()) first = op.status();
         result->points_failed++;
