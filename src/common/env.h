@@ -62,7 +62,8 @@ class WritableFile {
   // appends overwrite them. Why: an fdatasync after overwriting blocks already written writes
   // only the data, while one after growing the file must also write its inode (here 80 instead
   // of 140 us of CPU and 300 instead of 450 us per append + fdatasync; docs/performance.md). A
-  // reader of such a file must know where its data ends (WAL segments: consensus/log_segment.h).
+  // reader of such a file must know where its data ends (WAL segments: consensus/log_segment.h):
+  // Close() cuts the zeros off, but a crash before it leaves them.
   // The default does nothing: files of the in-memory and fault-injecting environments stay
   // exactly their appended size.
   virtual absl::Status PreallocateZeros(uint64_t /*end*/) { return absl::OkStatus(); }

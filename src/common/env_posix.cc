@@ -84,6 +84,12 @@ class PosixWritableFile final : public WritableFile {
   absl::Status Close() override {
     if (fd_ < 0) return absl::OkStatus();
     absl::Status s = Flush();
+    // Zeros nobody wrote into are cut off (not synced: a reader of a preallocated file handles
+    // them if the cut is lost in a crash).
+    if (s.ok() && zeroed_end_ > flushed_size_ &&
+        RetryOnEintr([&] { return ftruncate(fd_, static_cast<off_t>(flushed_size_)); }) != 0) {
+      s = PosixError(StrCat("truncate ", filename_), errno);
+    }
     if (CloseFd(fd_) != 0 && s.ok()) s = PosixError(StrCat("close ", filename_), errno);
     fd_ = -1;
     return s;
