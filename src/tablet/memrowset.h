@@ -40,6 +40,7 @@
 #include "absl/types/span.h"
 #include "common/arena.h"
 #include "common/column_block.h"
+#include "common/column_predicate.h"
 #include "common/datum.h"
 #include "common/hybrid_clock.h"
 #include "common/schema.h"
@@ -233,6 +234,16 @@ class MemRowSetIterator : public RowBlockIterator {
 
   int64_t rows_examined() const { return rows_examined_; }
 
+  // Rows the scan may skip: a row with no mutation at all whose base cells fail one of
+  // `predicates` is not returned (its cells are never copied). Rows with mutations, and
+  // predicates on columns the MRS lacks, are left to the caller's own filter (FilterIterator),
+  // which must still evaluate every predicate. Call before Init(). A selective predicate over
+  // fresh, unflushed data (a time series query right after the load) then copies 1% of the rows
+  // instead of all of them (docs/performance.md).
+  void SetPrefilter(std::vector<ColumnPredicate> predicates) {
+    prefilter_predicates_ = std::move(predicates);
+  }
+
  private:
   struct ProjectedColumn {
     int mrs_idx;    // -1 when the MRS lacks the column.
@@ -242,8 +253,14 @@ class MemRowSetIterator : public RowBlockIterator {
     const void* default_cell;  // For mrs_idx == -1: the default, or nullptr for NULL.
   };
   absl::Status CheckBlocks(absl::Span<ColumnBlock* const> blocks, size_t max_rows) const;
-  // Writes the row's state at the snapshot into output row `out`; false if not visible.
+  // Writes the row's state at the snapshot into output row `out`; false if not visible (or
+  // dropped by the prefilter).
   bool ProjectRow(const MRSRow* row, absl::Span<ColumnBlock* const> blocks, size_t out);
+  // Whether a row without mutations passes the prefilter on its base cells.
+  bool PassesPrefilter(const MRSRow* row) const;
+  // Asks for the cache lines of `row` that the scan reads first (header, prefilter cells).
+  void Prefetch(const MRSRow* row) const;
+  static constexpr size_t kPrefetchRows = 8;
   void CopyBaseRow(const MRSRow* row, absl::Span<ColumnBlock* const> blocks, size_t out);
   // Applies one UPDATE/REINSERT's columns to output row `out`.
   void ApplyChanges(std::string_view changelist, absl::Span<ColumnBlock* const> blocks, size_t out);
@@ -255,6 +272,14 @@ class MemRowSetIterator : public RowBlockIterator {
   std::vector<ProjectedColumn> cols_;
   std::vector<Datum> defaults_;  // Sized once in Init(); cols_ point into it.
   absl::flat_hash_map<ColumnId, int> id_to_proj_;
+  std::vector<ColumnPredicate> prefilter_predicates_;
+  // The predicates of prefilter_predicates_ on columns the MRS has, with their cells.
+  struct Prefilter {
+    const ColumnPredicate* predicate;
+    int mrs_idx;
+    size_t offset;
+  };
+  std::vector<Prefilter> prefilter_;
   MRSTree::Iterator iter_;
   bool initialized_ = false;
   bool done_ = false;

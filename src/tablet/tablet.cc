@@ -485,9 +485,15 @@ absl::StatusOr<std::unique_ptr<RowBlockIterator>> Tablet::NewIterator(const Sche
   std::vector<std::unique_ptr<RowBlockIterator>> children;
   for (const auto& store : {c->frozen, c->mrs}) {
     if (store == nullptr) continue;
-    std::unique_ptr<RowBlockIterator> it = store->mrs->NewIterator(proj, snap, narrowed.range);
-    if (!narrowed.predicates.empty()) {
-      it = std::make_unique<FilterIterator>(std::move(it), proj, narrowed.predicates);
+    std::unique_ptr<MemRowSetIterator> mrs_it = store->mrs->NewIterator(proj, snap, narrowed.range);
+    std::unique_ptr<RowBlockIterator> it;
+    if (narrowed.predicates.empty()) {
+      it = std::move(mrs_it);
+    } else {
+      // Rows without mutations are filtered before their cells are copied; the FilterIterator
+      // decides for the rest.
+      mrs_it->SetPrefilter(narrowed.predicates);
+      it = std::make_unique<FilterIterator>(std::move(mrs_it), proj, narrowed.predicates);
     }
     children.push_back(std::move(it));
   }

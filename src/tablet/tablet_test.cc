@@ -1,5 +1,6 @@
 #include "tablet/tablet.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -142,6 +143,44 @@ TEST_F(TabletTest, ScansPushPredicatesAndKeyRanges) {
       EXPECT_GE(r.key, 100);
       EXPECT_LT(r.key, 350);
     }
+  }
+}
+
+// MemRowSet rows without mutations are filtered before their cells are copied (prefilter);
+// rows with mutations are filtered on their state at the snapshot; predicates name the current
+// columns, which the MemRowSet holds by id (a column renamed, and a new one given its old name).
+TEST_F(TabletTest, PredicatesOverMemRowSetRowsWithAndWithoutMutations) {
+  for (int k = 0; k < 100; ++k) TABLET_ASSERT_OK(h_.Insert(k, k % 10));  // All in the MRS.
+  TABLET_ASSERT_OK(h_.Update(13, 7));                                    // 3 -> 7: out.
+  TABLET_ASSERT_OK(h_.Update(14, 3));                                    // 4 -> 3: in.
+  TABLET_ASSERT_OK(h_.Delete(23));                                       // 3, deleted.
+  const std::vector<int32_t> want = {3, 14, 33, 43, 53, 63, 73, 83, 93};
+  auto keys_where = [&](const std::string& column, int32_t v, bool ordered) {
+    Schema schema = tablet()->schema();
+    ScanSpec spec;
+    auto pred =
+        ColumnPredicate::Equality(schema.column(schema.find_column(column)), Datum::Int32(v));
+    CHECK(pred.ok()) << pred.status();
+    spec.predicates.push_back(*pred);
+    std::vector<int32_t> keys;
+    for (const TestRow& r : h_.Scan(std::nullopt, ordered, spec)) keys.push_back(r.key);
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  };
+  for (bool ordered : {true, false}) EXPECT_EQ(keys_where("val", 3, ordered), want) << ordered;
+
+  Schema s = tablet()->schema();
+  auto renamed = s.RenameColumn("val", "value");
+  BASALT_ASSERT_OK(renamed);
+  TABLET_ASSERT_OK(tablet()->AlterSchema(*renamed));
+  auto added = renamed->AddColumn(ColumnSchema("val", DataType::kInt32, false, Datum::Int32(5)));
+  BASALT_ASSERT_OK(added);
+  TABLET_ASSERT_OK(tablet()->AlterSchema(*added));
+  for (bool ordered : {true, false}) {
+    EXPECT_EQ(keys_where("value", 3, ordered), want) << ordered;
+    // The new "val" is 5 in every row (its default), whatever the MRS's old "val" holds.
+    EXPECT_EQ(keys_where("val", 5, ordered).size(), 99u) << ordered;
+    EXPECT_TRUE(keys_where("val", 3, ordered).empty()) << ordered;
   }
 }
 
