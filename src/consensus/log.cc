@@ -223,9 +223,9 @@ absl::Status Log::EnqueueAndWait(std::unique_ptr<Task> task) {
 }
 
 // The caller blocks until its task ran anyway. When no thread is writing, it executes the queue
-// itself: a hand-off to the appender and back costs two thread wakeups per Raft batch, a tenth
-// of a tablet server's context switches in W1 (docs/performance.md). Otherwise the writing
-// thread (the appender, or another blocked caller) runs the task: it drains the whole queue.
+// itself: a hand-off to the appender and back cost two thread wakeups per Raft batch
+// (docs/performance.md, change 18). Otherwise the writing thread (the appender, or another
+// blocked caller) runs the task: it drains the whole queue.
 void Log::RunOrWaitLocked(absl::Notification* done) {
   if (!writing_) {
     writing_ = true;
