@@ -4,7 +4,7 @@
 // number of lock-free readers. The MemRowSet's index (DESIGN.md section 4).
 //
 // Concurrency design: optimistic concurrency with a per-node version counter (a seqlock), as in
-// Kudu's cbtree, rather than copy-on-write leaves. Copy-on-write would copy a ~1 KiB leaf per
+// Kudu's cbtree, rather than copy-on-write leaves. Copy-on-write would copy a ~2 KiB leaf per
 // insert (tens of GB of memcpy for 10 M rows) and needs path copying up to the root on splits;
 // with versions the writer modifies nodes in place and readers pay two extra loads per node.
 //
@@ -60,7 +60,9 @@ namespace basalt {
 template <typename Entry>
 class ConcurrentBTree {
  public:
-  static constexpr int kLeafCapacity = 64;
+  // An iterator re-descends from the root once per leaf (no leaf links): wider leaves mean fewer
+  // descents per row scanned; a random insert shifts more slots (docs/tablet.md, "Nodes").
+  static constexpr int kLeafCapacity = 128;
   static constexpr int kInnerCapacity = 64;  // Children per inner node.
   static constexpr int kMaxHeight = 16;
 

@@ -108,7 +108,11 @@ TEST_F(BTreeTest, RandomInsertsMatchStdMap) {
 TEST_F(BTreeTest, SequentialInsertsTakeFastPathAndSplitEveryLevel) {
   Random rnd(SeedFromEnvOrTime());
   std::map<std::string, int64_t> model;
-  constexpr int kN = 300000;
+  // Enough keys for three inner levels: leaves of ~0.9 kLeafCapacity keys under right-edge
+  // inner nodes of ~0.9 kInnerCapacity children, more of those than one node above them holds.
+  constexpr int kLeaf = Tree::kLeafCapacity * 9 / 10;
+  constexpr int kInner = Tree::kInnerCapacity * 9 / 10;
+  constexpr int kN = kLeaf * kInner * Tree::kInnerCapacity * 5 / 4;
   for (int i = 0; i < kN; ++i) {
     std::string k = BigEndianKey(static_cast<uint32_t>(i));
     ASSERT_TRUE(Insert(k, i));
@@ -116,9 +120,9 @@ TEST_F(BTreeTest, SequentialInsertsTakeFastPathAndSplitEveryLevel) {
   }
   // Only the first insert into each new rightmost leaf (after a split) takes the slow path.
   EXPECT_GE(tree_.fast_path_inserts(), kN - tree_.leaf_splits() - 2);
-  // 90/10 splits on the right edge: leaves hold ~58 of 64 entries, not ~32.
-  EXPECT_LT(tree_.leaf_splits(), kN / 50);
-  // 300000 / 58 leaves need 3 inner levels with 58-child right-edge nodes: the root split twice.
+  // 90/10 splits on the right edge: leaves hold ~90% of kLeafCapacity entries, not ~half.
+  EXPECT_LT(tree_.leaf_splits(), kN / (Tree::kLeafCapacity * 3 / 4));
+  // kN / kLeaf leaves need 3 inner levels of kInner-child right-edge nodes: the root split twice.
   EXPECT_GE(tree_.height(), 4);
   EXPECT_GT(tree_.inner_splits(), 1);
   EXPECT_FALSE(Insert(BigEndianKey(12345), 0));
@@ -134,7 +138,8 @@ TEST_F(BTreeTest, DescendingInsertsSplitHalfAndHalf) {
     model.emplace(k, i);
   }
   EXPECT_EQ(tree_.fast_path_inserts(), 0);
-  EXPECT_GT(tree_.leaf_splits(), 100000 / 40);
+  // Half-full leaves: about 100000 / (kLeafCapacity / 2) splits, well over this.
+  EXPECT_GT(tree_.leaf_splits(), 100000 / (Tree::kLeafCapacity * 5 / 8));
   EXPECT_GE(tree_.height(), 3);
   CheckAgainstModel(model, &rnd);
 }
