@@ -36,9 +36,9 @@ absl::Status SetField(client::PartialRow* row, int idx, const std::string& name,
 // Where a point's tags and fields go in its table's row: resolved by name once for a run of
 // points with the same keys (SameKeys), instead of a name lookup per cell of every point.
 struct RowLayout {
-  const Point* resolved_for = nullptr;
-  std::vector<int> tags;          // Column of each of the point's tags.
-  std::vector<int> fields;        // Column of each of its fields.
+  const Point* resolved_for = nullptr;  // The last point it served (null: none yet, or an error).
+  std::vector<int> tags;                // Column of each of the point's tags.
+  std::vector<int> fields;              // Column of each of its fields.
   std::vector<int> missing_tags;  // Tag columns the point lacks: the empty string (InfluxDB's).
   int time = -1;
 };
@@ -49,6 +49,7 @@ absl::Status ColumnOf(const client::Schema& schema, const std::string& name, int
   return absl::OkStatus();
 }
 
+// Resolves `p`'s columns into *layout. On error *layout matches no point (resolved_for null).
 absl::Status Resolve(const client::Schema& schema, const Point& p, RowLayout* layout) {
   layout->resolved_for = nullptr;
   layout->tags.resize(p.tags.size());
@@ -68,7 +69,6 @@ absl::Status Resolve(const client::Schema& schema, const Point& p, RowLayout* la
       layout->missing_tags.push_back(idx);
     }
   }
-  layout->resolved_for = &p;
   return absl::OkStatus();
 }
 
@@ -78,7 +78,8 @@ absl::StatusOr<std::unique_ptr<client::WriteOperation>> Upsert(client::Table* ta
   if (layout->resolved_for == nullptr || !SameKeys(*layout->resolved_for, p)) {
     BASALT_RETURN_IF_ERROR(Resolve(table->schema(), p, layout));
   }
-  layout->resolved_for = &p;  // Compared with the next point: runs stay short to compare.
+  // The next point is compared with this one (same keys: the layout holds for both).
+  layout->resolved_for = &p;
   std::unique_ptr<client::Upsert> op = table->NewUpsert();
   client::PartialRow* row = op->mutable_row();
   for (int idx : layout->missing_tags) BASALT_RETURN_IF_ERROR(row->SetString(idx, ""));
