@@ -285,6 +285,27 @@ BitPackedPageDecoder<T>::BitPackedPageDecoder(BlockValidation validation)
 
 template <typename T>
 absl::Status BitPackedPageDecoder<T>::Init(std::string_view page) {
+  return InitWithLayout(page, nullptr);
+}
+
+namespace {
+
+// A BIT_PACKED page's block offsets: num_blocks + 1 entries, the last one the end of the blocks.
+class BitPackedLayout final : public PageLayout {
+ public:
+  explicit BitPackedLayout(std::vector<uint32_t> offsets) : offsets_(std::move(offsets)) {}
+  size_t MemoryUsage() const override { return offsets_.capacity() * sizeof(uint32_t); }
+  const std::vector<uint32_t>& offsets() const { return offsets_; }
+
+ private:
+  const std::vector<uint32_t> offsets_;
+};
+
+}  // namespace
+
+template <typename T>
+absl::Status BitPackedPageDecoder<T>::InitWithLayout(std::string_view page,
+                                                     const PageLayout* layout) {
   uint32_t count;
   BASALT_RETURN_IF_ERROR(encoding_internal::ReadPageCount(kBitPacked, &page, &count));
   if (page.empty() || static_cast<uint8_t>(page[0]) != sizeof(T)) {
@@ -299,15 +320,23 @@ absl::Status BitPackedPageDecoder<T>::Init(std::string_view page) {
     return Corruption(kBitPacked, page.size(), " bytes cannot hold ", num_blocks, " blocks of ",
                       sizeof(T), "-byte values");
   }
-  if (block_offsets_.size() < num_blocks + 1) block_offsets_.resize(num_blocks + 1);
-  block_offsets_[0] = 0;
   data_ = page.data();
   size_ = page.size();
   count_ = count;
   num_blocks_ = num_blocks;
-  walked_ = 0;
   pos_ = 0;
   scratch_block_ = SIZE_MAX;
+  const auto* l = dynamic_cast<const BitPackedLayout*>(layout);
+  // A layout of other bytes would send decodes out of the page: its end must be this page's.
+  if (l != nullptr && l->offsets().size() == num_blocks + 1 && l->offsets().back() == size_) {
+    offsets_ = l->offsets().data();
+    walked_ = num_blocks;
+    return absl::OkStatus();
+  }
+  if (block_offsets_.size() < num_blocks + 1) block_offsets_.resize(num_blocks + 1);
+  block_offsets_[0] = 0;
+  offsets_ = block_offsets_.data();
+  walked_ = 0;
   if (validation_ == BlockValidation::kAtInit && num_blocks > 0) {
     if (absl::Status s = WalkTo(num_blocks - 1); !s.ok()) {
       count_ = 0;  // Nothing of a malformed page is decodable.
@@ -318,8 +347,17 @@ absl::Status BitPackedPageDecoder<T>::Init(std::string_view page) {
 }
 
 template <typename T>
+std::unique_ptr<const PageLayout> BitPackedPageDecoder<T>::ComputeLayout(std::string_view page) {
+  if (!Init(page).ok()) return nullptr;
+  if (num_blocks_ > 0 && !EnsureWalked(num_blocks_ - 1).ok()) return nullptr;
+  return std::make_unique<BitPackedLayout>(
+      std::vector<uint32_t>(block_offsets_.begin(), block_offsets_.begin() + num_blocks_ + 1));
+}
+
+template <typename T>
 absl::Status BitPackedPageDecoder<T>::WalkTo(size_t b) {
   DCHECK_LT(b, num_blocks_);
+  DCHECK_EQ(offsets_, block_offsets_.data()) << "a layout's blocks are all walked";
   size_t off = block_offsets_[walked_];
   for (; walked_ <= b; walked_++) {
     if (off >= size_) {
@@ -355,7 +393,7 @@ void BitPackedPageDecoder<T>::SeekToPositionInPage(size_t pos) {
 template <typename T>
 void BitPackedPageDecoder<T>::DecodeBlock(size_t b, U* out) const {
   DCHECK_LT(b, walked_);
-  const char* p = data_ + block_offsets_[b];
+  const char* p = data_ + offsets_[b];
   const uint8_t desc = static_cast<uint8_t>(*p++);
   const int width = desc & kWidthMask;
   const U ref = GetCell<U>(p);
@@ -420,7 +458,7 @@ bool BitPackedPageDecoder<T>::ConstantRun(size_t n, T* value, size_t* run) const
   DCHECK(validation_ == BlockValidation::kAtInit);
   if (pos_ >= count_ || n == 0) return false;
   const size_t b = pos_ / kBlockValues;
-  const char* p = data_ + block_offsets_[b];
+  const char* p = data_ + offsets_[b];
   const uint8_t desc = static_cast<uint8_t>(*p++);
   if ((desc & kWidthMask) != 0) return false;
   const U ref = GetCell<U>(p);

@@ -97,6 +97,10 @@ class BitPackedPageDecoder final : public PageDecoder {
   using BlockValidation = BitPackedBlockValidation;
   explicit BitPackedPageDecoder(BlockValidation validation = BlockValidation::kAtInit);
   absl::Status Init(std::string_view page) override;
+  // With a layout (the offsets of every block, from ComputeLayout on the same bytes) no block
+  // header is walked again.
+  absl::Status InitWithLayout(std::string_view page, const PageLayout* layout) override;
+  std::unique_ptr<const PageLayout> ComputeLayout(std::string_view page) override;
   size_t count() const override { return count_; }
   size_t position() const override { return pos_; }
   void SeekToPositionInPage(size_t pos) override;
@@ -131,9 +135,11 @@ class BitPackedPageDecoder final : public PageDecoder {
   size_t count_ = 0;
   size_t num_blocks_ = 0;
   size_t pos_ = 0;
-  // Blocks [0, walked_) have valid headers; block_offsets_[0, walked_] are their byte offsets in
-  // data_ (the last one is where block walked_ starts, or the end).
+  // Blocks [0, walked_) have valid headers; offsets_[0, walked_] are their byte offsets in data_
+  // (the last one is where block walked_ starts, or the end). offsets_ is block_offsets_.data(),
+  // which WalkTo extends, or a layout's complete offsets (then walked_ == num_blocks_).
   size_t walked_ = 0;
+  const uint32_t* offsets_ = nullptr;
   std::vector<uint32_t> block_offsets_;
   alignas(64) U scratch_[bitpacking::kBlockValues];
   size_t scratch_block_ = SIZE_MAX;  // Block held in scratch_, or SIZE_MAX.

@@ -231,6 +231,66 @@ TEST(BitPackedDecoderTest, LazyAndEagerDecodeTheSame) {
   }
 }
 
+// A layout (every block's offset, computed once per cached page) gives the same values as
+// walking; a page malformed anywhere has none, and a layout of other bytes is not used.
+TEST(BitPackedDecoderTest, LayoutDecodesLikeTheWalk) {
+  Random rng(SeedFromEnvOrTime());
+  std::vector<int32_t> values(3000);
+  for (size_t i = 0; i < values.size(); i++) {
+    const int bits = static_cast<int>(rng.Uniform(33));
+    values[i] = static_cast<int32_t>(bits == 0 ? 0 : rng.Next64() >> (64 - bits));
+  }
+  BitPackedPageBuilder<int32_t> builder{PageBuilderOptions{}};
+  ASSERT_EQ(builder.Add(values.data(), values.size()), values.size());
+  const std::string page(builder.Finish());
+  BitPackedPageDecoder<int32_t> d(Validation::kOnFirstUse);
+  std::unique_ptr<const PageLayout> layout = d.ComputeLayout(page);
+  ASSERT_NE(layout, nullptr);
+  EXPECT_GE(layout->MemoryUsage(), (values.size() / kBlockValues + 1) * sizeof(uint32_t));
+
+  // A layout of another page (fewer blocks) is ignored: the decoder walks its own.
+  BitPackedPageBuilder<int32_t> other_builder{PageBuilderOptions{}};
+  ASSERT_EQ(other_builder.Add(values.data(), 1000), 1000u);
+  const std::string other(other_builder.Finish());
+  std::unique_ptr<const PageLayout> other_layout = d.ComputeLayout(other);
+  ASSERT_NE(other_layout, nullptr);
+
+  for (const PageLayout* l : {layout.get(), other_layout.get()}) {
+    BitPackedPageDecoder<int32_t> with(Validation::kOnFirstUse);
+    BASALT_ASSERT_OK(with.InitWithLayout(page, l));
+    ASSERT_EQ(with.count(), values.size());
+    std::vector<int32_t> out(300);
+    for (int i = 0; i < 100; i++) {
+      const size_t pos = rng.Uniform(values.size() + 1);
+      const size_t n = rng.Uniform(300);
+      with.SeekToPositionInPage(pos);
+      absl::StatusOr<size_t> k = with.DecodeValues(n, out.data());
+      BASALT_ASSERT_OK(k);
+      ASSERT_EQ(*k, std::min(n, values.size() - pos));
+      for (size_t j = 0; j < *k; j++) ASSERT_EQ(out[j], values[pos + j]) << "position " << pos + j;
+    }
+  }
+
+  // Malformed pages: a bad block header, a missing last block, trailing bytes.
+  std::string bad_block = EncodeSequential(1000);
+  bad_block[kPageHeader + 7 * kSeqBlockBytes] = static_cast<char>(0x80 | 65);
+  const std::string good = EncodeSequential(1000);
+  BitPackedPageDecoder<int64_t> d64(Validation::kOnFirstUse);
+  EXPECT_NE(d64.ComputeLayout(good), nullptr);
+  for (const std::string& malformed :
+       {bad_block, good.substr(0, kPageHeader + 7 * kSeqBlockBytes), good + "x",
+        good.substr(0, kPageHeader + 10)}) {
+    EXPECT_EQ(d64.ComputeLayout(malformed), nullptr) << malformed.size() << " bytes";
+  }
+  // Without a layout the bad block is still reported when reached, and the others decode.
+  BASALT_ASSERT_OK(d64.InitWithLayout(bad_block, nullptr));
+  std::vector<int64_t> out(1000);
+  absl::StatusOr<size_t> k = d64.DecodeValues(7 * 128, out.data());
+  BASALT_ASSERT_OK(k);
+  k = d64.DecodeValues(10, out.data());
+  EXPECT_TRUE(absl::IsDataLoss(k.status())) << k.status();
+}
+
 // ConstantRun reports exactly the blocks holding one value (width-0 FOR, or width-0 DELTA with no
 // step), from any position to its block's end; never a sequential block (width-0 DELTA that
 // steps by 1) nor a block of mixed values.

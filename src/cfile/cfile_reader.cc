@@ -232,6 +232,12 @@ absl::StatusOr<std::unique_ptr<CFileReader::Page>> CFileReader::LoadPage(size_t 
                                              0, e.num_rows) != e.null_count) {
     return absl::DataLossError(StrCat(what, ": null bitmap disagrees with the null count"));
   }
+  // Once per load, so that the decoders of a cached page (one per lookup) do not walk it again.
+  PageDecoderOptions opts;
+  opts.dictionary = dictionary_.get();
+  BASALT_ASSIGN_OR_RETURN(std::unique_ptr<PageDecoder> decoder,
+                          CreatePageDecoder(type_, encoding_, opts));
+  page->layout = decoder->ComputeLayout(std::string_view(page->payload).substr(bitmap_size));
   return page;
 }
 
@@ -261,7 +267,8 @@ absl::Status CFileReader::ReadPage(size_t index, PageRef* ref, bool* from_disk) 
   *from_disk = true;
   BASALT_ASSIGN_OR_RETURN(std::unique_ptr<Page> page, LoadPage(index));
   if (options_.block_cache != nullptr) {
-    const size_t charge = page->payload.size() + sizeof(Page);
+    const size_t charge = page->payload.size() + sizeof(Page) +
+                          (page->layout != nullptr ? page->layout->MemoryUsage() : 0);
     ref->handle = options_.block_cache->Insert(key, std::move(page), charge);
     ref->page = &ref->handle.value_as<Page>();
   } else {
@@ -321,7 +328,7 @@ absl::Status CFileIterator::LoadPage(size_t index) {
   const PageIndexEntry& e = reader_->pages_[index];
   std::string_view body = page_.page->payload;
   if (reader_->nullable_) body.remove_prefix(BitmapSize(e.num_rows));
-  absl::Status s = decoder_->Init(body);
+  absl::Status s = decoder_->InitWithLayout(body, page_.page->layout.get());
   if (!s.ok() || decoder_->count() != page_.page->num_values) {
     page_index_ = kNoPage;
     return s.ok() ? PageCorruption("value count disagrees with the page header")

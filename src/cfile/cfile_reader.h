@@ -25,6 +25,7 @@
 #include "cfile/block_cache.h"
 #include "cfile/block_manager.h"
 #include "cfile/cfile_format.h"
+#include "cfile/encoding.h"
 #include "common/column_block.h"
 #include "common/column_predicate.h"
 #include "common/schema.h"
@@ -103,12 +104,14 @@ class CFileReader {
  private:
   friend class CFileIterator;
 
-  // A decompressed page: its row counts and payload (null bitmap, then the encoded body).
+  // A decompressed page: its row counts and payload (null bitmap, then the encoded body), and
+  // the body's layout if its encoding has one (computed once here, not by every decoder).
   class Page : public BlockCache::Value {
    public:
     uint32_t num_rows = 0;
     uint32_t num_values = 0;
     std::string payload;
+    std::unique_ptr<const PageLayout> layout;
   };
   // A pinned page: either a cache handle or an owned page.
   struct PageRef {

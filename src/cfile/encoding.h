@@ -108,6 +108,19 @@ class EncodedPredicate {
   virtual ~EncodedPredicate() = default;
 };
 
+// Where the parts of one page's bytes start, computed once by a decoder (PageDecoder::
+// ComputeLayout) and handed to every later decoder of the same bytes (InitWithLayout), so that
+// a decoder opened for one value skips the walk to it. BIT_PACKED: the offsets of its blocks,
+// whose sizes vary; a point lookup walked half of a 256 KiB page's block headers, a cache miss
+// each.
+// Opaque to callers; immutable once built, so one layout may serve decoders on many threads.
+class PageLayout {
+ public:
+  virtual ~PageLayout() = default;
+  // Heap bytes it holds, for the block cache's charge.
+  virtual size_t MemoryUsage() const = 0;
+};
+
 struct PageDecoderOptions {
   // DICT only, required: the file's parsed dictionary. Borrowed; must outlive the decoder and
   // every cell decoded from it (decoded strings point into the dictionary's memory).
@@ -126,6 +139,17 @@ class PageDecoder {
   // valid and unchanged while this decoder uses it and while any variable-length cell decoded
   // from it is used (PLAIN and DICT-fallback strings point into it). Positions at 0.
   virtual absl::Status Init(std::string_view page) = 0;
+
+  // Init() given the layout a decoder of this encoding computed from the same bytes (null: none,
+  // the same as Init(page)). The layout must outlive this decoder's use of the page.
+  virtual absl::Status InitWithLayout(std::string_view page, const PageLayout* layout) {
+    return Init(page);
+  }
+
+  // The layout of `page` (a body Init() would accept), validated whole, or null when this
+  // encoding has none or the page is malformed anywhere (Init() and the decodes then report it
+  // where they meet it, as without a layout). Leaves the decoder needing an Init().
+  virtual std::unique_ptr<const PageLayout> ComputeLayout(std::string_view page) { return nullptr; }
 
   // Number of values in the page. REQUIRES: Init() succeeded.
   virtual size_t count() const = 0;

@@ -26,7 +26,22 @@ namespace {
 
 // Rows per iterator block: large enough to amortize per-block work, small enough to bound memory.
 constexpr size_t kMaxBlockRows = 4096;
+constexpr size_t kMinBlockRows = 16;
 constexpr size_t kMaxBlockBytes = 1 << 20;
+
+// Whether `predicates` pin every key column of `schema` to one value, so the scan returns at
+// most one row (a point lookup).
+bool PinsWholeKey(const Schema& schema, const std::vector<ColumnPredicate>& predicates) {
+  for (int k = 0; k < schema.num_key_columns(); ++k) {
+    const std::string& name = schema.column(k).name();
+    if (std::none_of(predicates.begin(), predicates.end(), [&](const ColumnPredicate& p) {
+          return p.kind() == PredicateKind::kEquality && p.column().name() == name;
+        })) {
+      return false;
+    }
+  }
+  return true;
+}
 
 absl::StatusOr<std::optional<HybridTime>> ReadTimestamp(const TabletReplica& replica,
                                                         const pb::NewScanRequestPB& request) {
@@ -191,7 +206,13 @@ absl::Status Scanner::Init(std::shared_ptr<TabletReplica> replica,
   for (int i = 0; i < projection_.num_columns(); ++i) {
     row_width_ += projection_.column(i).type_info().size();
   }
-  capacity_ = std::clamp<size_t>(kMaxBlockBytes / row_width_, 16, kMaxBlockRows);
+  // Buffers for the rows a batch can hold: a point lookup's or a small LIMIT's need no full-size
+  // ones (each is a zeroed allocation per column per scan, most of a lookup's memory traffic).
+  uint64_t max_rows = kMaxBlockRows;
+  if (PinsWholeKey(*schema, spec.predicates)) max_rows = 1;
+  if (limit_ > 0) max_rows = std::min(max_rows, limit_);
+  capacity_ = std::clamp<size_t>(std::min<uint64_t>(kMaxBlockBytes / row_width_, max_rows),
+                                 kMinBlockRows, kMaxBlockRows);
   for (int i = 0; i < projection_.num_columns(); ++i) {
     const ColumnSchema& c = projection_.column(i);
     buffers_.push_back(std::make_unique<ColumnBlockBuffer>(c.type(), capacity_, c.is_nullable()));
