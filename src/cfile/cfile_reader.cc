@@ -328,6 +328,7 @@ absl::Status CFileIterator::LoadPage(size_t index) {
   const PageIndexEntry& e = reader_->pages_[index];
   std::string_view body = page_.page->payload;
   if (reader_->nullable_) body.remove_prefix(BitmapSize(e.num_rows));
+  stats_.pages_with_layout += page_.page->layout != nullptr;
   absl::Status s = decoder_->InitWithLayout(body, page_.page->layout.get());
   if (!s.ok() || decoder_->count() != page_.page->num_values) {
     page_index_ = kNoPage;

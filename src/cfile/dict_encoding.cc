@@ -165,12 +165,15 @@ class DictPageDecoder final : public PageDecoder {
   explicit DictPageDecoder(const Dictionary* dict)
       : dict_(dict), plain_(NewPlainPageDecoder(DataType::kBinary)) {}
 
-  absl::Status Init(std::string_view page) override {
+  absl::Status Init(std::string_view page) override { return InitWithLayout(page, nullptr); }
+
+  // A codes page's layout is its BIT_PACKED codes' (a plain page has none).
+  absl::Status InitWithLayout(std::string_view page, const PageLayout* layout) override {
     if (page.empty()) return Corruption(kDict, "empty page");
     mode_ = static_cast<uint8_t>(page[0]);
     page.remove_prefix(1);
     if (mode_ == kModeCodes) {
-      BASALT_RETURN_IF_ERROR_PREPEND(codes_.Init(page), "DICT codes");
+      BASALT_RETURN_IF_ERROR_PREPEND(codes_.InitWithLayout(page, layout), "DICT codes");
       if (codes_.count() > 0 && dict_->size() == 0) {
         return Corruption(kDict, "codes page but the dictionary is empty");
       }
@@ -178,6 +181,10 @@ class DictPageDecoder final : public PageDecoder {
     }
     if (mode_ == kModePlain) return plain_->Init(page);
     return Corruption(kDict, "unknown page mode ", int{mode_});
+  }
+  std::unique_ptr<const PageLayout> ComputeLayout(std::string_view page) override {
+    if (page.empty() || static_cast<uint8_t>(page[0]) != kModeCodes) return nullptr;
+    return codes_.ComputeLayout(page.substr(1));
   }
   size_t count() const override { return active()->count(); }
   size_t position() const override { return active()->position(); }
