@@ -104,6 +104,8 @@ DEFINE_string(lookup_layouts, "interleaved,disjoint",
 DEFINE_int64(scan_rows, 10'000'000, "Rows of the scan case's tablet.");
 DEFINE_int32(scan_repeats, 5, "Scans per batch size in the scan case.");
 DEFINE_int64(mrs_rows, 2'000'000, "Rows of the MemRowSet-only case.");
+DEFINE_bool(memrowset_huge_pages, false,
+            "Advise huge pages for MemRowSet memory, as the tablet server's flag of that name.");
 DEFINE_int64(history_gc_rows, 10'000'000, "Rows of the history_gc case's tablet.");
 DEFINE_string(dir, "/tmp", "Directory in which the temporary tablet directory is created.");
 DEFINE_uint64(seed, 42, "Seed of the random keys and values.");
@@ -786,5 +788,6 @@ int main(int argc, char** argv) {
   gflags::SetUsageMessage("Tablet benchmark; prints one JSON object (see the file comment).");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
+  basalt::Arena::SetAdviseHugePages(FLAGS_memrowset_huge_pages);
   return basalt::Main();
 }

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include <glog/logging.h>
@@ -23,8 +24,10 @@ inline char* AlignUp(char* p, size_t align) {
 // Blocks come from new char[] (aligned for any fundamental type) or mmap (page aligned).
 constexpr size_t kBlockAlignment = alignof(std::max_align_t);
 
+std::atomic<bool> advise_huge_pages{true};
+
 // Maps `size` bytes (a multiple of kHugePageSize) at a kHugePageSize-aligned address and advises
-// huge pages. Returns null when mmap fails.
+// huge pages (unless SetAdviseHugePages(false)). Returns null when mmap fails.
 char* MapHugePages(size_t size) {
   constexpr size_t kAlign = Arena::kHugePageSize;
   // Over-map by one huge page and trim both ends so the kept range is aligned.
@@ -38,7 +41,7 @@ char* MapHugePages(size_t size) {
   if (base + mapped > tail) munmap(tail, base + mapped - tail);
 #ifdef MADV_HUGEPAGE
   // Failure (no THP in this kernel) only means normal pages.
-  madvise(aligned, size, MADV_HUGEPAGE);
+  if (advise_huge_pages.load(std::memory_order_relaxed)) madvise(aligned, size, MADV_HUGEPAGE);
 #endif
   return aligned;
 }
@@ -106,6 +109,10 @@ class MappedBlockCache {
 }  // namespace
 
 void Arena::SetMappedBlockCacheLimit(size_t bytes) { MappedBlockCache::Get().SetLimit(bytes); }
+
+void Arena::SetAdviseHugePages(bool advise) {
+  advise_huge_pages.store(advise, std::memory_order_relaxed);
+}
 
 size_t Arena::MappedBlockCacheBytes() { return MappedBlockCache::Get().bytes(); }
 

@@ -12,9 +12,11 @@
 // With `huge_pages`, every block of at least kHugePageSize bytes (regular or dedicated) is mapped
 // with mmap at a 2 MiB-aligned address, its size rounded up to a multiple of 2 MiB, and advised
 // MADV_HUGEPAGE, so transparent huge pages back it and first touches fault once per 2 MiB instead
-// of once per 4 KiB. Where mmap fails the block comes from the heap, and where THP is unavailable
-// (madvise fails, or THP is disabled) the mapping simply keeps normal pages; either way the
-// arena behaves the same. Mapped blocks are freed by Reset() and destruction like any other: into
+// of once per 4 KiB (unless SetAdviseHugePages(false), which the tablet server does by default:
+// on VMs that report free memory to the host a fresh huge page is far dearer than its 4 KiB
+// pages, docs/performance.md change 24). Where mmap fails the block comes from the heap, and
+// where THP is unavailable (madvise fails, or THP is disabled) the mapping simply keeps normal
+// pages; either way the arena behaves the same. Mapped blocks are freed by Reset() and destruction like any other: into
 // a process-wide cache of mapped blocks when SetMappedBlockCacheLimit allowed one (the next arena
 // needing a block of that size reuses it without page faults or kernel zeroing; its contents are
 // then whatever the last arena wrote), else unmapped.
@@ -82,6 +84,10 @@ class Arena {
   // Lets up to `bytes` of freed mapped blocks be kept for reuse, process-wide (0, the default:
   // none; lowering it unmaps the oldest kept blocks). Thread-safe.
   static void SetMappedBlockCacheLimit(size_t bytes);
+  // Whether mapped blocks mapped from now on are advised MADV_HUGEPAGE (true, the default).
+  // Process-wide; blocks are still mapped at 2 MiB-aligned addresses and cached either way.
+  // Thread-safe.
+  static void SetAdviseHugePages(bool advise);
   // Bytes of mapped blocks kept for reuse now. Thread-safe.
   static size_t MappedBlockCacheBytes();
 

@@ -1,7 +1,13 @@
 #include "common/arena.h"
 
+#include <sys/mman.h>
+
+#include <cinttypes>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -231,6 +237,44 @@ TEST(ArenaTest, HugePagesOnlyForLargeBlocks) {
   char* p = heap.Allocate(1);
   EXPECT_FALSE(IsAligned(p, Arena::kHugePageSize));
   EXPECT_LT(heap.MemoryUsage(), Arena::kHugePageSize + 4096);
+}
+
+// The VmFlags of the mapping holding `p` in /proc/self/smaps ("hg": advised MADV_HUGEPAGE), or
+// nullopt when they cannot be read.
+std::optional<std::string> VmFlagsOf(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " ", &lo, &hi) == 2 &&
+        line.find(':') > line.find(' ')) {
+      inside = addr >= lo && addr < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line.substr(8) + " ";
+    }
+  }
+  return std::nullopt;
+}
+
+// Mapped blocks are advised huge pages unless SetAdviseHugePages(false); they are mapped at
+// huge-page boundaries either way.
+TEST(ArenaTest, HugePageAdviceCanBeTurnedOff) {
+  constexpr size_t kHuge = Arena::kHugePageSize;
+  for (bool advise : {true, false}) {
+    SCOPED_TRACE(advise ? "advised" : "not advised");
+    Arena::SetAdviseHugePages(advise);
+    Arena a(kHuge, kHuge, /*huge_pages=*/true);
+    char* p = a.Allocate(1);
+    EXPECT_TRUE(IsAligned(p, kHuge));
+    std::optional<std::string> flags = VmFlagsOf(p);
+    if (!flags.has_value()) GTEST_SKIP() << "no VmFlags in /proc/self/smaps";
+#ifdef MADV_HUGEPAGE
+    EXPECT_EQ(flags->find(" hg ") != std::string::npos, advise) << *flags;
+#endif
+  }
+  Arena::SetAdviseHugePages(true);
 }
 
 // Freed mapped blocks are kept up to the cache limit and handed to the next arena needing a block
