@@ -14,7 +14,7 @@
 // MADV_HUGEPAGE, so transparent huge pages back it and first touches fault once per 2 MiB instead
 // of once per 4 KiB (unless SetAdviseHugePages(false), which the tablet server does by default:
 // on VMs that report free memory to the host a fresh huge page is far dearer than its 4 KiB
-// pages, docs/performance.md change 24). Where mmap fails the block comes from the heap, and
+// pages, docs/performance.md change 25). Where mmap fails the block comes from the heap, and
 // where THP is unavailable (madvise fails, or THP is disabled) the mapping simply keeps normal
 // pages; either way the arena behaves the same. Mapped blocks are freed by Reset() and destruction like any other: into
 // a process-wide cache of mapped blocks when SetMappedBlockCacheLimit allowed one (the next arena

@@ -63,7 +63,7 @@ DEFINE_bool(memrowset_huge_pages, false,
             "Advise transparent huge pages (MADV_HUGEPAGE) for MemRowSet and write-batch memory: "
             "one page fault per 2 MiB instead of 512. Off by default: in virtual machines whose "
             "balloon driver reports free memory to the host, a fresh huge page costs about 8 "
-            "times what its 4 KiB pages do (docs/performance.md, change 24).");
+            "times what its 4 KiB pages do (docs/performance.md, change 25).");
 
 DEFINE_int64(fs_data_dirs_reserved_bytes, -1,
              "Free space kept on the data directory's file system: below it the directory is "
