@@ -67,3 +67,18 @@ def spin_while(fn):
         stop.set()
         th.join()
     return len([x for x in ticks if start < x < end]), end - start
+
+
+def spin_while_slow_enough(run, min_seconds=0.1, attempts=6):
+    """spin_while(run(scale)'s callable) for scale 1, 2, 4, ... until the call takes at least
+    min_seconds; returns its (ticks, seconds). run(scale) prepares work proportional to scale and
+    returns the callable to time. A call that holds the GIL lets the ticking thread tick at most
+    once (if it was already past its check), however long it takes; one that releases it for
+    min_seconds lets it tick many times even on a loaded machine. Growing the work instead of
+    asserting a duration keeps the test meaningful as the client and servers get faster."""
+    for attempt in range(attempts):
+        ticks, seconds = spin_while(run(2 ** attempt))
+        if seconds >= min_seconds:
+            return ticks, seconds
+    raise AssertionError(f"still faster than {min_seconds} s at scale {2 ** (attempts - 1)}: "
+                         f"{seconds} s; cannot tell whether it holds the GIL")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import basalt
-from helpers import count, hash3, simple_schema, spin_while
+from helpers import count, hash3, simple_schema, spin_while_slow_enough
 
 D = decimal.Decimal
 
@@ -84,20 +84,27 @@ def test_prepared_column_of_the_wrong_item_size_is_refused(client, table_name):
 
 def test_session_garbage_collection_flushes_without_the_gil(client, table_name):
     t = client.create_table(table_name, simple_schema(), hash3())
-    n = 150_000
-    s = client.new_session(mutation_buffer_sz=64 << 20)
-    s.insert_columns(t, {"key": np.arange(n, dtype=np.int32)})
-    assert s.count_buffered_operations() == n
+    rows = 0
 
-    def drop():
-        nonlocal s
-        del s  # The last reference: the session flushes what it buffered.
-        gc.collect()
+    def buffered_session(scale):
+        nonlocal rows
+        n = 150_000 * scale
+        s = client.new_session(mutation_buffer_sz=256 << 20)
+        s.insert_columns(t, {"key": np.arange(rows, rows + n, dtype=np.int32)})
+        assert s.count_buffered_operations() == n
+        rows += n
+        holder = [s]
+        del s
 
-    ticks, seconds = spin_while(drop)
-    assert seconds > 0.02, "flush too quick to tell"
+        def drop():
+            holder.clear()  # The last reference: the session flushes what it buffered.
+            gc.collect()
+
+        return drop
+
+    ticks, seconds = spin_while_slow_enough(buffered_session)
     assert ticks >= 5, (ticks, seconds)
-    assert count(t) == n
+    assert count(t) == rows
 
 
 def test_scanner_close_exit_and_garbage_collection(client, table_name):
