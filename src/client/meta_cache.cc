@@ -7,6 +7,7 @@
 #include "client/client_internal.h"
 #include "client/frame_targets.h"
 #include "client/master_proxy.h"
+#include "common/clock.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "proto/master.pb.h"
@@ -215,7 +216,7 @@ absl::StatusOr<std::shared_ptr<RemoteTablet>> MetaCache::Refresh(TableLocations*
 absl::StatusOr<std::shared_ptr<RemoteTablet>> MetaCache::Lookup(TableLocations* table,
                                                                 std::string_view partition_key,
                                                                 absl::Time deadline) {
-  if (auto t = table->Find(partition_key, absl::GetCurrentTimeNanos())) return t;
+  if (auto t = table->Find(partition_key, CoarseWallNanos())) return t;
   BASALT_ASSIGN_OR_RETURN(auto first, Refresh(table, partition_key, deadline));
   if (first == nullptr || !first->partition().Contains(partition_key)) {
     return absl::NotFoundError(
@@ -227,7 +228,7 @@ absl::StatusOr<std::shared_ptr<RemoteTablet>> MetaCache::Lookup(TableLocations* 
 absl::StatusOr<std::shared_ptr<RemoteTablet>> MetaCache::LookupOrNext(
     TableLocations* table, std::string_view partition_key, absl::Time deadline) {
   bool known;
-  auto t = table->FindOrNext(partition_key, absl::GetCurrentTimeNanos(), &known);
+  auto t = table->FindOrNext(partition_key, CoarseWallNanos(), &known);
   if (known) return t;
   // The master answers from the tablet containing the key, or else the next one.
   return Refresh(table, partition_key, deadline);

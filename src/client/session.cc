@@ -14,6 +14,7 @@
 #include "client/meta_cache.h"
 #include "client/tablet_writer.h"
 #include "client/thread_pool.h"
+#include "common/clock.h"
 #include "common/row_operations.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
@@ -174,7 +175,7 @@ absl::Status SessionData::TryApply(std::unique_ptr<WriteOperation>* op, bool* ap
   }
   absl::MutexLock l(&mu);
   if (closed || mode == Session::AUTO_FLUSH_SYNC) return absl::OkStatus();
-  Buffer* buf = RouteLocked(**op, *pkey, absl::GetCurrentTimeNanos());
+  Buffer* buf = RouteLocked(**op, *pkey, CoarseWallNanos());
   // Unrouted rows need a master lookup; a full buffer in AUTO_FLUSH_BACKGROUND, a wait.
   if (buf == nullptr ||
       (mode == Session::AUTO_FLUSH_BACKGROUND && buffered_bytes + inflight_bytes >= buffer_space)) {
@@ -196,7 +197,7 @@ absl::Status SessionData::Apply(std::unique_ptr<WriteOperation> op) {
     if (closed) return absl::FailedPreconditionError("the session is closed");
     if (mode != Session::AUTO_FLUSH_SYNC) {
       // The fast path: the tablet is in the session's routing copy.
-      Buffer* buf = RouteLocked(*op, pkey, absl::GetCurrentTimeNanos());
+      Buffer* buf = RouteLocked(*op, pkey, CoarseWallNanos());
       if (buf != nullptr) return BufferLocked(buf, *op);
     }
     m = mode;
@@ -217,7 +218,7 @@ absl::Status SessionData::Apply(std::unique_ptr<WriteOperation> op) {
   if (m == Session::AUTO_FLUSH_SYNC) return ApplySync(std::move(op), *std::move(found), deadline);
   absl::MutexLock l(&mu);
   if (closed) return absl::FailedPreconditionError("the session is closed");
-  Buffer* buf = RouteLocked(*op, pkey, absl::GetCurrentTimeNanos());
+  Buffer* buf = RouteLocked(*op, pkey, CoarseWallNanos());
   if (buf == nullptr) buf = BufferForLocked(*op, *std::move(found));
   return BufferLocked(buf, *op);
 }

@@ -9,6 +9,7 @@
 #include "client/meta_cache.h"
 #include "client/scan_rpc.h"
 #include "common/aggregate_plan.h"
+#include "common/clock.h"
 #include "common/partition_pruner.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
@@ -201,7 +202,7 @@ absl::Status TabletScanner::NewScan(absl::Time deadline, uint64_t limit) {
     }
     if (!backoff.Sleep()) return TimedOut("Scan", backoff.attempts() + 1, last);
     if (Cancelled()) return Closed();
-    if (!tablet_->IsFresh(absl::GetCurrentTimeNanos())) {
+    if (!tablet_->IsFresh(CoarseWallNanos())) {
       // Locations changed (or expired): look the partition up again. A different partition
       // there is not this tablet's: it stays (a retried Open must not scan another range).
       const Partition& old = tablet_->partition();

@@ -32,6 +32,12 @@ class SystemClock : public Clock {
 
 }  // namespace
 
+int64_t CoarseWallNanos() {
+  struct timespec ts;
+  PCHECK(clock_gettime(CLOCK_REALTIME_COARSE, &ts) == 0) << "clock_gettime";
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
 Clock* Clock::Default() {
   static SystemClock* const clock = new SystemClock();
   return clock;

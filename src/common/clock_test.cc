@@ -26,6 +26,18 @@ TEST(ClockTest, DefaultClockIsSaneAndMonotonic) {
   }
 }
 
+// The coarse clock is the wall clock, at most a tick (and a little scheduling) behind it.
+TEST(ClockTest, CoarseWallNanosTrailsTheWallClockByLessThanATick) {
+  for (int i = 0; i < 1000; ++i) {
+    const int64_t before = Clock::Default()->NowMicros();
+    const int64_t coarse = CoarseWallNanos();
+    const int64_t after = Clock::Default()->NowMicros();
+    ASSERT_LE(coarse / 1000, after) << "ahead of the wall clock";
+    // A tick is at most 10 ms (HZ=100); 100 ms more leaves room for preemption between reads.
+    ASSERT_GT(coarse / 1000, before - 110000) << "more than a tick behind";
+  }
+}
+
 TEST(ClockTest, DefaultClockSleepsAtLeastTheRequestedTime) {
   // This measures SleepForMicros itself; it does not wait for anything else.
   Clock* clock = Clock::Default();
