@@ -197,18 +197,28 @@ TEST(BitPackedDecoderTest, PageSizeChecks) {
   }
 }
 
+// `n` values of random bit widths (0 to 32), so that a page mixes block sizes.
+std::vector<int32_t> MixedWidthValues(size_t n, Random* rng) {
+  std::vector<int32_t> values(n);
+  for (size_t i = 0; i < n; i++) {
+    const int bits = static_cast<int>(rng->Uniform(33));
+    values[i] = static_cast<int32_t>(bits == 0 ? 0 : rng->Next64() >> (64 - bits));
+  }
+  return values;
+}
+
+std::string EncodeInt32s(const std::vector<int32_t>& values) {
+  BitPackedPageBuilder<int32_t> builder{PageBuilderOptions{}};
+  EXPECT_EQ(builder.Add(values.data(), values.size()), values.size());
+  return std::string(builder.Finish());
+}
+
 // Random values of mixed widths, read back through random seeks and reads by a lazy and an eager
 // decoder, which must agree with the input (and so with each other).
 TEST(BitPackedDecoderTest, LazyAndEagerDecodeTheSame) {
   Random rng(SeedFromEnvOrTime());
-  std::vector<int32_t> values(5000);
-  for (size_t i = 0; i < values.size(); i++) {
-    const int bits = static_cast<int>(rng.Uniform(33));
-    values[i] = static_cast<int32_t>(bits == 0 ? 0 : rng.Next64() >> (64 - bits));
-  }
-  BitPackedPageBuilder<int32_t> builder{PageBuilderOptions{}};
-  ASSERT_EQ(builder.Add(values.data(), values.size()), values.size());
-  const std::string page(builder.Finish());
+  const std::vector<int32_t> values = MixedWidthValues(5000, &rng);
+  const std::string page = EncodeInt32s(values);
   BitPackedPageDecoder<int32_t> lazy(Validation::kOnFirstUse);
   BitPackedPageDecoder<int32_t> eager(Validation::kAtInit);
   BASALT_ASSERT_OK(lazy.Init(page));
@@ -235,23 +245,16 @@ TEST(BitPackedDecoderTest, LazyAndEagerDecodeTheSame) {
 // walking; a page malformed anywhere has none, and a layout of other bytes is not used.
 TEST(BitPackedDecoderTest, LayoutDecodesLikeTheWalk) {
   Random rng(SeedFromEnvOrTime());
-  std::vector<int32_t> values(3000);
-  for (size_t i = 0; i < values.size(); i++) {
-    const int bits = static_cast<int>(rng.Uniform(33));
-    values[i] = static_cast<int32_t>(bits == 0 ? 0 : rng.Next64() >> (64 - bits));
-  }
-  BitPackedPageBuilder<int32_t> builder{PageBuilderOptions{}};
-  ASSERT_EQ(builder.Add(values.data(), values.size()), values.size());
-  const std::string page(builder.Finish());
+  const std::vector<int32_t> values = MixedWidthValues(3000, &rng);
+  const std::string page = EncodeInt32s(values);
   BitPackedPageDecoder<int32_t> d(Validation::kOnFirstUse);
   std::unique_ptr<const PageLayout> layout = d.ComputeLayout(page);
   ASSERT_NE(layout, nullptr);
   EXPECT_GE(layout->MemoryUsage(), (values.size() / kBlockValues + 1) * sizeof(uint32_t));
 
   // A layout of another page (fewer blocks) is ignored: the decoder walks its own.
-  BitPackedPageBuilder<int32_t> other_builder{PageBuilderOptions{}};
-  ASSERT_EQ(other_builder.Add(values.data(), 1000), 1000u);
-  const std::string other(other_builder.Finish());
+  const std::string other =
+      EncodeInt32s(std::vector<int32_t>(values.begin(), values.begin() + 1000));
   std::unique_ptr<const PageLayout> other_layout = d.ComputeLayout(other);
   ASSERT_NE(other_layout, nullptr);
 
@@ -277,9 +280,8 @@ TEST(BitPackedDecoderTest, LayoutDecodesLikeTheWalk) {
   const std::string good = EncodeSequential(1000);
   BitPackedPageDecoder<int64_t> d64(Validation::kOnFirstUse);
   EXPECT_NE(d64.ComputeLayout(good), nullptr);
-  for (const std::string& malformed :
-       {bad_block, good.substr(0, kPageHeader + 7 * kSeqBlockBytes), good + "x",
-        good.substr(0, kPageHeader + 10)}) {
+  for (const std::string& malformed : {bad_block, good.substr(0, kPageHeader + 7 * kSeqBlockBytes),
+                                       good + "x", good.substr(0, kPageHeader + 10)}) {
     EXPECT_EQ(d64.ComputeLayout(malformed), nullptr) << malformed.size() << " bytes";
   }
   // Without a layout the bad block is still reported when reached, and the others decode.

@@ -159,9 +159,9 @@ class CFileReader {
 
 // Counters of one iterator, for tests and scan metrics.
 struct CFileIteratorStats {
-  int64_t pages_read = 0;       // Pages fetched (from the cache or the block).
-  int64_t pages_from_disk = 0;  // Of those, read from the block (cache misses).
-  int64_t pages_decoded = 0;    // Pages whose body was handed to a decoder.
+  int64_t pages_read = 0;         // Pages fetched (from the cache or the block).
+  int64_t pages_from_disk = 0;    // Of those, read from the block (cache misses).
+  int64_t pages_decoded = 0;      // Pages whose body was handed to a decoder.
   int64_t pages_with_layout = 0;  // Of those, with the layout computed when the page was loaded.
   // Page ranges (the part of a page one call covers) ruled out by their zone map, never read.
   int64_t pages_skipped = 0;

@@ -16,10 +16,10 @@
 // on VMs that report free memory to the host a fresh huge page is far dearer than its 4 KiB
 // pages, docs/performance.md change 25). Where mmap fails the block comes from the heap, and
 // where THP is unavailable (madvise fails, or THP is disabled) the mapping simply keeps normal
-// pages; either way the arena behaves the same. Mapped blocks are freed by Reset() and destruction like any other: into
-// a process-wide cache of mapped blocks when SetMappedBlockCacheLimit allowed one (the next arena
-// needing a block of that size reuses it without page faults or kernel zeroing; its contents are
-// then whatever the last arena wrote), else unmapped.
+// pages; either way the arena behaves the same. Mapped blocks are freed by Reset() and destruction
+// like any other: into a process-wide cache of mapped blocks when SetMappedBlockCacheLimit allowed
+// one (the next arena needing a block of that size reuses it without page faults or kernel zeroing;
+// its contents are then whatever the last arena wrote), else unmapped.
 //
 // Invariants: every pointer returned stays valid (and is never moved) until Reset() or the
 // destructor; MemoryUsage() is at least the sum of all block sizes.
