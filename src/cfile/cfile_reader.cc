@@ -232,12 +232,6 @@ absl::StatusOr<std::unique_ptr<CFileReader::Page>> CFileReader::LoadPage(size_t 
                                              0, e.num_rows) != e.null_count) {
     return absl::DataLossError(StrCat(what, ": null bitmap disagrees with the null count"));
   }
-  // Once per load, so that the decoders of a cached page (one per lookup) do not walk it again.
-  PageDecoderOptions opts;
-  opts.dictionary = dictionary_.get();
-  BASALT_ASSIGN_OR_RETURN(std::unique_ptr<PageDecoder> decoder,
-                          CreatePageDecoder(type_, encoding_, opts));
-  page->layout = decoder->ComputeLayout(std::string_view(page->payload).substr(bitmap_size));
   return page;
 }
 
@@ -267,6 +261,14 @@ absl::Status CFileReader::ReadPage(size_t index, PageRef* ref, bool* from_disk) 
   *from_disk = true;
   BASALT_ASSIGN_OR_RETURN(std::unique_ptr<Page> page, LoadPage(index));
   if (options_.block_cache != nullptr) {
+    // Once per cached page, so that the decoders opened on it (one per point lookup) do not walk
+    // it again. A page read for one iterator alone is walked by that iterator's decoder.
+    PageDecoderOptions opts;
+    opts.dictionary = dictionary_.get();
+    BASALT_ASSIGN_OR_RETURN(std::unique_ptr<PageDecoder> decoder,
+                            CreatePageDecoder(type_, encoding_, opts));
+    const size_t bitmap_size = nullable_ ? BitmapSize(pages_[index].num_rows) : 0;
+    page->layout = decoder->ComputeLayout(std::string_view(page->payload).substr(bitmap_size));
     const size_t charge = page->payload.size() + sizeof(Page) +
                           (page->layout != nullptr ? page->layout->MemoryUsage() : 0);
     ref->handle = options_.block_cache->Insert(key, std::move(page), charge);

@@ -105,7 +105,8 @@ class CFileReader {
   friend class CFileIterator;
 
   // A decompressed page: its row counts and payload (null bitmap, then the encoded body), and
-  // the body's layout if its encoding has one (computed once here, not by every decoder).
+  // for a cached page the body's layout if its encoding has one (computed once when cached,
+  // not by every decoder opened on it; immutable from then on).
   class Page : public BlockCache::Value {
    public:
     uint32_t num_rows = 0;
@@ -162,7 +163,7 @@ struct CFileIteratorStats {
   int64_t pages_read = 0;         // Pages fetched (from the cache or the block).
   int64_t pages_from_disk = 0;    // Of those, read from the block (cache misses).
   int64_t pages_decoded = 0;      // Pages whose body was handed to a decoder.
-  int64_t pages_with_layout = 0;  // Of those, with the layout computed when the page was loaded.
+  int64_t pages_with_layout = 0;  // Of those, with the layout computed when it was cached.
   // Page ranges (the part of a page one call covers) ruled out by their zone map, never read.
   int64_t pages_skipped = 0;
   // Page ranges whose predicate was evaluated on encoded values (DICT codes).

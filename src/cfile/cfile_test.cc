@@ -144,6 +144,13 @@ class CFileTest : public CFileTestBase {
     } else if (options.storage.encoding != EncodingType::kDict) {
       EXPECT_EQ(it2->stats().pages_with_layout, 0);
     }
+    // Without a cache no page is shared: the iterator's decoder walks it, once.
+    auto uncached = OpenFile(id);
+    BASALT_ASSERT_OK(uncached);
+    auto it3 = (*uncached)->NewIterator();
+    BASALT_ASSERT_OK(it3->Scan(col.size(), all.block(), &got));
+    ASSERT_NO_FATAL_FAILURE(ExpectRows(col, 0, all.block_ref(), got));
+    EXPECT_EQ(it3->stats().pages_with_layout, 0);
   }
 };
 
