@@ -111,9 +111,10 @@ class EncodedPredicate {
 // Where the parts of one page's bytes start, computed once by a decoder (PageDecoder::
 // ComputeLayout) and handed to every later decoder of the same bytes (InitWithLayout), so that
 // a decoder opened for one value skips the walk to it. BIT_PACKED: the offsets of its blocks,
-// whose sizes vary; a point lookup walked half of a 256 KiB page's block headers, a cache miss
-// each.
-// Opaque to callers; immutable once built, so one layout may serve decoders on many threads.
+// whose sizes vary (a point lookup walked half of a 256 KiB page's block headers, a cache miss
+// each). Opaque to callers; immutable once built, so one layout may serve decoders on many
+// threads. A layout used with other bytes than its own would send decodes out of the page: the
+// cfile reader keeps each one with the cached page it was computed from.
 class PageLayout {
  public:
   virtual ~PageLayout() = default;

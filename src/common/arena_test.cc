@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/cleanup/cleanup.h"
 #include "common/random.h"
 
 namespace basalt {
@@ -262,6 +263,7 @@ std::optional<std::string> VmFlagsOf(const void* p) {
 // huge-page boundaries either way.
 TEST(ArenaTest, HugePageAdviceCanBeTurnedOff) {
   constexpr size_t kHuge = Arena::kHugePageSize;
+  absl::Cleanup restore = [] { Arena::SetAdviseHugePages(true); };  // Process-wide: the default.
   for (bool advise : {true, false}) {
     SCOPED_TRACE(advise ? "advised" : "not advised");
     Arena::SetAdviseHugePages(advise);
@@ -274,7 +276,6 @@ TEST(ArenaTest, HugePageAdviceCanBeTurnedOff) {
     EXPECT_EQ(flags->find(" hg ") != std::string::npos, advise) << *flags;
 #endif
   }
-  Arena::SetAdviseHugePages(true);
 }
 
 // Freed mapped blocks are kept up to the cache limit and handed to the next arena needing a block

@@ -45,6 +45,17 @@ std::string ColumnSchema::TypeToString() const {
   return std::string(info.name());
 }
 
+bool ColumnSchema::SameType(const ColumnSchema& other) const {
+  if (type_ != other.type_) return false;
+  // The attributes TypeToString shows, and only those.
+  if (GetTypeInfo(type_).is_decimal()) {
+    return attributes_.precision == other.attributes_.precision &&
+           attributes_.scale == other.attributes_.scale;
+  }
+  if (type_ == DataType::kVarchar) return attributes_.length == other.attributes_.length;
+  return true;
+}
+
 std::string ColumnSchema::ToString() const {
   std::string out = StrCat(name_, " ", TypeToString(), is_nullable_ ? " NULLABLE" : " NOT NULL");
   if (default_value_.has_value()) {

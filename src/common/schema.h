@@ -96,6 +96,9 @@ class ColumnSchema {
   std::string ToString() const;
   // The type with its attributes: "DECIMAL(10, 2)", "VARCHAR(20)", "INT32".
   std::string TypeToString() const;
+  // Whether `other` has the same type with the same attributes, i.e. the same TypeToString(),
+  // without formatting it (scans check every projected column this way).
+  bool SameType(const ColumnSchema& other) const;
   bool Equals(const ColumnSchema& other) const;
 
   void set_name(std::string name) { name_ = std::move(name); }

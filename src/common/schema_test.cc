@@ -45,6 +45,28 @@ TEST(SchemaTest, BasicAccessorsAndLayout) {
   EXPECT_EQ(s.fixed_row_size(), 2 * sizeof(std::string_view) + 8 + 8 + 8);
 }
 
+// SameType agrees with comparing TypeToString(): types and the attributes they show.
+TEST(SchemaTest, SameTypeComparesTypesAndTheirShownAttributes) {
+  const std::vector<ColumnSchema> cols = {
+      ColumnSchema("a", DataType::kInt32),
+      ColumnSchema("b", DataType::kInt64),
+      ColumnSchema("c", DataType::kInt32, true, std::nullopt, TypeAttributes{9, 2, 7}),
+      ColumnSchema("d", DataType::kDecimal64, false, std::nullopt, TypeAttributes{10, 2, 0}),
+      ColumnSchema("e", DataType::kDecimal64, false, std::nullopt, TypeAttributes{10, 3, 0}),
+      ColumnSchema("f", DataType::kDecimal64, false, std::nullopt, TypeAttributes{12, 2, 0}),
+      ColumnSchema("g", DataType::kVarchar, false, std::nullopt, TypeAttributes{0, 0, 20}),
+      ColumnSchema("h", DataType::kVarchar, false, std::nullopt, TypeAttributes{0, 0, 21}),
+      ColumnSchema("i", DataType::kString)};
+  for (const ColumnSchema& x : cols) {
+    for (const ColumnSchema& y : cols) {
+      EXPECT_EQ(x.SameType(y), x.TypeToString() == y.TypeToString())
+          << x.ToString() << " / " << y.ToString();
+    }
+  }
+  EXPECT_TRUE(cols[0].SameType(cols[2]));  // Attributes an INT32 does not show are ignored.
+  EXPECT_FALSE(cols[3].SameType(cols[4]));
+}
+
 TEST(SchemaTest, CellsAreNaturallyAligned) {
   Schema s =
       Schema::Create(

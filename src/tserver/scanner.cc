@@ -90,11 +90,7 @@ absl::StatusOr<std::string> Scanner::CheckProjectedColumn(const Schema& schema,
     return absl::InvalidArgumentError(ToAbsl(StrCat(field(), ": no column named ", col->name())));
   }
   const ColumnSchema& actual = schema.column(idx);
-  // Only DECIMAL and VARCHAR have attributes in their type (TypeToString).
-  const bool has_attributes =
-      actual.type_info().is_decimal() || actual.type() == DataType::kVarchar;
-  if (actual.type() != col->type() || actual.is_nullable() != col->is_nullable() ||
-      (has_attributes && actual.TypeToString() != col->TypeToString())) {
+  if (!actual.SameType(*col) || actual.is_nullable() != col->is_nullable()) {
     return absl::InvalidArgumentError(
         ToAbsl(StrCat(field(), ": column ", col->name(), " is ", actual.ToString(),
                       ", the request says ", col->ToString())));
@@ -212,7 +208,7 @@ absl::Status Scanner::Init(std::shared_ptr<TabletReplica> replica,
     row_width_ += projection_.column(i).type_info().size();
   }
   // Buffers for the rows a batch can hold: a point lookup's or a small LIMIT's need no full-size
-  // ones (each is a zeroed allocation per column per scan, most of a lookup's memory traffic).
+  // ones (each is a zeroed allocation per column per scan).
   uint64_t max_rows = kMaxBlockRows;
   if (PinsWholeKey(*schema, spec.predicates)) max_rows = 1;
   if (limit_ > 0) max_rows = std::min(max_rows, limit_);
