@@ -32,6 +32,10 @@ DEFINE_uint64(consensus_rpc_max_batch_bytes, 4 << 20,
 DEFINE_bool(consensus_frame_rpc, true,
             "Whether Raft messages go to a peer server over its frame RPC port (docs/frame_rpc.md) "
             "once its answers name one, instead of gRPC.");
+DEFINE_bool(consensus_replies, true,
+            "Whether a server answers a Raft batch with the messages it queued for the sender "
+            "meanwhile (running the receiving replica's round on the call's thread when its worker "
+            "is idle), so that an append's acknowledgement needs no RPC of its own.");
 DEFINE_uint64(consensus_peer_queue_max_bytes, 64 << 20,
               "Bytes of Raft messages queued for one peer server beyond which new ones are "
               "dropped.");
@@ -93,35 +97,29 @@ absl::Status GrpcTransport::HandleUpdate(pb::UpdateConsensusRequestPB* request,
     }
     return batch.status();
   }
-  uint32_t unknown = 0;
-  int64_t delivered = 0;
-  {
-    absl::ReaderMutexLock l(&reg_mu_);
-    for (GroupMessage& m : *batch) {
-      const RaftMessageHandler* handler = nullptr;
-      if (auto it = handlers_.find(m.group_id); it != handlers_.end()) {
-        handler = &it->second;
-      } else if (m.message.type == MessageType::kVote || m.message.type == MessageType::kPreVote) {
-        // A tombstone's vote; its other messages are for a group not hosted here.
-        if (auto v = voters_.find(m.group_id); v != voters_.end()) handler = &v->second;
-      }
-      if (handler == nullptr) {
-        // Listed once per group; a batch holds a few messages of each.
-        if (unknown++ < kMaxUnknownGroupsListed &&
-            std::find(response->unknown_group_ids().begin(), response->unknown_group_ids().end(),
-                      m.group_id) == response->unknown_group_ids().end()) {
-          response->add_unknown_group_ids(m.group_id);
-        }
-        continue;
-      }
-      (*handler)(std::move(m.message));
-      ++delivered;
-    }
+  // What the batch handler's round queues for the sender (its acknowledgements) waits for the
+  // reply instead of waking the sender thread.
+  const bool replies = options_.use_replies > 0;
+  std::shared_ptr<Peer> replier;
+  if (replies && request->accepts_reply()) replier = FindPeer(request->from_server());
+  std::vector<GroupMessage> reply;
+  Delivery d = Deliver(std::move(*batch), replies, replier.get(), &reply);
+  if (!reply.empty()) {
+    counters_.reply_messages_sent.fetch_add(static_cast<int64_t>(reply.size()),
+                                            std::memory_order_relaxed);
+    BatchToPB(options_.server_id, request->from_server(), std::move(reply),
+              response->mutable_reply());
   }
-  counters_.messages_received.fetch_add(delivered, std::memory_order_relaxed);
-  response->set_num_unknown_group_messages(unknown);
+  for (std::string& g : d.unknown_groups) response->add_unknown_group_ids(std::move(g));
+  response->set_num_unknown_group_messages(d.unknown);
   response->set_frame_rpc_port(static_cast<uint32_t>(frame_rpc_port_.load()));
   return absl::OkStatus();
+}
+
+std::shared_ptr<GrpcTransport::Peer> GrpcTransport::FindPeer(const PeerId& id) {
+  absl::ReaderMutexLock l(&peers_mu_);
+  auto it = peers_.find(id);
+  return it == peers_.end() ? nullptr : it->second;
 }
 
 std::function<absl::Status(std::string_view, absl::Time, std::string*)>
@@ -154,7 +152,7 @@ void GrpcTransport::DeliverPeerMissing(const PeerId& peer,
     m.type = MessageType::kPeerMissing;
     m.from = peer;
     m.to = options_.server_id;
-    it->second(std::move(m));
+    it->second.each(std::move(m));
   }
 }
 
@@ -182,11 +180,20 @@ class GrpcTransport::Peer {
   int64_t Enqueue(std::vector<GroupMessage> messages) ABSL_LOCKS_EXCLUDED(mu_);
   // Cancels the RPC in flight, joins the thread, drops the queue. Idempotent.
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
+  // Around a batch handler's call for `group`, on a call from this peer that accepts a reply:
+  // in between, the group's messages queued for the peer (what the round on that thread
+  // produces) do not wake the sender; EndReply takes the queue, up to one batch, for the reply
+  // (the sender sends the rest). Messages of other groups are sent as usual, so a round stuck
+  // on a slow disk delays only its own group's.
+  void BeginReply(const std::string& group) ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<GroupMessage> EndReply(const std::string& group) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   void Run() ABSL_LOCKS_EXCLUDED(mu_);
   // Waits for the next batch to send; false once shutting down.
   bool NextBatch(std::vector<GroupMessage>* batch) ABSL_LOCKS_EXCLUDED(mu_);
+  // Moves up to max_batch_bytes (at least one message) from the queue to `batch`.
+  void TakeBatchLocked(std::vector<GroupMessage>* batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sends one batch with a deadline; returns the RPC's status.
   absl::Status SendRpc(std::vector<GroupMessage> batch) ABSL_LOCKS_EXCLUDED(mu_);
   // Sends `request` over frame_ into *response. std::nullopt: not sent (no frame channel, or its
@@ -200,9 +207,16 @@ class GrpcTransport::Peer {
   absl::Time DueLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return std::max(urgent_ ? absl::InfinitePast() : flush_deadline_, not_before_);
   }
+  // Whether every queued message waits for a reply (see BeginReply).
+  bool AllHeldLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return queue_.size() == held_messages_;
+  }
+  bool IsHeldLocked(const std::string& group) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return std::find(held_groups_.begin(), held_groups_.end(), group) != held_groups_.end();
+  }
   bool WakeLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (stopping_) return true;
-    if (queue_.empty()) return false;
+    if (AllHeldLocked()) return false;
     return wait_deadline_ == absl::InfiniteFuture() || absl::Now() >= DueLocked();
   }
 
@@ -220,6 +234,10 @@ class GrpcTransport::Peer {
   absl::Time flush_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   absl::Time not_before_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   int consecutive_failures_ ABSL_GUARDED_BY(mu_) = 0;
+  // The groups of the calls from the peer between BeginReply and EndReply (one entry per call),
+  // and how many queued messages belong to them.
+  std::vector<std::string> held_groups_ ABSL_GUARDED_BY(mu_);
+  size_t held_messages_ ABSL_GUARDED_BY(mu_) = 0;
   // What the sender waits for: InfiniteFuture while the queue was empty.
   absl::Time wait_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
@@ -232,6 +250,71 @@ class GrpcTransport::Peer {
 
   std::thread thread_;  // Joined by Shutdown.
 };
+
+// ---- Delivering --------------------------------------------------------------------------
+
+GrpcTransport::Delivery GrpcTransport::Deliver(std::vector<GroupMessage> batch, bool batched,
+                                               Peer* replier, std::vector<GroupMessage>* reply) {
+  Delivery d;
+  const Receiver* batch_receiver = nullptr;
+  std::string batch_group;
+  std::vector<RaftMessage> batch_messages;
+  absl::ReaderMutexLock l(&reg_mu_);
+  for (GroupMessage& m : batch) {
+    const Receiver* receiver = nullptr;
+    if (auto it = handlers_.find(m.group_id); it != handlers_.end()) {
+      receiver = &it->second;
+    } else if (m.message.type == MessageType::kVote || m.message.type == MessageType::kPreVote) {
+      // A tombstone's vote; its other messages are for a group not hosted here.
+      if (auto v = voters_.find(m.group_id); v != voters_.end()) receiver = &v->second;
+    }
+    if (receiver == nullptr) {
+      // Listed once per group; a batch holds a few messages of each.
+      if (d.unknown++ < kMaxUnknownGroupsListed &&
+          std::find(d.unknown_groups.begin(), d.unknown_groups.end(), m.group_id) ==
+              d.unknown_groups.end()) {
+        d.unknown_groups.push_back(m.group_id);
+      }
+      continue;
+    }
+    ++d.delivered;
+    // One group's messages wait for the end, so that the other groups' workers start first and
+    // run alongside the round this thread may run for it.
+    if (batched && receiver->batch && (batch_receiver == nullptr || batch_receiver == receiver)) {
+      if (batch_receiver == nullptr) batch_group = m.group_id;
+      batch_receiver = receiver;
+      batch_messages.push_back(std::move(m.message));
+      continue;
+    }
+    receiver->each(std::move(m.message));
+  }
+  // Still under reg_mu_: Unregister waits for this call too.
+  if (batch_receiver != nullptr) {
+    if (replier != nullptr) replier->BeginReply(batch_group);
+    batch_receiver->batch(std::move(batch_messages));
+    if (replier != nullptr) *reply = replier->EndReply(batch_group);
+  }
+  counters_.messages_received.fetch_add(d.delivered, std::memory_order_relaxed);
+  return d;
+}
+
+void GrpcTransport::ReceiveReply(const PeerId& from, pb::UpdateConsensusRequestPB* reply) {
+  absl::StatusOr<std::vector<GroupMessage>> batch =
+      reply->from_server() != from || reply->to_server() != options_.server_id
+          ? absl::InvalidArgumentError(StrCat("a reply from ", reply->from_server(), " to ",
+                                              reply->to_server(), " answered a call to ", from))
+          : BatchFromPB(reply);
+  if (!batch.ok()) {
+    if (const int64_t n = rejected_log_.Record(absl::Now()); n > 0) {
+      LOG(WARNING) << "rejecting a consensus reply" << LogThrottle::Times(n) << ": "
+                   << batch.status();
+    }
+    return;
+  }
+  const int64_t n = static_cast<int64_t>(batch->size());
+  Deliver(std::move(*batch), options_.use_replies > 0, nullptr, nullptr);
+  counters_.reply_messages_received.fetch_add(n, std::memory_order_relaxed);
+}
 
 int64_t GrpcTransport::Peer::Enqueue(std::vector<GroupMessage> messages) {
   const GrpcTransportOptions& o = transport_->options_;
@@ -250,19 +333,41 @@ int64_t GrpcTransport::Peer::Enqueue(std::vector<GroupMessage> messages) {
       flush_deadline_ = absl::Now() + absl::Milliseconds(o.heartbeat_coalesce_ms);
     }
     queued_bytes_ += size;
+    if (!held_groups_.empty() && IsHeldLocked(m.group_id)) ++held_messages_;
     queue_.push_back(std::move(m));
   }
   return dropped;
+}
+
+void GrpcTransport::Peer::BeginReply(const std::string& group) {
+  absl::MutexLock l(&mu_);
+  held_groups_.push_back(group);
+  for (const GroupMessage& m : queue_) held_messages_ += m.group_id == group ? 1 : 0;
+}
+
+std::vector<GroupMessage> GrpcTransport::Peer::EndReply(const std::string& group) {
+  std::vector<GroupMessage> batch;
+  absl::MutexLock l(&mu_);
+  held_groups_.erase(std::find(held_groups_.begin(), held_groups_.end(), group));
+  if (!stopping_ && !queue_.empty()) TakeBatchLocked(&batch);
+  return batch;
 }
 
 bool GrpcTransport::Peer::NextBatch(std::vector<GroupMessage>* batch) {
   absl::MutexLock l(&mu_);
   while (true) {
     if (stopping_) return false;
-    if (!queue_.empty() && absl::Now() >= DueLocked()) break;
-    wait_deadline_ = queue_.empty() ? absl::InfiniteFuture() : DueLocked();
+    // Messages held for a reply leave with it (EndReply), or with the next batch that other
+    // messages need anyway.
+    if (!AllHeldLocked() && absl::Now() >= DueLocked()) break;
+    wait_deadline_ = AllHeldLocked() ? absl::InfiniteFuture() : DueLocked();
     mu_.AwaitWithDeadline(absl::Condition(this, &Peer::WakeLocked), wait_deadline_);
   }
+  TakeBatchLocked(batch);
+  return true;
+}
+
+void GrpcTransport::Peer::TakeBatchLocked(std::vector<GroupMessage>* batch) {
   uint64_t bytes = 0;
   const uint64_t limit = transport_->options_.max_batch_bytes;
   while (!queue_.empty() && (batch->empty() || bytes < limit)) {
@@ -276,7 +381,8 @@ bool GrpcTransport::Peer::NextBatch(std::vector<GroupMessage>* batch) {
   // What is left over (the batch was full) goes out right after this one.
   urgent_ = !queue_.empty();
   if (queue_.empty()) flush_deadline_ = absl::InfiniteFuture();
-  return true;
+  held_messages_ = 0;
+  for (const GroupMessage& m : queue_) held_messages_ += IsHeldLocked(m.group_id) ? 1 : 0;
 }
 
 std::optional<absl::Status> GrpcTransport::Peer::SendOverFrame(
@@ -333,6 +439,7 @@ void GrpcTransport::Peer::LearnFramePort(uint32_t port) {
 absl::Status GrpcTransport::Peer::SendRpc(std::vector<GroupMessage> batch) {
   pb::UpdateConsensusRequestPB request;
   BatchToPB(transport_->options_.server_id, id_, std::move(batch), &request);
+  request.set_accepts_reply(true);
   pb::UpdateConsensusResponsePB response;
   const absl::Time deadline = absl::Now() + absl::Milliseconds(transport_->options_.rpc_timeout_ms);
   absl::Status s;
@@ -353,6 +460,7 @@ absl::Status GrpcTransport::Peer::SendRpc(std::vector<GroupMessage> batch) {
     in_flight_ = nullptr;
   }
   if (s.ok()) LearnFramePort(response.frame_rpc_port());
+  if (s.ok() && response.has_reply()) transport_->ReceiveReply(id_, response.mutable_reply());
   if (s.ok() && response.unknown_group_ids_size() > 0) {
     transport_->DeliverPeerMissing(
         id_, {response.unknown_group_ids().begin(), response.unknown_group_ids().end()});
@@ -405,6 +513,7 @@ void GrpcTransport::Peer::Shutdown() {
                                                    std::memory_order_relaxed);
   queue_.clear();
   queued_bytes_ = 0;
+  held_messages_ = 0;
 }
 
 // ---- GrpcTransport --------------------------------------------------------------------------
@@ -421,6 +530,7 @@ GrpcTransportOptions WithDefaults(GrpcTransportOptions o) {
   if (o.max_queue_bytes == 0)
     o.max_queue_bytes = std::max<uint64_t>(FLAGS_consensus_peer_queue_max_bytes, 1);
   if (o.use_frame_rpc < 0) o.use_frame_rpc = FLAGS_consensus_frame_rpc ? 1 : 0;
+  if (o.use_replies < 0) o.use_replies = FLAGS_consensus_replies ? 1 : 0;
   return o;
 }
 
@@ -501,13 +611,13 @@ absl::Status GrpcTransport::AddPeer(const PeerId& peer, const std::string& addre
 
 absl::Status GrpcTransport::RegisterIn(HandlerMap GrpcTransport::*map, const char* what,
                                        const std::string& group_id, const PeerId& peer,
-                                       RaftMessageHandler handler) {
+                                       Receiver receiver) {
   if (peer != options_.server_id) {
     return absl::InvalidArgumentError(StrCat(what, " ", peer, " of group ", group_id,
                                              " cannot register on server ", options_.server_id));
   }
   absl::MutexLock l(&reg_mu_);
-  if (!(this->*map).emplace(group_id, std::move(handler)).second) {
+  if (!(this->*map).emplace(group_id, std::move(receiver)).second) {
     return absl::AlreadyExistsError(
         StrCat("a ", what, " for group ", group_id, " is already registered"));
   }
@@ -523,7 +633,13 @@ void GrpcTransport::UnregisterIn(HandlerMap GrpcTransport::*map, const std::stri
 
 absl::Status GrpcTransport::Register(const std::string& group_id, const PeerId& peer,
                                      RaftMessageHandler handler) {
-  return RegisterIn(&GrpcTransport::handlers_, "replica", group_id, peer, std::move(handler));
+  return Register(group_id, peer, std::move(handler), nullptr);
+}
+
+absl::Status GrpcTransport::Register(const std::string& group_id, const PeerId& peer,
+                                     RaftMessageHandler handler, RaftBatchHandler batch_handler) {
+  return RegisterIn(&GrpcTransport::handlers_, "replica", group_id, peer,
+                    Receiver{std::move(handler), std::move(batch_handler)});
 }
 
 void GrpcTransport::Unregister(const std::string& group_id, const PeerId& peer) {
@@ -532,7 +648,8 @@ void GrpcTransport::Unregister(const std::string& group_id, const PeerId& peer) 
 
 absl::Status GrpcTransport::RegisterVoter(const std::string& group_id, const PeerId& peer,
                                           RaftMessageHandler handler) {
-  return RegisterIn(&GrpcTransport::voters_, "voter", group_id, peer, std::move(handler));
+  return RegisterIn(&GrpcTransport::voters_, "voter", group_id, peer,
+                    Receiver{std::move(handler), nullptr});
 }
 
 void GrpcTransport::UnregisterVoter(const std::string& group_id, const PeerId& peer) {
@@ -540,12 +657,7 @@ void GrpcTransport::UnregisterVoter(const std::string& group_id, const PeerId& p
 }
 
 void GrpcTransport::Enqueue(const PeerId& to, std::vector<GroupMessage> messages) {
-  std::shared_ptr<Peer> peer;
-  {
-    absl::ReaderMutexLock l(&peers_mu_);
-    auto it = peers_.find(to);
-    if (it != peers_.end()) peer = it->second;
-  }
+  std::shared_ptr<Peer> peer = FindPeer(to);
   const int64_t dropped =
       peer == nullptr ? static_cast<int64_t>(messages.size()) : peer->Enqueue(std::move(messages));
   if (dropped > 0) counters_.messages_dropped.fetch_add(dropped, std::memory_order_relaxed);
@@ -577,6 +689,8 @@ GrpcTransport::Stats GrpcTransport::stats() const {
   s.messages_dropped = counters_.messages_dropped.load(std::memory_order_relaxed);
   s.rpcs_received = counters_.rpcs_received.load(std::memory_order_relaxed);
   s.messages_received = counters_.messages_received.load(std::memory_order_relaxed);
+  s.reply_messages_sent = counters_.reply_messages_sent.load(std::memory_order_relaxed);
+  s.reply_messages_received = counters_.reply_messages_received.load(std::memory_order_relaxed);
   return s;
 }
 

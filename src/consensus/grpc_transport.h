@@ -15,8 +15,12 @@
 //
 // Receiving: a ConsensusService implementation decodes and validates each batch
 // (raft_message_pb.h) and hands every message to the handler registered for its group; messages
-// of unknown groups are dropped. The service is served by the transport's own gRPC server
-// (Start with a bind address), or registered by the caller on a server it owns (service()).
+// of unknown groups are dropped. Replies (docs/raft.md "Replies"): one group's messages of a batch
+// go to its batch handler, which may run the replica's round on the calling thread, and the call
+// answers with what this server queued for the sender meanwhile (an append's acknowledgement), so
+// the acknowledgement needs no RPC of its own; the sender delivers a reply like a request. The
+// service is served by the transport's own gRPC server (Start with a bind address), or registered
+// by the caller on a server it owns (service()).
 //
 // Lifecycle: construct -> AddPeer/Register (any time) -> Start() -> Send... -> Shutdown() (or the
 // destructor), which stops the server and the senders; queued messages are dropped.
@@ -71,6 +75,9 @@ struct GrpcTransportOptions {
   // After a peer's frame port failed (cannot connect, broken connection, not the peer), how long
   // its batches go over gRPC only.
   absl::Duration frame_retry_after = absl::Seconds(30);
+  // Whether incoming batches go to batch handlers and calls are answered with replies (see
+  // above). <0: --consensus_replies.
+  int use_replies = -1;
   // Target size of one RPC (at least one message is sent). 0: --consensus_rpc_max_batch_bytes.
   uint64_t max_batch_bytes = 0;
   // Bytes queued per peer beyond which new messages are dropped. 0:
@@ -82,13 +89,15 @@ class GrpcTransport : public Transport {
  public:
   // Counters since construction.
   struct Stats {
-    int64_t rpcs_sent = 0;          // UpdateConsensus calls made (including failed ones).
-    int64_t frame_rpcs_sent = 0;    // ... of them over frame RPC.
-    int64_t rpcs_failed = 0;        // ... that did not return OK.
-    int64_t messages_sent = 0;      // Messages in those calls.
-    int64_t messages_dropped = 0;   // Unknown peer, full queue, failed RPC, shutdown.
-    int64_t rpcs_received = 0;      // UpdateConsensus calls served (valid or not).
-    int64_t messages_received = 0;  // Messages delivered to a registered handler.
+    int64_t rpcs_sent = 0;                // UpdateConsensus calls made (including failed ones).
+    int64_t frame_rpcs_sent = 0;          // ... of them over frame RPC.
+    int64_t rpcs_failed = 0;              // ... that did not return OK.
+    int64_t messages_sent = 0;            // Messages in those calls.
+    int64_t messages_dropped = 0;         // Unknown peer, full queue, failed RPC, shutdown.
+    int64_t rpcs_received = 0;            // UpdateConsensus calls served (valid or not).
+    int64_t messages_received = 0;        // Messages delivered to a registered handler.
+    int64_t reply_messages_sent = 0;      // Messages sent in the answers to calls served.
+    int64_t reply_messages_received = 0;  // ... received in answers (and delivered).
   };
 
   explicit GrpcTransport(GrpcTransportOptions options);
@@ -130,6 +139,8 @@ class GrpcTransport : public Transport {
   // INVALID_ARGUMENT unless `peer` is this server's id; ALREADY_EXISTS if registered.
   absl::Status Register(const std::string& group_id, const PeerId& peer,
                         RaftMessageHandler handler) override ABSL_LOCKS_EXCLUDED(reg_mu_);
+  absl::Status Register(const std::string& group_id, const PeerId& peer, RaftMessageHandler handler,
+                        RaftBatchHandler batch_handler) override ABSL_LOCKS_EXCLUDED(reg_mu_);
   void Unregister(const std::string& group_id, const PeerId& peer) override
       ABSL_LOCKS_EXCLUDED(reg_mu_);
   void Send(const std::string& group_id, RaftMessage message) override
@@ -146,7 +157,8 @@ class GrpcTransport : public Transport {
   const PeerId& server_id() const { return options_.server_id; }
 
   // Serves one UpdateConsensus: validates the batch and delivers its messages, consuming
-  // `*request`; lists the groups it has no handler for in the response. The errors of
+  // `*request`; lists the groups it has no handler for in the response, and answers with the
+  // messages queued for the sender if it accepts a reply. The errors of
   // proto/consensus.proto's ConsensusService. For an owner that implements ConsensusService
   // itself (the tablet server) instead of registering service().
   absl::Status HandleUpdate(pb::UpdateConsensusRequestPB* request,
@@ -155,6 +167,22 @@ class GrpcTransport : public Transport {
  private:
   class Peer;
   class Service;
+
+  // What Deliver did with a batch.
+  struct Delivery {
+    int64_t delivered = 0;                    // Messages handed to a handler.
+    uint32_t unknown = 0;                     // Messages of groups without one ...
+    std::vector<std::string> unknown_groups;  // ... and those groups, at most 1,000.
+  };
+  // Hands every message of `batch` to its group's handler; with `batched`, the messages of the
+  // first group registered with a batch handler go to that handler last, in one call, and if
+  // `replier` (the sender's Peer) is given, *reply gets what is queued for it after that call.
+  Delivery Deliver(std::vector<GroupMessage> batch, bool batched, Peer* replier,
+                   std::vector<GroupMessage>* reply) ABSL_LOCKS_EXCLUDED(reg_mu_);
+  // Validates and delivers the reply `*reply` that peer `from` answered a call with.
+  void ReceiveReply(const PeerId& from, pb::UpdateConsensusRequestPB* reply)
+      ABSL_LOCKS_EXCLUDED(reg_mu_);
+  std::shared_ptr<Peer> FindPeer(const PeerId& id) ABSL_LOCKS_EXCLUDED(peers_mu_);
 
   // Tells the local replica of each group in `group_ids` that server `peer` has none
   // (MessageType::kPeerMissing).
@@ -176,11 +204,15 @@ class GrpcTransport : public Transport {
   // Invariant: a handler runs only while reg_mu_ is held shared, so Unregister (exclusive)
   // returns only when no call of that handler is in progress.
   absl::Mutex reg_mu_;
-  using HandlerMap = absl::flat_hash_map<std::string, RaftMessageHandler>;
+  struct Receiver {
+    RaftMessageHandler each;
+    RaftBatchHandler batch;  // May be empty.
+  };
+  using HandlerMap = absl::flat_hash_map<std::string, Receiver>;
   // (Un)Register and (Un)RegisterVoter, on `map` (handlers_ or voters_); `what` names it.
   absl::Status RegisterIn(HandlerMap GrpcTransport::*map, const char* what,
-                          const std::string& group_id, const PeerId& peer,
-                          RaftMessageHandler handler) ABSL_LOCKS_EXCLUDED(reg_mu_);
+                          const std::string& group_id, const PeerId& peer, Receiver receiver)
+      ABSL_LOCKS_EXCLUDED(reg_mu_);
   void UnregisterIn(HandlerMap GrpcTransport::*map, const std::string& group_id, const PeerId& peer)
       ABSL_LOCKS_EXCLUDED(reg_mu_);
 
@@ -205,6 +237,8 @@ class GrpcTransport : public Transport {
     std::atomic<int64_t> messages_dropped{0};
     std::atomic<int64_t> rpcs_received{0};
     std::atomic<int64_t> messages_received{0};
+    std::atomic<int64_t> reply_messages_sent{0};
+    std::atomic<int64_t> reply_messages_received{0};
   };
   Counters counters_;
   // The warnings about rejected batches (thread-safe itself: they arrive on any RPC thread).

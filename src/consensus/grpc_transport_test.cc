@@ -373,6 +373,168 @@ TEST(GrpcTransportTest, RejectsMalformedAndMisaddressedBatches) {
   EXPECT_EQ(got[0].term, 1u);
 }
 
+// ---- Replies -----------------------------------------------------------------------------------
+
+// Registers group "g" on `t` (server `self`) with a receiver that answers every vote request with
+// a vote response, queued from inside the handler as a replica's round would, batched or not.
+void RegisterVoteAnswerer(GrpcTransport* t, const PeerId& self) {
+  auto answer = [t, self](const RaftMessage& m) {
+    if (m.type == MessageType::kVote) {
+      t->Send("g", Message(MessageType::kVoteResponse, self, m.from, m.term));
+    }
+  };
+  BASALT_ASSERT_OK(t->Register(
+      "g", self, [answer](RaftMessage m) { answer(m); },
+      [answer](std::vector<RaftMessage> batch) {
+        for (const RaftMessage& m : batch) answer(m);
+      }));
+}
+
+TEST(GrpcTransportTest, AnswersWithWhatTheBatchHandlerQueued) {
+  for (const bool replies : {true, false}) {
+    SCOPED_TRACE(replies ? "replies" : "no replies");
+    GrpcTransportOptions ob = Options("b", 5);
+    ob.use_replies = replies ? 1 : 0;
+    GrpcTransport a(Options("a", 5));
+    GrpcTransport b(ob);
+    BASALT_ASSERT_OK(a.Start());
+    BASALT_ASSERT_OK(b.Start());
+    BASALT_ASSERT_OK(a.AddPeer("b", StrCat("127.0.0.1:", b.port())));
+    BASALT_ASSERT_OK(b.AddPeer("a", StrCat("127.0.0.1:", a.port())));
+    Inbox inbox;
+    BASALT_ASSERT_OK(a.Register("g", "a", inbox.handler()));
+    RegisterVoteAnswerer(&b, "b");
+    constexpr uint64_t kVotes = 20;
+    for (uint64_t term = 1; term <= kVotes; ++term) {
+      a.Send("g", Message(MessageType::kVote, "a", "b", term));
+      std::vector<RaftMessage> got = inbox.WaitFor(term);
+      ASSERT_EQ(got.size(), term);
+      EXPECT_EQ(got.back().type, MessageType::kVoteResponse);
+      EXPECT_EQ(got.back().term, term);
+      EXPECT_EQ(got.back().from, "b");
+    }
+    // The counters are bumped after the delivery: give them a moment.
+    const absl::Time deadline = absl::Now() + kTimeout;
+    auto settled = [&] {
+      return replies ? a.stats().reply_messages_received >= static_cast<int64_t>(kVotes)
+                     : b.stats().messages_sent >= static_cast<int64_t>(kVotes);
+    };
+    while (!settled() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
+    const GrpcTransport::Stats sa = a.stats();
+    const GrpcTransport::Stats sb = b.stats();
+    if (replies) {
+      // Each answer rode back on the call that brought the vote: b's sender never sent.
+      EXPECT_EQ(sb.reply_messages_sent, static_cast<int64_t>(kVotes));
+      EXPECT_EQ(sa.reply_messages_received, static_cast<int64_t>(kVotes));
+      EXPECT_EQ(sb.rpcs_sent, 0);
+    } else {
+      EXPECT_EQ(sb.reply_messages_sent, 0);
+      EXPECT_EQ(sb.messages_sent, static_cast<int64_t>(kVotes));
+    }
+  }
+}
+
+TEST(GrpcTransportTest, RepliesOnlyToASenderThatAcceptsThem) {
+  GrpcTransport a(Options("a", 5));
+  GrpcTransport b(Options("b", 5));
+  BASALT_ASSERT_OK(a.Start());
+  BASALT_ASSERT_OK(b.Start());
+  BASALT_ASSERT_OK(b.AddPeer("a", StrCat("127.0.0.1:", a.port())));
+  Inbox inbox;
+  BASALT_ASSERT_OK(a.Register("g", "a", inbox.handler()));
+  RegisterVoteAnswerer(&b, "b");
+  // A sender of an earlier version sets no accepts_reply: the answer goes in a call of b's own.
+  pb::UpdateConsensusRequestPB old;
+  BatchToPB("a", "b", {GroupMessage{"g", Message(MessageType::kVote, "a", "b", 1)}}, &old);
+  pb::UpdateConsensusResponsePB response;
+  BASALT_ASSERT_OK(b.HandleUpdate(&old, &response));
+  EXPECT_FALSE(response.has_reply());
+  ASSERT_EQ(inbox.WaitFor(1).size(), 1u);
+  pb::UpdateConsensusRequestPB accepting;
+  BatchToPB("a", "b", {GroupMessage{"g", Message(MessageType::kVote, "a", "b", 2)}}, &accepting);
+  accepting.set_accepts_reply(true);
+  response.Clear();
+  BASALT_ASSERT_OK(b.HandleUpdate(&accepting, &response));
+  ASSERT_TRUE(response.has_reply());
+  EXPECT_EQ(response.reply().from_server(), "b");
+  EXPECT_EQ(response.reply().to_server(), "a");
+  ASSERT_EQ(response.reply().messages_size(), 1);
+  EXPECT_EQ(response.reply().messages(0).term(), 2u);
+}
+
+// A ConsensusService that answers each call with the next of the replies given to it.
+class ScriptedReplies final : public pb::ConsensusService::Service {
+ public:
+  void Add(pb::UpdateConsensusRequestPB reply) {
+    absl::MutexLock l(&mu_);
+    replies_.push_back(std::move(reply));
+  }
+  grpc::Status UpdateConsensus(grpc::ServerContext*, const pb::UpdateConsensusRequestPB*,
+                               pb::UpdateConsensusResponsePB* response) override {
+    absl::MutexLock l(&mu_);
+    if (!replies_.empty()) {
+      *response->mutable_reply() = std::move(replies_.front());
+      replies_.erase(replies_.begin());
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<pb::UpdateConsensusRequestPB> replies_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST(GrpcTransportTest, RejectsMalformedAndMisaddressedReplies) {
+  ScriptedReplies service;
+  pb::UpdateConsensusRequestPB from_other;  // Not from the server called.
+  BatchToPB("c", "a", {GroupMessage{"g", Message(MessageType::kVoteResponse, "c", "a", 1)}},
+            &from_other);
+  service.Add(from_other);
+  pb::UpdateConsensusRequestPB to_other;  // Not for this server.
+  BatchToPB("b", "x", {GroupMessage{"g", Message(MessageType::kVoteResponse, "b", "x", 2)}},
+            &to_other);
+  service.Add(to_other);
+  pb::UpdateConsensusRequestPB malformed;
+  BatchToPB("b", "a", {GroupMessage{"g", Message(MessageType::kVoteResponse, "b", "a", 3)}},
+            &malformed);
+  malformed.mutable_messages(0)->set_type(static_cast<pb::RaftMessageTypePB>(42));
+  service.Add(malformed);
+  pb::UpdateConsensusRequestPB valid;
+  BatchToPB("b", "a", {GroupMessage{"g", Message(MessageType::kVoteResponse, "b", "a", 4)}},
+            &valid);
+  service.Add(valid);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+
+  GrpcTransport a(Options("a", 5));
+  BASALT_ASSERT_OK(a.Start());
+  BASALT_ASSERT_OK(a.AddPeer("b", StrCat("127.0.0.1:", port)));
+  Inbox inbox;
+  BASALT_ASSERT_OK(a.Register("g", "a", inbox.handler()));
+  for (int64_t i = 1; i <= 4; ++i) {
+    a.Send("g", Message(MessageType::kVote, "a", "b", i));
+    // One call at a time, so that the replies answer them in order.
+    const absl::Time deadline = absl::Now() + kTimeout;
+    while (a.stats().rpcs_sent < i && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
+    ASSERT_EQ(a.stats().rpcs_sent, i);
+  }
+  std::vector<RaftMessage> got = inbox.WaitFor(1);
+  ASSERT_EQ(got.size(), 1u);  // Only the valid reply was delivered.
+  EXPECT_EQ(got[0].term, 4u);
+  EXPECT_EQ(got[0].from, "b");
+  const absl::Time deadline = absl::Now() + kTimeout;
+  while (a.stats().reply_messages_received < 1 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(a.stats().reply_messages_received, 1);
+  EXPECT_EQ(a.stats().rpcs_failed, 0);  // A bad reply fails nothing but itself.
+  server->Shutdown();
+}
+
 // ---- Raft groups over the transport ------------------------------------------------------------
 
 // Checks that every acknowledged entry is applied, with the same data, on server `server`.
@@ -474,7 +636,8 @@ TEST(GrpcTransportRaftTest, CoalescesHeartbeatsOfIdleGroups) {
     for (int i = 0; i < cluster.num_servers(); ++i) {
       GrpcTransport::Stats s = cluster.transport(i)->stats();
       sum.rpcs_sent += s.rpcs_sent;
-      sum.messages_sent += s.messages_sent;
+      // Heartbeat responses may ride back in the replies to the heartbeats' calls.
+      sum.messages_sent += s.messages_sent + s.reply_messages_sent;
     }
     return sum;
   };

@@ -27,6 +27,7 @@ class InMemoryTransport : public Transport {
   // `seed` drives random loss (SetDropProbability); log it from a randomized test.
   explicit InMemoryTransport(uint64_t seed = 0);
 
+  using Transport::Register;  // Its batch handler is not used: every message goes to `handler`.
   absl::Status Register(const std::string& group_id, const PeerId& peer,
                         RaftMessageHandler handler) override ABSL_LOCKS_EXCLUDED(reg_mu_);
   void Unregister(const std::string& group_id, const PeerId& peer) override

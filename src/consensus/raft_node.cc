@@ -34,6 +34,11 @@ DEFINE_int32(tablet_copy_retry_base_ms, 1000,
 DEFINE_int32(tablet_copy_retry_max_ms, 60000,
              "Longest delay between a leader's attempts to copy a tablet to one follower.");
 
+DEFINE_bool(raft_rounds_on_callers, true,
+            "Whether a thread that brings a Raft replica work (a proposal, or a batch of messages "
+            "from the transport) runs the replica's round itself when its worker is idle, instead "
+            "of waking the worker: one thread hand-off less per write on each replica.");
+
 namespace basalt {
 
 namespace {
@@ -144,15 +149,17 @@ absl::Status RaftNode::Start() {
     pool = own_apply_pool_.get();
   }
   apply_token_ = pool->NewToken();
-  BASALT_RETURN_IF_ERROR(transport_->Register(options_.group_id, options_.peer_id,
-                                              [this](RaftMessage m) { Receive(std::move(m)); }));
+  absl::Duration first_tick = tick_interval_;
+  // Read before a round can run (on the worker, or on a transport thread once registered).
+  if (core_->fast_first_election_armed()) {
+    first_tick = std::min(first_tick, absl::Milliseconds(options_.fast_first_election_delay_ms));
+  }
+  BASALT_RETURN_IF_ERROR(transport_->Register(
+      options_.group_id, options_.peer_id, [this](RaftMessage m) { Receive(std::move(m)); },
+      [this](std::vector<RaftMessage> m) { ReceiveBatch(std::move(m)); }));
   {
     absl::MutexLock l(&mu_);
     running_ = true;
-  }
-  absl::Duration first_tick = tick_interval_;
-  if (core_->fast_first_election_armed()) {  // Read before the worker thread owns the core.
-    first_tick = std::min(first_tick, absl::Milliseconds(options_.fast_first_election_delay_ms));
   }
   worker_ = std::thread([this] {
     SetCurrentThreadName("raft-worker");
@@ -175,6 +182,12 @@ void RaftNode::Shutdown() {
     running_ = false;
   }
   if (was_running) transport_->Unregister(options_.group_id, options_.peer_id);
+  {
+    // A round on a proposer's thread (RunQueuedHere) may still use the log: it ends first.
+    absl::MutexLock l(&mu_);
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !round_running_; };
+    mu_.Await(absl::Condition(&idle));
+  }
   if (ticker_.joinable()) ticker_.join();
   if (worker_.joinable()) worker_.join();
   // Committed entries handed to the applier are applied before the proposals fail (their outcome
@@ -196,13 +209,14 @@ void RaftNode::Receive(RaftMessage m) {
   if (running_ && !failing_) inbox_.push_back(std::move(m));
 }
 
-void RaftNode::Enqueue(Task task) {
+bool RaftNode::Enqueue(Task task, bool claim) {
   absl::Status cancel;
   {
     absl::MutexLock l(&mu_);
     if (running_ && !failing_) {
       tasks_.push_back(std::move(task));
-      return;
+      // In the same critical section, so that the worker does not wake for the task.
+      return claim && ClaimRoundLocked();
     }
     cancel =
         !error_.ok() ? error_
@@ -212,6 +226,7 @@ void RaftNode::Enqueue(Task task) {
             : absl::UnavailableError(StrCat("raft replica ", options_.peer_id, " is not running"));
   }
   task(cancel);
+  return false;
 }
 
 absl::Status RaftNode::RunOnWorker(std::function<absl::Status()> fn) {
@@ -225,32 +240,45 @@ absl::Status RaftNode::RunOnWorker(std::function<absl::Status()> fn) {
   return result;
 }
 
-void RaftNode::ProposeWith(std::function<absl::StatusOr<uint64_t>()> propose,
-                           ProposeCallback callback) {
-  Enqueue([this, propose = std::move(propose),
-           callback = std::move(callback)](const absl::Status& cancel) mutable {
-    if (!cancel.ok()) return callback(cancel);
-    absl::StatusOr<uint64_t> index = propose();
-    if (!index.ok()) return callback(index.status());
-    // Proposals of an earlier term at this index or above were overwritten (this leader's log
-    // replaced them): they end now, or the new one could not be registered at its index.
-    std::map<uint64_t, Pending> overwritten;
-    {
-      // Before this task returns, so before the entry can commit and reach the applier.
-      absl::MutexLock l(&pending_mu_);
-      auto it = pending_.lower_bound(*index);
-      while (it != pending_.end()) {
-        auto node = pending_.extract(it++);
-        overwritten.insert(std::move(node));
-      }
-      pending_.emplace(*index, Pending{core_->term(), std::move(callback)});
-    }
-    for (auto& [i, p] : overwritten) p.callback(OverwrittenError(i, p.term));
-  });
+bool RaftNode::ProposeWith(std::function<absl::StatusOr<uint64_t>()> propose,
+                           ProposeCallback callback, bool claim) {
+  return Enqueue(
+      [this, propose = std::move(propose),
+       callback = std::move(callback)](const absl::Status& cancel) mutable {
+        if (!cancel.ok()) return callback(cancel);
+        absl::StatusOr<uint64_t> index = propose();
+        if (!index.ok()) return callback(index.status());
+        // Proposals of an earlier term at this index or above were overwritten (this leader's log
+        // replaced them): they end now, or the new one could not be registered at its index.
+        std::map<uint64_t, Pending> overwritten;
+        {
+          // Before this task returns, so before the entry can commit and reach the applier.
+          absl::MutexLock l(&pending_mu_);
+          auto it = pending_.lower_bound(*index);
+          while (it != pending_.end()) {
+            auto node = pending_.extract(it++);
+            overwritten.insert(std::move(node));
+          }
+          pending_.emplace(*index, Pending{core_->term(), std::move(callback)});
+        }
+        for (auto& [i, p] : overwritten) p.callback(OverwrittenError(i, p.term));
+      },
+      claim);
 }
 
 void RaftNode::Propose(std::string data, ProposeCallback callback, uint64_t expected_term) {
-  ProposeWith(
+  ProposeImpl(std::move(data), std::move(callback), expected_term, false);
+}
+
+RaftNode::ClaimedRound RaftNode::ProposeAndClaim(std::string data, ProposeCallback callback,
+                                                 uint64_t expected_term) {
+  return ClaimedRound(
+      ProposeImpl(std::move(data), std::move(callback), expected_term, true) ? this : nullptr);
+}
+
+bool RaftNode::ProposeImpl(std::string data, ProposeCallback callback, uint64_t expected_term,
+                           bool claim) {
+  return ProposeWith(
       [this, data = std::move(data), expected_term]() mutable -> absl::StatusOr<uint64_t> {
         if (expected_term != 0 && core_->term() != expected_term) {
           return absl::UnavailableError(StrCat("the term changed from ", expected_term, " to ",
@@ -258,7 +286,11 @@ void RaftNode::Propose(std::string data, ProposeCallback callback, uint64_t expe
         }
         return core_->Propose(std::move(data));
       },
-      std::move(callback));
+      std::move(callback), claim);
+}
+
+void RaftNode::ClaimedRound::Run() {
+  if (RaftNode* node = std::exchange(node_, nullptr)) node->RunReservedRound();
 }
 
 absl::StatusOr<uint64_t> RaftNode::ProposeAndWait(std::string data, absl::Duration timeout) {
@@ -350,102 +382,194 @@ bool RaftNode::HasInputLocked() const {
          (applied_ > applied_taken_ && awaiting_applied_);
 }
 
-void RaftNode::TakeInputsLocked(std::vector<RaftMessage>* messages, std::deque<Task>* tasks,
-                                int* ticks, uint64_t* applied) {
-  messages->swap(inbox_);
-  tasks->swap(tasks_);
-  *ticks = std::exchange(pending_ticks_, 0);
-  *applied = applied_ > applied_taken_ ? applied_ : 0;
+bool RaftNode::WorkerMayRunLocked() const {
+  if (stopping_) return true;
+  return !round_running_ && (HasInputLocked() ||
+                             (commit_due_ != absl::InfiniteFuture() && absl::Now() >= commit_due_));
+}
+
+bool RaftNode::WorkerWakeLocked() const { return rewait_ || WorkerMayRunLocked(); }
+
+void RaftNode::TakeInputsLocked(RoundInputs* in, bool with_ticks) {
+  in->messages.swap(inbox_);
+  in->tasks.swap(tasks_);
+  if (with_ticks) in->ticks = std::exchange(pending_ticks_, 0);
+  in->applied = applied_ > applied_taken_ ? applied_ : 0;
   applied_taken_ = applied_;
+}
+
+bool RaftNode::EndRound(RoundInputs* next, bool with_tasks) {
+  // Read while this thread still owns the core.
+  const bool awaiting_applied = core_->log().WaitingForApplied();
+  absl::MutexLock l(&mu_);
+  if (next != nullptr && !stopping_ && !failing_ && error_.ok() &&
+      (!inbox_.empty() || (with_tasks && !tasks_.empty()))) {
+    // Work that arrived during the round (a follower's acknowledgement during the leader's own
+    // WAL write): this thread carries on rather than hand it to the worker.
+    TakeInputsLocked(next, false);
+    return true;
+  }
+  round_running_ = false;
+  // The applier's progress wakes the worker only when committed entries wait for it: otherwise
+  // the next wake takes it along (TakeInputsLocked), and each applied batch costs no wakeup.
+  awaiting_applied_ = awaiting_applied;
+  commit_due_ = commit_propagation_due_;
+  // A worker asleep until a later time (or for good) must wait again for this one.
+  if (commit_due_ < worker_wait_deadline_) rewait_ = true;
+  return false;
 }
 
 void RaftNode::WorkerLoop() {
   while (true) {
-    std::vector<RaftMessage> messages;
-    std::deque<Task> tasks;
-    int ticks;
-    uint64_t applied = 0;
-    bool sample;
+    RoundInputs in;
+    bool sample = false;
     absl::Status failed;
-    // The applier's progress wakes the worker only when committed entries wait for it: otherwise
-    // the next wake takes it along (TakeInputsLocked), and each applied batch costs no wakeup.
-    const bool awaiting_applied = core_->log().WaitingForApplied();
     {
       absl::MutexLock l(&mu_);
-      awaiting_applied_ = awaiting_applied;
-      // Wakes for input, or when a held-back commit index is due (commit_propagation_due_).
-      mu_.AwaitWithDeadline(absl::Condition(this, &RaftNode::HasInputLocked),
-                            commit_propagation_due_);
+      // Wakes for input, or when a held-back commit index is due (commit_due_), once no round
+      // runs on another thread (ReceiveBatch).
+      while (!WorkerMayRunLocked()) {
+        worker_wait_deadline_ = round_running_ ? absl::InfiniteFuture() : commit_due_;
+        mu_.AwaitWithDeadline(absl::Condition(this, &RaftNode::WorkerWakeLocked),
+                              worker_wait_deadline_);
+        rewait_ = false;
+      }
+      worker_wait_deadline_ = absl::InfinitePast();  // Not waiting.
       if (stopping_) return;
       failed = error_;
+      if (failed.ok()) {
+        round_running_ = true;
+        // A leader with a safe time source samples once per tick, before it takes the queued
+        // requests (see SafeTimeSource), so it must let go of mu_ for the call.
+        sample = pending_ticks_ > 0 && options_.safe_time_source &&
+                 core_->role() == RaftCore::Role::kLeader;
+        if (!sample) TakeInputsLocked(&in, true);
+      }
     }
     if (!failed.ok()) {  // Fail() from another thread.
       StopAfterFailure(failed);
       return;
     }
-    {
-      absl::MutexLock l(&mu_);
-      // A leader with a safe time source samples once per tick, before it takes the queued
-      // requests (see SafeTimeSource), so it must let go of mu_ for the call.
-      sample = pending_ticks_ > 0 && options_.safe_time_source &&
-               core_->role() == RaftCore::Role::kLeader;
-      if (!sample) TakeInputsLocked(&messages, &tasks, &ticks, &applied);
-    }
-    const uint64_t sample_term = core_->term();
-    std::optional<uint64_t> safe_time;
+    in.sample_term = core_->term();
     if (sample) {
-      safe_time = options_.safe_time_source();
+      in.safe_time = options_.safe_time_source();
       absl::MutexLock l(&mu_);
-      if (stopping_) return;
-      TakeInputsLocked(&messages, &tasks, &ticks, &applied);
-    }
-    if (applied > 0) core_->AppliedTo(applied);  // The core may hand out the next batch.
-    // Messages before ticks: after a stall, heartbeats already queued must count before the
-    // ticks that accumulated meanwhile could start an election.
-    const absl::Time now = messages.empty() ? absl::InfinitePast() : absl::Now();
-    for (const RaftMessage& m : messages) {
-      if (m.type == MessageType::kPeerMissing) {
-        auto copy = copies_.find(m.from);
-        const bool copying = copy != copies_.end();
-        // A peer being copied to is alive and being repaired, however long the copy takes.
-        if (copying && copy->second.in_flight &&
-            copy->second.failures < kMaxCopyFailuresStillHealthy) {
-          heard_[m.from] = now;
-        }
-        // Not while a failed copy to that peer waits for its retry (the core would ask at once).
-        if (!copying || !copy->second.retry_at.has_value()) core_->ReportPeerMissing(m.from);
-        continue;
+      if (stopping_) {
+        round_running_ = false;  // Shutdown waits for it.
+        return;
       }
-      core_->Step(m);
-      MaybeDeliverSafeTime(m);
-      heard_[m.from] = now;
+      TakeInputsLocked(&in, true);
     }
-    for (Task& task : tasks) task(absl::OkStatus());
-    if (ticks > 0) RetryDueSnapshotCopies();
-    // Every proposal queued before the sample is in the log now; the heartbeats of the ticks
-    // below carry the new pair.
-    RecordSafeTime(safe_time, sample_term);
-    for (int i = 0; i < ticks; ++i) core_->Tick();
-    ticks_since_gc_ += ticks;
-    if (absl::Now() >= commit_propagation_due_) core_->PropagateCommit();
-    absl::Status s;
-    while (s.ok() && core_->HasReady()) s = HandleReady();
-    // A commit index no append carried yet is sent on its own after the delay, unless an append
-    // (the next batch) carries it first.
-    if (!core_->HasUnsentCommit()) {
-      commit_propagation_due_ = absl::InfiniteFuture();
-    } else if (commit_propagation_due_ == absl::InfiniteFuture()) {
-      commit_propagation_due_ =
-          absl::Now() + absl::Milliseconds(std::max(FLAGS_raft_commit_propagation_delay_ms, 0));
-    }
+    const absl::Status s = RunRound(&in);
     if (!s.ok()) {
       Fail(s);
+      EndRound(nullptr, false);  // No other thread claims it any more (failing_).
       StopAfterFailure(s);
       return;
     }
-    if (ticks_since_gc_ >= options_.log_gc_interval_ticks) MaybeGcLog();
-    PublishState();
+    EndRound(nullptr, false);
   }
+}
+
+bool RaftNode::ClaimRoundLocked() {
+  if (!FLAGS_raft_rounds_on_callers || !running_ || round_running_ || stopping_ || failing_ ||
+      !error_.ok()) {
+    return false;
+  }
+  round_running_ = true;
+  return true;
+}
+
+void RaftNode::RunClaimedRound(RoundInputs* in, bool with_tasks) {
+  // A few rounds at most: the caller has its own work (a transport thread its connection).
+  constexpr int kMaxRounds = 4;
+  for (int round = 1;; ++round) {
+    in->sample_term = core_->term();
+    const absl::Status s = RunRound(in);
+    if (!s.ok()) {
+      Fail(s);  // The worker stops the node (it wakes for error_ once the round is released).
+      EndRound(nullptr, false);
+      return;
+    }
+    RoundInputs next;
+    if (!EndRound(round < kMaxRounds ? &next : nullptr, with_tasks)) return;
+    *in = std::move(next);
+  }
+}
+
+void RaftNode::ReceiveBatch(std::vector<RaftMessage> messages) {
+  RoundInputs in;
+  {
+    absl::MutexLock l(&mu_);
+    if (!running_ || failing_) return;
+    for (RaftMessage& m : messages) inbox_.push_back(std::move(m));
+    // In the same critical section as the queueing, so that the worker does not wake for them.
+    // Not with proposals waiting: their rounds (a WAL write each) are for the threads that
+    // propose (ProposeAndClaim), not for the transport's.
+    if (!tasks_.empty() || !ClaimRoundLocked()) return;
+    TakeInputsLocked(&in, false);
+  }
+  RunClaimedRound(&in, false);
+}
+
+void RaftNode::RunReservedRound() {
+  RoundInputs in;
+  {
+    absl::MutexLock l(&mu_);
+    // Stopping or failing meanwhile: the worker (or Shutdown) deals with the queued work.
+    if (stopping_ || failing_ || !error_.ok()) {
+      round_running_ = false;
+      return;
+    }
+    TakeInputsLocked(&in, false);
+  }
+  RunClaimedRound(&in, true);
+}
+
+absl::Status RaftNode::RunRound(RoundInputs* in) {
+  if (in->applied > 0) core_->AppliedTo(in->applied);  // The core may hand out the next batch.
+  // Messages before ticks: after a stall, heartbeats already queued must count before the
+  // ticks that accumulated meanwhile could start an election.
+  const absl::Time now = in->messages.empty() ? absl::InfinitePast() : absl::Now();
+  for (const RaftMessage& m : in->messages) {
+    if (m.type == MessageType::kPeerMissing) {
+      auto copy = copies_.find(m.from);
+      const bool copying = copy != copies_.end();
+      // A peer being copied to is alive and being repaired, however long the copy takes.
+      if (copying && copy->second.in_flight &&
+          copy->second.failures < kMaxCopyFailuresStillHealthy) {
+        heard_[m.from] = now;
+      }
+      // Not while a failed copy to that peer waits for its retry (the core would ask at once).
+      if (!copying || !copy->second.retry_at.has_value()) core_->ReportPeerMissing(m.from);
+      continue;
+    }
+    core_->Step(m);
+    MaybeDeliverSafeTime(m);
+    heard_[m.from] = now;
+  }
+  for (Task& task : in->tasks) task(absl::OkStatus());
+  if (in->ticks > 0) RetryDueSnapshotCopies();
+  // Every proposal queued before the sample is in the log now; the heartbeats of the ticks
+  // below carry the new pair.
+  RecordSafeTime(in->safe_time, in->sample_term);
+  for (int i = 0; i < in->ticks; ++i) core_->Tick();
+  ticks_since_gc_ += in->ticks;
+  if (absl::Now() >= commit_propagation_due_) core_->PropagateCommit();
+  absl::Status s;
+  while (s.ok() && core_->HasReady()) s = HandleReady();
+  // A commit index no append carried yet is sent on its own after the delay, unless an append
+  // (the next batch) carries it first.
+  if (!core_->HasUnsentCommit()) {
+    commit_propagation_due_ = absl::InfiniteFuture();
+  } else if (commit_propagation_due_ == absl::InfiniteFuture()) {
+    commit_propagation_due_ =
+        absl::Now() + absl::Milliseconds(std::max(FLAGS_raft_commit_propagation_delay_ms, 0));
+  }
+  BASALT_RETURN_IF_ERROR(s);
+  if (ticks_since_gc_ >= options_.log_gc_interval_ticks) MaybeGcLog();
+  PublishState();
+  return absl::OkStatus();
 }
 
 // ---- Safe time ------------------------------------------------------------------------------

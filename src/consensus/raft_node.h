@@ -151,6 +151,34 @@ class RaftNode {
   // (e.g. "every earlier entry is applied") is sure the entry lands in that same term.
   void Propose(std::string data, ProposeCallback callback, uint64_t expected_term = 0)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // A round claimed for the thread that proposed (ProposeAndClaim). Run() runs it on the calling
+  // thread (blocking for a WAL write), and so does the destructor if Run() was not called; a
+  // default-constructed or moved-from one does nothing. The worker runs no round until it ran.
+  class ClaimedRound {
+   public:
+    ClaimedRound() = default;
+    ClaimedRound(ClaimedRound&& o) noexcept : node_(std::exchange(o.node_, nullptr)) {}
+    ClaimedRound& operator=(ClaimedRound&& o) noexcept {
+      Run();
+      node_ = std::exchange(o.node_, nullptr);
+      return *this;
+    }
+    ~ClaimedRound() { Run(); }
+    void Run();
+    bool claimed() const { return node_ != nullptr; }
+
+   private:
+    friend class RaftNode;
+    explicit ClaimedRound(RaftNode* node) : node_(node) {}
+    RaftNode* node_ = nullptr;
+  };
+  // As Propose; if the worker is idle, the round that writes the entry (and whatever else is
+  // queued) is left to the caller, who would only wait for its proposal anyway: one hand-off to
+  // the worker less. Run the returned round soon, without a lock a round's callbacks or the state
+  // machine take (after releasing the one that orders proposals, so that others proposed
+  // meanwhile share the next round's WAL write). --raft_rounds_on_callers=false: never claimed.
+  ClaimedRound ProposeAndClaim(std::string data, ProposeCallback callback,
+                               uint64_t expected_term = 0) ABSL_LOCKS_EXCLUDED(mu_);
   // Propose and wait; DEADLINE_EXCEEDED after `timeout` (the entry may still commit later).
   absl::StatusOr<uint64_t> ProposeAndWait(std::string data, absl::Duration timeout)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -206,20 +234,55 @@ class RaftNode {
   absl::Status Init();
 
   void Receive(RaftMessage m) ABSL_LOCKS_EXCLUDED(mu_);
-  // Queues `task`, or cancels it at once if the node does not run.
-  void Enqueue(Task task) ABSL_LOCKS_EXCLUDED(mu_);
+  // The transport's batch handler: queues `messages` and, if no round runs and only messages
+  // wait, runs the round on the calling thread (a follower's append is then written, synced and
+  // answered before the call that brought it returns; the transport sends the answer back in
+  // that call's reply).
+  void ReceiveBatch(std::vector<RaftMessage> messages) ABSL_LOCKS_EXCLUDED(mu_);
+  // Queues `task`, or cancels it at once if the node does not run. With `claim`, claims the
+  // round for the caller if it can (ClaimRoundLocked) and returns whether it did.
+  bool Enqueue(Task task, bool claim = false) ABSL_LOCKS_EXCLUDED(mu_);
   // Runs `fn` on the worker and returns its status.
   absl::Status RunOnWorker(std::function<absl::Status()> fn) ABSL_LOCKS_EXCLUDED(mu_);
   // Queues a proposal made by `propose` (on the worker) whose callback fires on apply.
-  void ProposeWith(std::function<absl::StatusOr<uint64_t>()> propose, ProposeCallback callback);
+  bool ProposeWith(std::function<absl::StatusOr<uint64_t>()> propose, ProposeCallback callback,
+                   bool claim = false);
+  bool ProposeImpl(std::string data, ProposeCallback callback, uint64_t expected_term, bool claim);
 
   // Ticks every tick_interval_, the first one `first` after it starts.
   void TickerLoop(absl::Duration first) ABSL_LOCKS_EXCLUDED(mu_);
   void WorkerLoop() ABSL_LOCKS_EXCLUDED(mu_);
-  // Moves the worker's inputs out of the queues; *applied is the applier's new applied index, or 0
-  // if it did not move.
-  void TakeInputsLocked(std::vector<RaftMessage>* messages, std::deque<Task>* tasks, int* ticks,
-                        uint64_t* applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What one round works on.
+  struct RoundInputs {
+    std::vector<RaftMessage> messages;
+    std::deque<Task> tasks;
+    int ticks = 0;
+    uint64_t applied = 0;               // The applier's new applied index, or 0 if it did not move.
+    std::optional<uint64_t> safe_time;  // A leader's sample (see SafeTimeSource) ...
+    uint64_t sample_term = 0;           // ... and the term it was taken in.
+  };
+  // Moves the queued inputs into *in (safe_time stays); ticks only `with_ticks` (the worker's:
+  // a leader samples its safe time before it takes them).
+  void TakeInputsLocked(RoundInputs* in, bool with_ticks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One round of the core: steps the inputs, carries out the Readies, publishes the state. An
+  // error fails the node (the caller calls Fail). REQUIRES: this thread set round_running_.
+  absl::Status RunRound(RoundInputs* in) ABSL_LOCKS_EXCLUDED(mu_);
+  // Claims the round for the calling thread (round_running_) unless a round runs or the node
+  // does not run normally.
+  bool ClaimRoundLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs a claimed round on `in`, then (a few times at most) another for messages, and with
+  // `with_tasks` requests, queued meanwhile, and releases it; an error fails the node.
+  void RunClaimedRound(RoundInputs* in, bool with_tasks) ABSL_LOCKS_EXCLUDED(mu_);
+  // ClaimedRound::Run: takes the inputs of the round claimed by ProposeAndClaim and runs it.
+  void RunReservedRound() ABSL_LOCKS_EXCLUDED(mu_);
+  // Releases the round (round_running_) with what the worker's wait depends on; or, given
+  // `next` and if messages (with `with_tasks`, or requests) were queued meanwhile, keeps it and
+  // takes them into *next (returns true).
+  bool EndRound(RoundInputs* next, bool with_tasks) ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether the worker may run a round now (or must stop), and whether it must wake (also to
+  // wait again with an earlier deadline).
+  bool WorkerMayRunLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool WorkerWakeLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Leader: pairs a sampled time with the last index, once the queued proposals are in the log.
   void RecordSafeTime(std::optional<uint64_t> time, uint64_t sample_term);
   // Leader: attaches the recorded pair to this term's appends and heartbeats.
@@ -259,16 +322,17 @@ class RaftNode {
   StateMachine* const state_machine_;
   const absl::Duration tick_interval_;
 
-  // Owned by the worker thread once started (by Open and Shutdown otherwise): the core and what
-  // only it touches. log_ itself is thread-safe.
+  // Owned by the thread running a round once started (the worker, or a transport thread in
+  // ReceiveBatch; round_running_ makes them take turns), by Open and Shutdown otherwise: the core
+  // and what only it touches. log_ itself is thread-safe.
   std::unique_ptr<Log> log_;
   std::unique_ptr<ConsensusMetadata> cmeta_;
   Random rng_;
   std::unique_ptr<RaftCore> core_;
 
   int ticks_since_gc_ = 0;
-  // When the worker sends a commit index no append carried (RaftCore::HasUnsentCommit); infinite
-  // when there is none.
+  // When a round sends a commit index no append carried (RaftCore::HasUnsentCommit); infinite
+  // when there is none. Published to the worker's wait as commit_due_.
   absl::Time commit_propagation_due_ = absl::InfiniteFuture();
   // Tablet copies to one peer (an entry exists from the first copy until one succeeds).
   struct PeerCopy {
@@ -324,6 +388,14 @@ class RaftNode {
   // Set by the worker before it waits: the core holds committed entries back until the applier
   // reports the batch before them, so a raised applied_ is input (HasInputLocked).
   bool awaiting_applied_ ABSL_GUARDED_BY(mu_) = false;
+  // A round runs (on the worker or in ReceiveBatch): the other waits or queues.
+  bool round_running_ ABSL_GUARDED_BY(mu_) = false;
+  // commit_propagation_due_ as of the last round; the deadline the worker waits with
+  // (InfinitePast while it does not wait); set when a round on another thread made commit_due_
+  // earlier than that deadline, so the worker wakes to wait again.
+  absl::Time commit_due_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  absl::Time worker_wait_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  bool rewait_ ABSL_GUARDED_BY(mu_) = false;
   RaftConfig config_ ABSL_GUARDED_BY(mu_);
   RaftConfig committed_config_ ABSL_GUARDED_BY(mu_);
   uint64_t committed_config_index_ ABSL_GUARDED_BY(mu_) = 0;

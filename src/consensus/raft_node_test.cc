@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include <gflags/gflags.h>
 #include <gtest/gtest.h>
 
 #include "absl/synchronization/mutex.h"
@@ -24,6 +25,8 @@
 #include "common/status_test_util.h"
 #include "common/strings.h"
 #include "consensus/in_memory_transport.h"
+
+DECLARE_bool(raft_rounds_on_callers);
 
 namespace basalt {
 namespace {
@@ -505,6 +508,62 @@ TEST_F(RaftNodeTest, ProposeWithExpectedTermLandsOnlyInThatTerm) {
   EXPECT_EQ(stale.status().code(), absl::StatusCode::kUnavailable) << stale.status();
   absl::StatusOr<uint64_t> ok = propose(term);
   BASALT_EXPECT_OK(ok);
+}
+
+// A proposer that claims the round (ProposeAndClaim) writes the queued entries itself: until it
+// runs the round nobody writes them, not even the worker, whose ticks and messages keep coming.
+TEST_F(RaftNodeTest, AClaimedRoundWaitsForItsProposerAndThenCommits) {
+  StartAll();
+  RaftNode* leader = WaitForLeader();
+  ASSERT_NE(leader, nullptr);
+  struct Outcome {
+    absl::Notification done;
+    absl::StatusOr<uint64_t> result;
+  };
+  std::vector<std::unique_ptr<Outcome>> outcomes;
+  // The worker may be in a round (a tick) at the moment of the proposal: then it writes it.
+  RaftNode::ClaimedRound round;
+  for (int attempt = 0; attempt < 100 && !round.claimed(); ++attempt) {
+    outcomes.push_back(std::make_unique<Outcome>());
+    Outcome* o = outcomes.back().get();
+    round = leader->ProposeAndClaim(Kv(attempt), [o](absl::StatusOr<uint64_t> r) {
+      o->result = std::move(r);
+      o->done.Notify();
+    });
+  }
+  ASSERT_TRUE(round.claimed()) << "the worker was in a round at each of 100 proposals";
+  const uint64_t last = leader->log().LastIndex();
+  // Three ticks: not long enough for a follower's election timeout (10-20 ticks).
+  absl::SleepFor(absl::Milliseconds(30));
+  EXPECT_EQ(leader->log().LastIndex(), last) << "someone else ran the claimed round";
+  EXPECT_FALSE(outcomes.back()->done.HasBeenNotified());
+  round.Run();
+  EXPECT_FALSE(round.claimed());
+  EXPECT_GT(leader->log().LastIndex(), last);
+  for (auto& o : outcomes) {
+    ASSERT_TRUE(o->done.WaitForNotificationWithTimeout(kDeadline));
+    BASALT_EXPECT_OK(o->result);
+  }
+  ASSERT_TRUE(WriteAll(0, 100));  // The worker goes on as before.
+  for (auto& [id, node] : nodes_) BASALT_EXPECT_OK(node->health()) << id;
+}
+
+// With --raft_rounds_on_callers=false nothing is claimed: the worker writes every entry.
+TEST_F(RaftNodeTest, WithoutRoundsOnCallersTheWorkerWritesEveryEntry) {
+  gflags::FlagSaver saver;
+  FLAGS_raft_rounds_on_callers = false;
+  StartAll();
+  RaftNode* leader = WaitForLeader();
+  ASSERT_NE(leader, nullptr);
+  for (int i = 0; i < 20; ++i) {
+    absl::Notification done;
+    RaftNode::ClaimedRound round = leader->ProposeAndClaim(Kv(i), [&](absl::StatusOr<uint64_t> r) {
+      BASALT_EXPECT_OK(r);
+      done.Notify();
+    });
+    EXPECT_FALSE(round.claimed());
+    ASSERT_TRUE(done.WaitForNotificationWithTimeout(kDeadline));
+  }
 }
 
 TEST_F(RaftNodeTest, FailoverAndRestartedNodeCatchesUp) {

@@ -23,6 +23,13 @@ namespace basalt {
 // not block (RaftNode only queues the message for its worker thread); it may run on any thread.
 using RaftMessageHandler = std::function<void(RaftMessage message)>;
 
+// Optional, registered with a RaftMessageHandler: takes the messages of one group that arrived
+// together, in order, on the thread that read them, and may do the receiver's work on that thread
+// before it returns (RaftNode runs its worker's round there when the worker is idle), so that the
+// answer is queued by the time the incoming call returns: GrpcTransport sends it back in the
+// call's reply. It may block on the disk (a WAL sync); it must not call Register or Unregister.
+using RaftBatchHandler = std::function<void(std::vector<RaftMessage> messages)>;
+
 // Thread-safe (every implementation).
 class Transport {
  public:
@@ -32,6 +39,10 @@ class Transport {
   // that pair is registered.
   virtual absl::Status Register(const std::string& group_id, const PeerId& peer,
                                 RaftMessageHandler handler) = 0;
+  // As above; a transport that delivers batches (GrpcTransport) hands some of them to
+  // `batch_handler` instead of `handler`. The default ignores `batch_handler`.
+  virtual absl::Status Register(const std::string& group_id, const PeerId& peer,
+                                RaftMessageHandler handler, RaftBatchHandler batch_handler);
   // Removes the registration; once it returns the handler is not running and is never called
   // again. A no-op if not registered.
   virtual void Unregister(const std::string& group_id, const PeerId& peer) = 0;

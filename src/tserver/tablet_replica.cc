@@ -403,6 +403,9 @@ absl::Status TabletReplica::ProposeAndWait(std::string body, HybridTime propagat
   }
   RaftNode* node = raft();
   uint64_t term = 0;
+  // This thread would only wait: it writes the entry itself if the worker is idle, outside
+  // propose_mu_, so that proposals made meanwhile queue for the next round (one WAL write).
+  RaftNode::ClaimedRound round;
   {
     absl::MutexLock pl(&propose_mu_);
     // Re-checked under the lock and pinned with the term: the entry lands in a term whose earlier
@@ -431,10 +434,11 @@ absl::Status TabletReplica::ProposeAndWait(std::string body, HybridTime propagat
     AppendEntryTimestamp(op->ts, &body);
     proposals_.Add(op);
     op->proposed = true;
-    node->Propose(
+    round = node->ProposeAndClaim(
         std::move(body),
         [this, op](absl::StatusOr<uint64_t> index) { OnProposalDone(op, std::move(index)); }, term);
   }
+  round.Run();
   auto done = [&op]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(op->mu) { return op->done; };
   for (;;) {
     {
