@@ -107,10 +107,10 @@ class Log : public LogReader {
   // Returns without queuing (and without calling `callback`): INVALID_ARGUMENT for entries that
   // break these rules or are too large (kMaxEntryDataBytes), FAILED_PRECONDITION if not started,
   // shut down, or failed earlier (with that error's message).
-  absl::Status AsyncAppend(std::vector<LogEntry> entries, StatusCallback callback)
+  absl::Status AsyncAppend(const std::vector<LogEntry>& entries, StatusCallback callback)
       ABSL_LOCKS_EXCLUDED(mu_);
   // AsyncAppend and wait for the callback. Returns its status.
-  absl::Status Append(std::vector<LogEntry> entries) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Append(const std::vector<LogEntry>& entries) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Durably removes the entries with index >= `index` (after the queued appends before it), across
   // segments if needed; a no-op if there are none. INVALID_ARGUMENT if `index` < FirstIndex();
@@ -177,7 +177,7 @@ class Log : public LogReader {
 
   // ---- Queueing ----
   // Checks and encodes a batch (AsyncAppend's rules); no lock needed.
-  static absl::StatusOr<std::unique_ptr<Task>> EncodeAppend(std::vector<LogEntry> entries);
+  static absl::StatusOr<std::unique_ptr<Task>> EncodeAppend(const std::vector<LogEntry>& entries);
   // Queues an encoded batch (after a truncation if it replaces queued or written entries).
   absl::Status QueueAppendLocked(std::unique_ptr<Task> task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // QueueAppendLocked, then RunOrWaitLocked; returns the batch's status.

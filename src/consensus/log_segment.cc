@@ -113,7 +113,8 @@ void AppendEncodedEntry(const LogEntry& entry, std::string* dst) {
   PutLengthPrefixed(dst, entry.data);
 }
 
-FrameBuilder::FrameBuilder(uint64_t first_index, uint32_t count) {
+FrameBuilder::FrameBuilder(uint64_t first_index, uint32_t count, size_t entry_bytes) {
+  buf_.reserve(kFrameHeaderSize + kMaxVarint64Length + kMaxVarint32Length + entry_bytes);
   buf_.assign(kFrameHeaderSize, '\0');
   PutVarint64(&buf_, first_index);
   PutVarint32(&buf_, count);

@@ -93,8 +93,8 @@ void AppendEncodedEntry(const LogEntry& entry, std::string* dst);
 class FrameBuilder {
  public:
   // Starts a frame for a batch whose first entry has index `first_index` and that will hold
-  // `count` entries.
-  FrameBuilder(uint64_t first_index, uint32_t count);
+  // `count` entries, of `entry_bytes` encoded bytes if known (the buffer is sized once).
+  FrameBuilder(uint64_t first_index, uint32_t count, size_t entry_bytes = 0);
   // Appends already-encoded entries (AppendEncodedEntry output).
   void AppendEncodedEntries(std::string_view encoded) { buf_.append(encoded); }
   // Fills in the frame header and returns the frame. REQUIRES: payload <= kMaxFramePayloadBytes.

@@ -541,7 +541,11 @@ void RaftCore::AppendLeaderEntry(EntryType type, std::string data, uint64_t time
   e.type = type;
   e.timestamp = timestamp;
   e.data = std::move(data);
-  log_.Append({std::move(e)});
+  // Not `Append({std::move(e)})`: an initializer list's elements are const, so that copied the
+  // entry's data (a whole write batch).
+  std::vector<LogEntry> entries;
+  entries.push_back(std::move(e));
+  log_.Append(std::move(entries));
   broadcast_pending_ = true;
 }
 
