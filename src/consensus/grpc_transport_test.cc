@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/env.h"
@@ -432,6 +433,40 @@ TEST(GrpcTransportTest, AnswersWithWhatTheBatchHandlerQueued) {
       EXPECT_EQ(sb.messages_sent, static_cast<int64_t>(kVotes));
     }
   }
+}
+
+// While a batch handler runs (a round stuck on a slow disk), only its own group's messages wait
+// for the reply: another group's message to the same peer wakes the sender and goes out at once.
+TEST(GrpcTransportTest, AReplyHoldsOnlyItsOwnGroupsMessages) {
+  GrpcTransport a(Options("a", 5));
+  GrpcTransport b(Options("b", 5));
+  BASALT_ASSERT_OK(a.Start());
+  BASALT_ASSERT_OK(b.Start());
+  BASALT_ASSERT_OK(a.AddPeer("b", StrCat("127.0.0.1:", b.port())));
+  BASALT_ASSERT_OK(b.AddPeer("a", StrCat("127.0.0.1:", a.port())));
+  Inbox slow_answers, other;
+  BASALT_ASSERT_OK(a.Register("slow", "a", slow_answers.handler()));
+  BASALT_ASSERT_OK(a.Register("other", "a", other.handler()));
+  absl::Notification entered, release;
+  BASALT_ASSERT_OK(b.Register(
+      "slow", "b", [](RaftMessage) {},
+      [&](std::vector<RaftMessage> batch) {
+        b.Send("slow", Message(MessageType::kVoteResponse, "b", "a", batch.front().term));
+        entered.Notify();
+        release.WaitForNotification();
+      }));
+  a.Send("slow", Message(MessageType::kVote, "a", "b", 7));
+  ASSERT_TRUE(entered.WaitForNotificationWithTimeout(kTimeout));
+  b.Send("other", Message(MessageType::kVote, "b", "a", 9));
+  std::vector<RaftMessage> got = other.WaitFor(1);
+  ASSERT_EQ(got.size(), 1u) << "another group's message waited for the stuck handler";
+  EXPECT_EQ(got[0].term, 9u);
+  // The held answer may have left with that batch (whichever takes the queue first sends it), or
+  // leaves in the reply.
+  release.Notify();
+  got = slow_answers.WaitFor(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].term, 7u);
 }
 
 TEST(GrpcTransportTest, RepliesOnlyToASenderThatAcceptsThem) {

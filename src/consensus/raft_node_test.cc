@@ -521,9 +521,11 @@ TEST_F(RaftNodeTest, AClaimedRoundWaitsForItsProposerAndThenCommits) {
     absl::StatusOr<uint64_t> result;
   };
   std::vector<std::unique_ptr<Outcome>> outcomes;
-  // The worker may be in a round (a tick) at the moment of the proposal: then it writes it.
+  // The worker may be in a round (a tick) at the moment of the proposal: then it writes it, and
+  // once it is done (the worker idle again) we try again.
   RaftNode::ClaimedRound round;
   for (int attempt = 0; attempt < 100 && !round.claimed(); ++attempt) {
+    if (attempt > 0) ASSERT_TRUE(outcomes.back()->done.WaitForNotificationWithTimeout(kDeadline));
     outcomes.push_back(std::make_unique<Outcome>());
     Outcome* o = outcomes.back().get();
     round = leader->ProposeAndClaim(Kv(attempt), [o](absl::StatusOr<uint64_t> r) {
@@ -546,6 +548,53 @@ TEST_F(RaftNodeTest, AClaimedRoundWaitsForItsProposerAndThenCommits) {
   }
   ASSERT_TRUE(WriteAll(0, 100));  // The worker goes on as before.
   for (auto& [id, node] : nodes_) BASALT_EXPECT_OK(node->health()) << id;
+}
+
+// A WAL sync that fails in a round run by its proposer fails the node as one on the worker does:
+// the proposal fails, the node reports the error and stops (it leads no more), the others go on.
+TEST_F(RaftNodeTest, AFailedSyncInAProposersRoundStopsTheNode) {
+  for (const PeerId& id : ids_) {
+    fault_envs_[id] = std::make_unique<FaultInjectionEnv>(&mem_env_);
+    env_of_[id] = fault_envs_[id].get();
+  }
+  customize_ = [](const PeerId&, RaftNodeOptions* o) { o->log.force_fsync = true; };
+  StartAll();
+  ASSERT_TRUE(WriteAll(0, 10));
+  RaftNode* leader = WaitForLeader();
+  ASSERT_NE(leader, nullptr);
+  const PeerId bad = leader->peer_id();
+  struct Outcome {
+    absl::Notification done;
+    absl::StatusOr<uint64_t> result;
+  };
+  std::vector<std::unique_ptr<Outcome>> outcomes;
+  // The worker may hold the round at a proposal: then it writes that one, and once it is done
+  // (the worker idle again) we try again.
+  RaftNode::ClaimedRound round;
+  for (int i = 0; i < 100 && !round.claimed(); ++i) {
+    if (i > 0) ASSERT_TRUE(outcomes.back()->done.WaitForNotificationWithTimeout(kDeadline));
+    outcomes.push_back(std::make_unique<Outcome>());
+    Outcome* o = outcomes.back().get();
+    round = leader->ProposeAndClaim(Kv(100 + i), [o](absl::StatusOr<uint64_t> r) {
+      o->result = std::move(r);
+      o->done.Notify();
+    });
+  }
+  ASSERT_TRUE(round.claimed()) << "the worker was in a round at each of 100 proposals";
+  // Every sync of the leader's files fails from now on; this thread's round writes next.
+  fault_envs_.at(bad)->FailAfter(0, FaultInjectionEnv::OpKind::kSync);
+  round.Run();
+  Outcome* last = outcomes.back().get();
+  ASSERT_TRUE(last->done.WaitForNotificationWithTimeout(kDeadline));
+  EXPECT_FALSE(last->result.ok()) << "a leader whose WAL sync failed acknowledged the entry";
+  EXPECT_FALSE(leader->health().ok());
+  ASSERT_TRUE(WaitFor([&] { return leader->role() != RaftCore::Role::kLeader; }));
+  StopNode(bad);
+  // The other two go on without it.
+  RaftNode* next = WaitForLeader();
+  ASSERT_NE(next, nullptr);
+  EXPECT_NE(next->peer_id(), bad);
+  BASALT_EXPECT_OK(next->ProposeAndWait(Kv(200), kDeadline));
 }
 
 // With --raft_rounds_on_callers=false nothing is claimed: the worker writes every entry.
