@@ -183,7 +183,8 @@ void RaftNode::Shutdown() {
   }
   if (was_running) transport_->Unregister(options_.group_id, options_.peer_id);
   {
-    // A round on a proposer's thread (RunQueuedHere) may still use the log: it ends first.
+    // A round on another thread (ProposeAndClaim, ReceiveBatch) may still use the log: it ends
+    // first.
     absl::MutexLock l(&mu_);
     auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !round_running_; };
     mu_.Await(absl::Condition(&idle));
