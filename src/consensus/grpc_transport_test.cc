@@ -376,6 +376,14 @@ TEST(GrpcTransportTest, RejectsMalformedAndMisaddressedBatches) {
 
 // ---- Replies -----------------------------------------------------------------------------------
 
+// Starts `a` and `b`, each knowing the other as a peer.
+void StartPair(GrpcTransport* a, GrpcTransport* b) {
+  BASALT_ASSERT_OK(a->Start());
+  BASALT_ASSERT_OK(b->Start());
+  BASALT_ASSERT_OK(a->AddPeer("b", StrCat("127.0.0.1:", b->port())));
+  BASALT_ASSERT_OK(b->AddPeer("a", StrCat("127.0.0.1:", a->port())));
+}
+
 // Registers group "g" on `t` (server `self`) with a receiver that answers every vote request with
 // a vote response, queued from inside the handler as a replica's round would, batched or not.
 void RegisterVoteAnswerer(GrpcTransport* t, const PeerId& self) {
@@ -398,10 +406,7 @@ TEST(GrpcTransportTest, AnswersWithWhatTheBatchHandlerQueued) {
     ob.use_replies = replies ? 1 : 0;
     GrpcTransport a(Options("a", 5));
     GrpcTransport b(ob);
-    BASALT_ASSERT_OK(a.Start());
-    BASALT_ASSERT_OK(b.Start());
-    BASALT_ASSERT_OK(a.AddPeer("b", StrCat("127.0.0.1:", b.port())));
-    BASALT_ASSERT_OK(b.AddPeer("a", StrCat("127.0.0.1:", a.port())));
+    StartPair(&a, &b);
     Inbox inbox;
     BASALT_ASSERT_OK(a.Register("g", "a", inbox.handler()));
     RegisterVoteAnswerer(&b, "b");
@@ -440,10 +445,7 @@ TEST(GrpcTransportTest, AnswersWithWhatTheBatchHandlerQueued) {
 TEST(GrpcTransportTest, AReplyHoldsOnlyItsOwnGroupsMessages) {
   GrpcTransport a(Options("a", 5));
   GrpcTransport b(Options("b", 5));
-  BASALT_ASSERT_OK(a.Start());
-  BASALT_ASSERT_OK(b.Start());
-  BASALT_ASSERT_OK(a.AddPeer("b", StrCat("127.0.0.1:", b.port())));
-  BASALT_ASSERT_OK(b.AddPeer("a", StrCat("127.0.0.1:", a.port())));
+  StartPair(&a, &b);
   Inbox slow_answers, other;
   BASALT_ASSERT_OK(a.Register("slow", "a", slow_answers.handler()));
   BASALT_ASSERT_OK(a.Register("other", "a", other.handler()));
@@ -472,9 +474,7 @@ TEST(GrpcTransportTest, AReplyHoldsOnlyItsOwnGroupsMessages) {
 TEST(GrpcTransportTest, RepliesOnlyToASenderThatAcceptsThem) {
   GrpcTransport a(Options("a", 5));
   GrpcTransport b(Options("b", 5));
-  BASALT_ASSERT_OK(a.Start());
-  BASALT_ASSERT_OK(b.Start());
-  BASALT_ASSERT_OK(b.AddPeer("a", StrCat("127.0.0.1:", a.port())));
+  StartPair(&a, &b);
   Inbox inbox;
   BASALT_ASSERT_OK(a.Register("g", "a", inbox.handler()));
   RegisterVoteAnswerer(&b, "b");

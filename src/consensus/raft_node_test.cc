@@ -510,29 +510,39 @@ TEST_F(RaftNodeTest, ProposeWithExpectedTermLandsOnlyInThatTerm) {
   BASALT_EXPECT_OK(ok);
 }
 
+// A proposal's outcome, as its callback reported it.
+struct ProposalOutcome {
+  absl::Notification done;
+  absl::StatusOr<uint64_t> result;
+};
+
+// Proposes Kv(first_key), Kv(first_key + 1), ... on `leader` with ProposeAndClaim until one
+// proposal's round is claimed (at most 100 tries; the worker may be in a round, a tick's, at a
+// proposal: then it writes that one, and once it is done, the worker idle again, we try again).
+// Each proposal's outcome is appended to *outcomes; the claimed one is last.
+RaftNode::ClaimedRound ProposeUntilClaimed(
+    RaftNode* leader, int first_key, std::vector<std::unique_ptr<ProposalOutcome>>* outcomes) {
+  RaftNode::ClaimedRound round;
+  for (int i = 0; i < 100 && !round.claimed(); ++i) {
+    if (i > 0 && !outcomes->back()->done.WaitForNotificationWithTimeout(kDeadline)) break;
+    outcomes->push_back(std::make_unique<ProposalOutcome>());
+    ProposalOutcome* o = outcomes->back().get();
+    round = leader->ProposeAndClaim(Kv(first_key + i), [o](absl::StatusOr<uint64_t> r) {
+      o->result = std::move(r);
+      o->done.Notify();
+    });
+  }
+  return round;
+}
+
 // A proposer that claims the round (ProposeAndClaim) writes the queued entries itself: until it
 // runs the round nobody writes them, not even the worker, whose ticks and messages keep coming.
 TEST_F(RaftNodeTest, AClaimedRoundWaitsForItsProposerAndThenCommits) {
   StartAll();
   RaftNode* leader = WaitForLeader();
   ASSERT_NE(leader, nullptr);
-  struct Outcome {
-    absl::Notification done;
-    absl::StatusOr<uint64_t> result;
-  };
-  std::vector<std::unique_ptr<Outcome>> outcomes;
-  // The worker may be in a round (a tick) at the moment of the proposal: then it writes it, and
-  // once it is done (the worker idle again) we try again.
-  RaftNode::ClaimedRound round;
-  for (int attempt = 0; attempt < 100 && !round.claimed(); ++attempt) {
-    if (attempt > 0) ASSERT_TRUE(outcomes.back()->done.WaitForNotificationWithTimeout(kDeadline));
-    outcomes.push_back(std::make_unique<Outcome>());
-    Outcome* o = outcomes.back().get();
-    round = leader->ProposeAndClaim(Kv(attempt), [o](absl::StatusOr<uint64_t> r) {
-      o->result = std::move(r);
-      o->done.Notify();
-    });
-  }
+  std::vector<std::unique_ptr<ProposalOutcome>> outcomes;
+  RaftNode::ClaimedRound round = ProposeUntilClaimed(leader, 0, &outcomes);
   ASSERT_TRUE(round.claimed()) << "the worker was in a round at each of 100 proposals";
   const uint64_t last = leader->log().LastIndex();
   // Three ticks: not long enough for a follower's election timeout (10-20 ticks).
@@ -563,28 +573,13 @@ TEST_F(RaftNodeTest, AFailedSyncInAProposersRoundStopsTheNode) {
   RaftNode* leader = WaitForLeader();
   ASSERT_NE(leader, nullptr);
   const PeerId bad = leader->peer_id();
-  struct Outcome {
-    absl::Notification done;
-    absl::StatusOr<uint64_t> result;
-  };
-  std::vector<std::unique_ptr<Outcome>> outcomes;
-  // The worker may hold the round at a proposal: then it writes that one, and once it is done
-  // (the worker idle again) we try again.
-  RaftNode::ClaimedRound round;
-  for (int i = 0; i < 100 && !round.claimed(); ++i) {
-    if (i > 0) ASSERT_TRUE(outcomes.back()->done.WaitForNotificationWithTimeout(kDeadline));
-    outcomes.push_back(std::make_unique<Outcome>());
-    Outcome* o = outcomes.back().get();
-    round = leader->ProposeAndClaim(Kv(100 + i), [o](absl::StatusOr<uint64_t> r) {
-      o->result = std::move(r);
-      o->done.Notify();
-    });
-  }
+  std::vector<std::unique_ptr<ProposalOutcome>> outcomes;
+  RaftNode::ClaimedRound round = ProposeUntilClaimed(leader, 100, &outcomes);
   ASSERT_TRUE(round.claimed()) << "the worker was in a round at each of 100 proposals";
   // Every sync of the leader's files fails from now on; this thread's round writes next.
   fault_envs_.at(bad)->FailAfter(0, FaultInjectionEnv::OpKind::kSync);
   round.Run();
-  Outcome* last = outcomes.back().get();
+  ProposalOutcome* last = outcomes.back().get();
   ASSERT_TRUE(last->done.WaitForNotificationWithTimeout(kDeadline));
   EXPECT_FALSE(last->result.ok()) << "a leader whose WAL sync failed acknowledged the entry";
   EXPECT_FALSE(leader->health().ok());
