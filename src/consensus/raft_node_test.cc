@@ -200,6 +200,17 @@ class RaftNodeTest : public ::testing::Test {
   void StartAll() {
     for (const PeerId& id : ids_) StartNode(id);
   }
+  // Starts every node on its own FaultInjectionEnv (fault_envs_) with its WAL synced, and
+  // writes entries 0-9.
+  void StartOnFaultEnvsAndWrite10() {
+    for (const PeerId& id : ids_) {
+      fault_envs_[id] = std::make_unique<FaultInjectionEnv>(&mem_env_);
+      env_of_[id] = fault_envs_[id].get();
+    }
+    customize_ = [](const PeerId&, RaftNodeOptions* o) { o->log.force_fsync = true; };
+    StartAll();
+    ASSERT_TRUE(WriteAll(0, 10));
+  }
   // Simulates a kill: the node stops and is dropped; its files stay.
   void StopNode(const PeerId& id) {
     nodes_.at(id)->Shutdown();
@@ -398,13 +409,7 @@ TEST_F(RaftNodeTest, ApplyFailureStopsTheReplicaAndTheOthersGoOn) {
 // leader's write then fails, the followers already hold the entry, and the next leader commits
 // it. (Sending only after the write, the entry would have been lost with the leader's write.)
 TEST_F(RaftNodeTest, ALeadersAppendReachesTheFollowersBeforeItsOwnWrite) {
-  for (const PeerId& id : ids_) {
-    fault_envs_[id] = std::make_unique<FaultInjectionEnv>(&mem_env_);
-    env_of_[id] = fault_envs_[id].get();
-  }
-  customize_ = [](const PeerId&, RaftNodeOptions* o) { o->log.force_fsync = true; };
-  StartAll();
-  ASSERT_TRUE(WriteAll(0, 10));
+  ASSERT_NO_FATAL_FAILURE(StartOnFaultEnvsAndWrite10());
   RaftNode* leader = WaitForLeader();
   ASSERT_NE(leader, nullptr);
   const PeerId bad = leader->peer_id();
@@ -563,13 +568,7 @@ TEST_F(RaftNodeTest, AClaimedRoundWaitsForItsProposerAndThenCommits) {
 // A WAL sync that fails in a round run by its proposer fails the node as one on the worker does:
 // the proposal fails, the node reports the error and stops (it leads no more), the others go on.
 TEST_F(RaftNodeTest, AFailedSyncInAProposersRoundStopsTheNode) {
-  for (const PeerId& id : ids_) {
-    fault_envs_[id] = std::make_unique<FaultInjectionEnv>(&mem_env_);
-    env_of_[id] = fault_envs_[id].get();
-  }
-  customize_ = [](const PeerId&, RaftNodeOptions* o) { o->log.force_fsync = true; };
-  StartAll();
-  ASSERT_TRUE(WriteAll(0, 10));
+  ASSERT_NO_FATAL_FAILURE(StartOnFaultEnvsAndWrite10());
   RaftNode* leader = WaitForLeader();
   ASSERT_NE(leader, nullptr);
   const PeerId bad = leader->peer_id();
