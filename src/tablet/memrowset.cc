@@ -145,6 +145,12 @@ void MemRowSet::CopyIndirectCells(uint8_t* data, std::string_view key) {
 }
 
 absl::Status MemRowSet::Insert(HybridTime ts, const uint8_t* row_data, const uint8_t* null_bitmap) {
+  return Insert(ts, row_data, null_bitmap, EncodeKey(schema_, row_data));
+}
+
+absl::Status MemRowSet::Insert(HybridTime ts, const uint8_t* row_data, const uint8_t* null_bitmap,
+                               std::string_view key) {
+  DCHECK_EQ(key, EncodeKey(schema_, row_data));
   if (null_bitmap != nullptr) {
     for (int i = 0; i < schema_.num_columns(); ++i) {
       if (BitmapTest(null_bitmap, i) && !schema_.column(i).is_nullable()) {
@@ -153,7 +159,6 @@ absl::Status MemRowSet::Insert(HybridTime ts, const uint8_t* row_data, const uin
       }
     }
   }
-  std::string key = EncodeKey(schema_, row_data);
   MRSRow* row;
   bool inserted;
   if (frozen()) {

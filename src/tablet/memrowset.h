@@ -133,6 +133,10 @@ class MemRowSet {
   // key; FAILED_PRECONDITION when frozen, unless the key is a deleted row of this MRS (reinserted
   // in place); INVALID_ARGUMENT for a NULL in a NOT NULL column.
   absl::Status Insert(HybridTime ts, const uint8_t* row_data, const uint8_t* null_bitmap);
+  // As above, with the row's key already encoded by the caller (the tablet encodes it to find
+  // the row's rowset). REQUIRES: key == EncodeKey(schema(), row_data).
+  absl::Status Insert(HybridTime ts, const uint8_t* row_data, const uint8_t* null_bitmap,
+                      std::string_view key);
 
   // Appends an UPDATE or DELETE RowChangeList to the row with `key`. NOT_FOUND if the row is
   // absent or deleted (as of the latest mutation); INVALID_ARGUMENT if `changelist` is malformed,

@@ -286,7 +286,7 @@ absl::StatusOr<RowOutcome> Tablet::InsertRow(const Components& c, HybridTime ts,
   if (c.frozen != nullptr && key <= c.frozen_max_key && c.frozen->mrs->FindRow(key) != nullptr) {
     target = c.frozen.get();
   }
-  absl::Status s = target->mrs->Insert(ts, row, null_bitmap);
+  absl::Status s = target->mrs->Insert(ts, row, null_bitmap, key);
   // The decoder refuses NULLs in NOT NULL columns first; the store's check is a second line.
   if (absl::IsInvalidArgument(s)) return RowOutcome::kInvalidRow;
   if (s.ok()) NoteMemStoreWrite(target, op_index);
