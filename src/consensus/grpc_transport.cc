@@ -311,9 +311,8 @@ void GrpcTransport::ReceiveReply(const PeerId& from, pb::UpdateConsensusRequestP
     }
     return;
   }
-  const int64_t n = static_cast<int64_t>(batch->size());
-  Deliver(std::move(*batch), options_.use_replies > 0, nullptr, nullptr);
-  counters_.reply_messages_received.fetch_add(n, std::memory_order_relaxed);
+  const Delivery d = Deliver(std::move(*batch), options_.use_replies > 0, nullptr, nullptr);
+  counters_.reply_messages_received.fetch_add(d.delivered, std::memory_order_relaxed);
 }
 
 int64_t GrpcTransport::Peer::Enqueue(std::vector<GroupMessage> messages) {

@@ -95,9 +95,9 @@ class GrpcTransport : public Transport {
     int64_t messages_sent = 0;            // Messages in those calls.
     int64_t messages_dropped = 0;         // Unknown peer, full queue, failed RPC, shutdown.
     int64_t rpcs_received = 0;            // UpdateConsensus calls served (valid or not).
-    int64_t messages_received = 0;        // Messages delivered to a registered handler.
+    int64_t messages_received = 0;        // Messages delivered to a registered handler ...
+    int64_t reply_messages_received = 0;  // ... of them from the answers to calls made.
     int64_t reply_messages_sent = 0;      // Messages sent in the answers to calls served.
-    int64_t reply_messages_received = 0;  // ... received in answers (and delivered).
   };
 
   explicit GrpcTransport(GrpcTransportOptions options);

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "common/injecting_env.h"
+#include "common/metrics.h"
 #include "common/status_test_util.h"
 #include "rpc/rpc_status.h"
 #include "tserver/tablet_server.h"
@@ -137,6 +138,40 @@ TEST_F(SafeTimeTest, FollowerServesASnapshotAfterTheLastWrite) {
       Checksum(follower, ref->snap_timestamp() + (uint64_t{3600} * 1000000 << 12));
   EXPECT_EQ(DetailCode(future.status()), pb::ErrorDetailPB::NOT_THE_LEADER) << future.status();
   EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+}
+
+// Followers write, sync and acknowledge an append on the connection it came on, and the
+// acknowledgement rides back in the reply (docs/raft.md "Replies"); /metrics shows the traffic.
+// The three servers share this process's registry, so each series is their sum.
+TEST_F(SafeTimeTest, AcknowledgementsRideInRepliesAndShowOnMetrics) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(3));
+  const int leader = WaitForLeader();
+  ASSERT_GE(leader, 0);
+  auto sample = [](const std::string& series) {
+    return SampleValue(MetricRegistry::Global()->RenderPrometheus(), series);
+  };
+  const double replies_before = sample("basalt_consensus_messages_sent_total{via=\"reply\"}");
+  ASSERT_GE(replies_before, 0) << "no reply series on /metrics";
+  for (int32_t batch = 0; batch < 20; ++batch) {
+    BASALT_ASSERT_OK(Insert(leader, batch * 100, batch * 100 + 100));
+  }
+  const std::string m = MetricRegistry::Global()->RenderPrometheus();
+  // Twenty synchronous writes, two followers: most acknowledgements left in replies (some may
+  // go in calls of their own when a follower's worker held the round).
+  EXPECT_GE(SampleValue(m, "basalt_consensus_messages_sent_total{via=\"reply\"}"),
+            replies_before + 20)
+      << m;
+  EXPECT_GE(SampleValue(m, "basalt_consensus_messages_received_total{via=\"reply\"}"),
+            replies_before + 20)
+      << m;
+  for (const char* series :
+       {"basalt_consensus_rpcs_sent_total{transport=\"frame\"}",
+        "basalt_consensus_rpcs_sent_total{transport=\"grpc\"}",
+        "basalt_consensus_rpcs_failed_total", "basalt_consensus_messages_dropped_total",
+        "basalt_consensus_messages_sent_total{via=\"call\"}",
+        "basalt_consensus_messages_received_total{via=\"call\"}"}) {
+    EXPECT_GE(SampleValue(m, series), 0) << series << " missing";
+  }
 }
 
 TEST_F(SafeTimeTest, FollowerSafeTimeKeepsRisingOnAnIdleTablet) {

@@ -533,6 +533,45 @@ void TabletServer::RegisterMetrics() {
   budget_series("basalt_tserver_memory_budget_limit_bytes", "", MetricType::kGauge,
                 {{"limit", "soft"}},
                 [](const MemoryBudget& b) { return static_cast<double>(b.soft_limit_bytes()); });
+  // Raft traffic with the peer servers (docs/raft.md "gRPC transport" and "Replies").
+  const GrpcTransport* transport = transport_.get();
+  auto consensus = [&](const char* name, const char* help,
+                       std::function<std::vector<MetricSample>(const GrpcTransport::Stats&)> fn) {
+    metric_handles_.push_back(reg->RegisterCallbackFamily(
+        name, help, MetricType::kCounter,
+        [transport, fn = std::move(fn)] { return fn(transport->stats()); }));
+  };
+  auto by = [](const char* label, const char* a, int64_t va, const char* b, int64_t vb) {
+    return std::vector<MetricSample>{{{{label, a}}, static_cast<double>(va)},
+                                     {{{label, b}}, static_cast<double>(vb)}};
+  };
+  auto one = [](int64_t v) { return std::vector<MetricSample>{{{}, static_cast<double>(v)}}; };
+  consensus("basalt_consensus_rpcs_sent_total",
+            "UpdateConsensus calls this server made to its peers, by transport.",
+            [by](const GrpcTransport::Stats& s) {
+              return by("transport", "frame", s.frame_rpcs_sent, "grpc",
+                        s.rpcs_sent - s.frame_rpcs_sent);
+            });
+  consensus("basalt_consensus_rpcs_failed_total",
+            "UpdateConsensus calls to peers that failed (their messages were dropped).",
+            [one](const GrpcTransport::Stats& s) { return one(s.rpcs_failed); });
+  consensus("basalt_consensus_messages_sent_total",
+            "Raft messages sent to peers: in this server's own calls, or in its replies to "
+            "theirs.",
+            [by](const GrpcTransport::Stats& s) {
+              return by("via", "call", s.messages_sent, "reply", s.reply_messages_sent);
+            });
+  consensus("basalt_consensus_messages_received_total",
+            "Raft messages from peers delivered to a replica: from their calls, or from the "
+            "replies to this server's calls.",
+            [by](const GrpcTransport::Stats& s) {
+              return by("via", "call", s.messages_received - s.reply_messages_received, "reply",
+                        s.reply_messages_received);
+            });
+  consensus("basalt_consensus_messages_dropped_total",
+            "Raft messages to peers dropped (unknown peer, full queue, failed call, shutdown); "
+            "Raft sends them again.",
+            [one](const GrpcTransport::Stats& s) { return one(s.messages_dropped); });
   metric_handles_.push_back(reg->RegisterCallbackFamily(
       "basalt_tserver_memrowset_block_cache_bytes",
       "Freed MemRowSet memory blocks kept for reuse (--memrowset_block_cache_mb).",

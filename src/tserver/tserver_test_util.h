@@ -269,6 +269,15 @@ inline TabletServerOptions TestServerOptions(const std::string& dir) {
   return o;
 }
 
+// The value of the sample `series` (name plus labels, exactly as rendered) in a Prometheus text
+// body; -1 if absent.
+inline double SampleValue(const std::string& body, const std::string& series) {
+  const std::string needle = "\n" + series + " ";
+  const size_t pos = body.find(needle);
+  if (pos == std::string::npos) return -1;
+  return std::strtod(body.c_str() + pos + needle.size(), nullptr);
+}
+
 inline std::optional<pb::ErrorDetailPB::Code> DetailCode(const absl::Status& s) {
   std::optional<pb::ErrorDetailPB> d = GetErrorDetail(s);
   if (!d) return std::nullopt;

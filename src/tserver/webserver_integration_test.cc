@@ -20,15 +20,6 @@ namespace webserver_integration_test_file {
 
 constexpr char kTablet[] = "web-tablet-1";
 
-// The value of the sample `series` (name plus labels, exactly as rendered) in a Prometheus text
-// body; -1 if absent.
-double SampleValue(const std::string& body, const std::string& series) {
-  const std::string needle = "\n" + series + " ";
-  const size_t pos = body.find(needle);
-  if (pos == std::string::npos) return -1;
-  return std::strtod(body.c_str() + pos + needle.size(), nullptr);
-}
-
 class TserverWebTest : public ::testing::Test {
  protected:
   TserverWebTest() : dir_("tserver_web_test") {}
