@@ -15,7 +15,9 @@
 // the core hands out the next batch only then (RaftLog::TakeEntriesToApply). So a slow apply (a
 // flush before a schema change, a slow disk) never delays heartbeats, votes or appends.
 // Every few ticks it garbage-collects log segments below min(state machine durable index, what
-// the leader's peers still need).
+// the leader's peers still need). That loop's body (a round) may also run on a thread that brings
+// work while the worker is idle (ProposeAndClaim, ReceiveBatch; docs/raft.md "Rounds on the
+// callers' threads"): one round runs at a time, whichever thread holds it (round_running_).
 //
 // Lifecycle: Open() -> Start() -> requests -> Shutdown() (or the destructor). Shutdown joins both
 // threads and waits for the running apply; nothing is detached.
@@ -37,8 +39,9 @@
 // election timeouts of a leader change); at Shutdown the rest fail (UNAVAILABLE). A replica cut
 // off from the group keeps its proposals pending: the *AndWait forms take a timeout.
 //
-// Thread-safe. Callbacks run on the worker thread: they must be quick and must not call the
-// blocking methods (*AndWait, LeaderStepDown, TransferLeadership, Shutdown).
+// Thread-safe. Callbacks run on the thread running the round or on the applier: they must be
+// quick and must not call the blocking methods (*AndWait, LeaderStepDown, TransferLeadership,
+// Shutdown).
 
 #include <cstdint>
 #include <deque>
