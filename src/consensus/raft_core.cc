@@ -299,7 +299,11 @@ bool RaftCore::HandleTermMismatch(const RaftMessage& m) {
   return false;
 }
 
-void RaftCore::Step(const RaftMessage& m) {
+void RaftCore::Step(const RaftMessage& m) { StepImpl(m, nullptr); }
+
+void RaftCore::StepTakingEntries(RaftMessage* m) { StepImpl(*m, &m->entries); }
+
+void RaftCore::StepImpl(const RaftMessage& m, std::vector<LogEntry>* movable) {
   if (m.to != options_.id || m.from == options_.id || m.from.empty()) return;
   if (HandleTermMismatch(m)) return;
   switch (m.type) {
@@ -321,7 +325,7 @@ void RaftCore::Step(const RaftMessage& m) {
   switch (m.type) {
     case MessageType::kAppend:
       HeardFromLeader(m);
-      HandleAppend(m);
+      HandleAppend(m, movable);
       break;
     case MessageType::kHeartbeat:
       HeardFromLeader(m);
@@ -348,7 +352,7 @@ void RaftCore::HeardFromLeader(const RaftMessage& m) {
   }
 }
 
-void RaftCore::HandleAppend(const RaftMessage& m) {
+void RaftCore::HandleAppend(const RaftMessage& m, std::vector<LogEntry>* movable) {
   RaftMessage resp;
   resp.type = MessageType::kAppendResponse;
   resp.to = m.from;
@@ -359,13 +363,20 @@ void RaftCore::HandleAppend(const RaftMessage& m) {
     Send(std::move(resp));
     return;
   }
-  std::optional<uint64_t> last_new = log_.MaybeAppend(m.index, m.log_term, m.entries);
+  // Configuration entries (rare, small) are set aside first: the entries may move into the log.
+  std::vector<LogEntry> configs;
+  for (const LogEntry& e : m.entries) {
+    if (e.type == EntryType::kConfigChange) configs.push_back(e);
+  }
+  std::optional<uint64_t> last_new =
+      movable != nullptr ? log_.MaybeAppend(m.index, m.log_term, std::move(*movable))
+                         : log_.MaybeAppend(m.index, m.log_term, m.entries);
   if (last_new) {
     DropReplacedConfigs();
     const uint64_t tracked =
         pending_configs_.empty() ? committed_config_index_ : pending_configs_.back().index;
-    for (const LogEntry& e : m.entries) {
-      if (e.type != EntryType::kConfigChange || e.index <= tracked) continue;
+    for (const LogEntry& e : configs) {
+      if (e.index <= tracked) continue;
       absl::StatusOr<RaftConfig> config = DecodeConfig(e.data);
       if (!config.ok()) {
         // The leader replicated it, so every replica has the same bytes: a corrupt message that

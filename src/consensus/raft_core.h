@@ -107,6 +107,9 @@ class RaftCore {
   // Processes one message from a peer. Messages for another replica or from stale terms are
   // ignored as the algorithm says; nothing a peer sends can make this fail.
   void Step(const RaftMessage& m);
+  // As Step, but an append's entries are moved out of *m into the log instead of copied (the
+  // rest of *m is left as it was).
+  void StepTakingEntries(RaftMessage* m);
   // Appends a normal entry and returns its index. The entry is committed once it appears in a
   // Ready's committed_entries with the returned index and this leader's term. Returns
   // UNAVAILABLE (with the leader hint, if known, in the message and in payload kLeaderHintUrl)
@@ -200,7 +203,9 @@ class RaftCore {
   void HandleVoteResponse(const RaftMessage& m);
 
   // Replication, follower side.
-  void HandleAppend(const RaftMessage& m);
+  // `movable`: m's entries, which may be moved from (StepTakingEntries), or null.
+  void HandleAppend(const RaftMessage& m, std::vector<LogEntry>* movable);
+  void StepImpl(const RaftMessage& m, std::vector<LogEntry>* movable);
   void HandleHeartbeat(const RaftMessage& m);
   void HeardFromLeader(const RaftMessage& m);
 

@@ -97,22 +97,27 @@ void RaftLog::Append(std::vector<LogEntry> entries) {
   persisting_ = std::min(persisting_, first);
 }
 
+void RaftLog::AppendFrom(std::vector<LogEntry> entries, size_t i) {
+  if (i > 0) entries.erase(entries.begin(), entries.begin() + static_cast<ptrdiff_t>(i));
+  Append(std::move(entries));
+}
+
 std::optional<uint64_t> RaftLog::MaybeAppend(uint64_t prev_index, uint64_t prev_term,
-                                             const std::vector<LogEntry>& entries) {
+                                             std::vector<LogEntry> entries) {
   if (!MatchTerm(prev_index, prev_term)) return std::nullopt;
   const uint64_t last_new = prev_index + entries.size();
   for (size_t i = 0; i < entries.size(); ++i) {
     const LogEntry& e = entries[i];
     CHECK_EQ(e.index, prev_index + 1 + i) << "non-contiguous entries in an append";
     if (e.index > LastIndex()) {
-      Append(std::vector<LogEntry>(entries.begin() + i, entries.end()));
+      AppendFrom(std::move(entries), i);
       return last_new;
     }
     absl::StatusOr<uint64_t> t = Term(e.index);
     if (!t.ok()) return std::nullopt;  // Cannot verify the log here: reject, the leader retries.
     if (*t != e.term) {
       CHECK_GT(e.index, committed_) << "conflict at committed index " << e.index;
-      Append(std::vector<LogEntry>(entries.begin() + i, entries.end()));
+      AppendFrom(std::move(entries), i);
       return last_new;
     }
   }

@@ -53,9 +53,10 @@ class RaftLog {
   // drops the first conflicting entry and all that follow, appends what is new and returns the
   // index of the last entry of the request (prev_index + entries.size()). Returns nullopt if the
   // log does not match at prev_index (or cannot be read there). Never truncates committed entries
-  // (a conflict there is a broken Raft invariant and CHECK-fails).
+  // (a conflict there is a broken Raft invariant and CHECK-fails). The new entries are moved
+  // into the log.
   std::optional<uint64_t> MaybeAppend(uint64_t prev_index, uint64_t prev_term,
-                                      const std::vector<LogEntry>& entries);
+                                      std::vector<LogEntry> entries);
 
   // Returns the largest index <= index whose term is <= term (fast back-off on a mismatch), with
   // its term. Stops at FirstIndex() - 1 if older terms were compacted.
@@ -88,6 +89,8 @@ class RaftLog {
   void AppliedTo(uint64_t index);
 
  private:
+  // Appends entries[i..] (moved).
+  void AppendFrom(std::vector<LogEntry> entries, size_t i);
   const LogEntry* Unstable(uint64_t index) const;
 
   const LogReader* const durable_;

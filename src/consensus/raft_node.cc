@@ -532,7 +532,7 @@ absl::Status RaftNode::RunRound(RoundInputs* in) {
   // Messages before ticks: after a stall, heartbeats already queued must count before the
   // ticks that accumulated meanwhile could start an election.
   const absl::Time now = in->messages.empty() ? absl::InfinitePast() : absl::Now();
-  for (const RaftMessage& m : in->messages) {
+  for (RaftMessage& m : in->messages) {
     if (m.type == MessageType::kPeerMissing) {
       auto copy = copies_.find(m.from);
       const bool copying = copy != copies_.end();
@@ -545,7 +545,7 @@ absl::Status RaftNode::RunRound(RoundInputs* in) {
       if (!copying || !copy->second.retry_at.has_value()) core_->ReportPeerMissing(m.from);
       continue;
     }
-    core_->Step(m);
+    core_->StepTakingEntries(&m);  // Leaves all but an append's entries.
     MaybeDeliverSafeTime(m);
     heard_[m.from] = now;
   }
