@@ -214,6 +214,7 @@ class GrpcTransport::Peer {
   bool IsHeldLocked(const std::string& group) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return std::find(held_groups_.begin(), held_groups_.end(), group) != held_groups_.end();
   }
+  void RecountHeldLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool WakeLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (stopping_) return true;
     if (AllHeldLocked()) return false;
@@ -235,7 +236,9 @@ class GrpcTransport::Peer {
   absl::Time not_before_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   int consecutive_failures_ ABSL_GUARDED_BY(mu_) = 0;
   // The groups of the calls from the peer between BeginReply and EndReply (one entry per call),
-  // and how many queued messages belong to them.
+  // and how many queued messages belong to them. Invariant: held_messages_ counts the messages
+  // of queue_ whose group is in held_groups_ (Enqueue adds, RecountHeldLocked after any other
+  // change; the queue is a batch or so, held_groups_ one entry or none).
   std::vector<std::string> held_groups_ ABSL_GUARDED_BY(mu_);
   size_t held_messages_ ABSL_GUARDED_BY(mu_) = 0;
   // What the sender waits for: InfiniteFuture while the queue was empty.
@@ -341,7 +344,13 @@ int64_t GrpcTransport::Peer::Enqueue(std::vector<GroupMessage> messages) {
 void GrpcTransport::Peer::BeginReply(const std::string& group) {
   absl::MutexLock l(&mu_);
   held_groups_.push_back(group);
-  for (const GroupMessage& m : queue_) held_messages_ += m.group_id == group ? 1 : 0;
+  RecountHeldLocked();
+}
+
+void GrpcTransport::Peer::RecountHeldLocked() {
+  held_messages_ = 0;
+  if (held_groups_.empty()) return;
+  for (const GroupMessage& m : queue_) held_messages_ += IsHeldLocked(m.group_id) ? 1 : 0;
 }
 
 std::vector<GroupMessage> GrpcTransport::Peer::EndReply(const std::string& group) {
@@ -349,6 +358,7 @@ std::vector<GroupMessage> GrpcTransport::Peer::EndReply(const std::string& group
   absl::MutexLock l(&mu_);
   held_groups_.erase(std::find(held_groups_.begin(), held_groups_.end(), group));
   if (!stopping_ && !queue_.empty()) TakeBatchLocked(&batch);
+  RecountHeldLocked();
   return batch;
 }
 
@@ -380,8 +390,7 @@ void GrpcTransport::Peer::TakeBatchLocked(std::vector<GroupMessage>* batch) {
   // What is left over (the batch was full) goes out right after this one.
   urgent_ = !queue_.empty();
   if (queue_.empty()) flush_deadline_ = absl::InfiniteFuture();
-  held_messages_ = 0;
-  for (const GroupMessage& m : queue_) held_messages_ += IsHeldLocked(m.group_id) ? 1 : 0;
+  RecountHeldLocked();
 }
 
 std::optional<absl::Status> GrpcTransport::Peer::SendOverFrame(
@@ -512,7 +521,7 @@ void GrpcTransport::Peer::Shutdown() {
                                                    std::memory_order_relaxed);
   queue_.clear();
   queued_bytes_ = 0;
-  held_messages_ = 0;
+  RecountHeldLocked();
 }
 
 // ---- GrpcTransport --------------------------------------------------------------------------

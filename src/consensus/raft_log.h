@@ -54,7 +54,7 @@ class RaftLog {
   // index of the last entry of the request (prev_index + entries.size()). Returns nullopt if the
   // log does not match at prev_index (or cannot be read there). Never truncates committed entries
   // (a conflict there is a broken Raft invariant and CHECK-fails). The new entries are moved
-  // into the log.
+  // into the log (RaftCore::StepTakingEntries passes the message's own; Step copies them all).
   std::optional<uint64_t> MaybeAppend(uint64_t prev_index, uint64_t prev_term,
                                       std::vector<LogEntry> entries);
 

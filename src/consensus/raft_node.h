@@ -157,6 +157,7 @@ class RaftNode {
   // A round claimed for the thread that proposed (ProposeAndClaim). Run() runs it on the calling
   // thread (blocking for a WAL write), and so does the destructor if Run() was not called; a
   // default-constructed or moved-from one does nothing. The worker runs no round until it ran.
+  // Not thread-safe: the proposing thread owns it.
   class ClaimedRound {
    public:
     ClaimedRound() = default;
@@ -245,9 +246,10 @@ class RaftNode {
   // Queues `task`, or cancels it at once if the node does not run. With `claim`, claims the
   // round for the caller if it can (ClaimRoundLocked) and returns whether it did.
   bool Enqueue(Task task, bool claim = false) ABSL_LOCKS_EXCLUDED(mu_);
-  // Runs `fn` on the worker and returns its status.
+  // Runs `fn` in a round (the worker's, or a caller's that takes the queue) and returns its
+  // status.
   absl::Status RunOnWorker(std::function<absl::Status()> fn) ABSL_LOCKS_EXCLUDED(mu_);
-  // Queues a proposal made by `propose` (on the worker) whose callback fires on apply.
+  // Queues a proposal made by `propose` (in a round) whose callback fires on apply.
   bool ProposeWith(std::function<absl::StatusOr<uint64_t>()> propose, ProposeCallback callback,
                    bool claim = false);
   bool ProposeImpl(std::string data, ProposeCallback callback, uint64_t expected_term, bool claim);
@@ -325,9 +327,9 @@ class RaftNode {
   StateMachine* const state_machine_;
   const absl::Duration tick_interval_;
 
-  // Owned by the thread running a round once started (the worker, or a transport thread in
-  // ReceiveBatch; round_running_ makes them take turns), by Open and Shutdown otherwise: the core
-  // and what only it touches. log_ itself is thread-safe.
+  // Owned by the thread running a round once started (the worker, a proposer's thread that
+  // claimed it, or a transport thread in ReceiveBatch; round_running_ makes them take turns), by
+  // Open and Shutdown otherwise: the core and what only it touches. log_ itself is thread-safe.
   std::unique_ptr<Log> log_;
   std::unique_ptr<ConsensusMetadata> cmeta_;
   Random rng_;
@@ -388,10 +390,11 @@ class RaftNode {
   uint64_t commit_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t applied_ ABSL_GUARDED_BY(mu_) = 0;        // Set by the applier (and Init).
   uint64_t applied_taken_ ABSL_GUARDED_BY(mu_) = 0;  // applied_ as last reported to the core.
-  // Set by the worker before it waits: the core holds committed entries back until the applier
-  // reports the batch before them, so a raised applied_ is input (HasInputLocked).
+  // Set at the end of each round (EndRound): the core holds committed entries back until the
+  // applier reports the batch before them, so a raised applied_ is input (HasInputLocked).
   bool awaiting_applied_ ABSL_GUARDED_BY(mu_) = false;
-  // A round runs (on the worker or in ReceiveBatch): the other waits or queues.
+  // A round runs, or is claimed by a proposer who will run it (ClaimedRound): nobody else starts
+  // one; the worker waits, the others queue.
   bool round_running_ ABSL_GUARDED_BY(mu_) = false;
   // commit_propagation_due_ as of the last round; the deadline the worker waits with
   // (InfinitePast while it does not wait); set when a round on another thread made commit_due_
