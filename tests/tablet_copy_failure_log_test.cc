@@ -159,8 +159,9 @@ TEST_F(TabletCopyFailureLogTest, FailingCopiesLogLittleAndCostLittleCpu) {
   BASALT_ASSERT_OK(writer.WaitForAcked(150000));
   BASALT_ASSERT_OK(writer.Stop());
   // Its first segment holds everything the follower has; once it is collected, only a copy helps.
+  // (The server log holds only this tablet's log.)
   const std::string first_segment =
-      JoinPath(JoinPath(JoinPath(leader_ts->data_dir(), "wals"), tablets[0]), "wal-000000001");
+      JoinPath(JoinPath(leader_ts->data_dir(), "server-wal"), "wal-000000001");
   BASALT_ASSERT_OK(WaitFor(absl::Seconds(60), "the leader to collect its first segment", [&] {
     return Env::Default()->FileExists(first_segment) ? absl::UnavailableError(first_segment)
                                                      : absl::OkStatus();

@@ -13,6 +13,7 @@
 #include "common/strings.h"
 #include "common/thread_name.h"
 #include "consensus/log_segment.h"
+#include "consensus/server_log.h"
 
 DEFINE_int32(log_segment_size_mb, 8,
              "Size in MiB at which a write-ahead log segment is closed and a new one started.");
@@ -31,10 +32,6 @@ namespace basalt {
 
 namespace {
 
-// Registered at load time, so no caller of Append holds a lock while registering.
-Histogram* const kWalFsyncSeconds = MetricRegistry::Global()->GetHistogram(
-    "basalt_wal_fsync_seconds", "Latency of WAL fsyncs after appending a batch.");
-
 // The appender stops adding queued batches to a group once it holds this many bytes: bounds the
 // latency of one group and the size of a frame.
 constexpr size_t kGroupTargetBytes = 4 << 20;
@@ -45,32 +42,6 @@ std::string OpIdString(uint64_t index, uint64_t term) {
 
 }  // namespace
 
-// A segment as published to readers. Immutable: a rewritten segment gets a new object, so a
-// reader holding the old one keeps reading the old (still consistent) file.
-struct Log::Segment {
-  uint64_t seq = 0;
-  uint64_t first_index = 0;
-  uint64_t prev_term = 0;
-  std::shared_ptr<RandomAccessFile> reader;
-};
-
-// A queued mutation, executed by the writing thread (DrainQueue).
-struct Log::Task {
-  enum class Kind { kAppend, kTruncate, kGC, kReset };
-  Kind kind = Kind::kAppend;
-  // kAppend: the entries, encoded, and their terms.
-  uint64_t first_index = 0;
-  std::vector<uint64_t> terms;
-  std::string encoded;
-  // kTruncate, kGC: the index argument. kReset: the snapshot.
-  uint64_t index = 0;
-  OpId snapshot;
-  // Runs with the outcome; may be empty.
-  StatusCallback callback;
-  // kGC: receives the number of segments deleted.
-  int* gc_deleted = nullptr;
-};
-
 LogOptions LogOptions::FromFlags() {
   LogOptions o;
   o.segment_size_bytes = static_cast<uint64_t>(std::max(FLAGS_log_segment_size_mb, 1)) << 20;
@@ -79,8 +50,13 @@ LogOptions LogOptions::FromFlags() {
   return o;
 }
 
-Log::Log(Env* env, std::string dir, LogOptions options)
-    : env_(env), dir_(std::move(dir)), options_(std::move(options)) {}
+Log::Log(Env* env, std::string dir, LogOptions options, ServerLog* server, bool shared)
+    : env_(env),
+      dir_(std::move(dir)),
+      options_(std::move(options)),
+      shared_(shared),
+      server_(server),
+      writer_(env_, dir_, options_) {}
 
 Log::~Log() { Shutdown(); }
 
@@ -98,6 +74,7 @@ absl::Status Log::Start() {
   absl::MutexLock l(&mu_);
   if (started_ || stopping_) return absl::FailedPreconditionError("WAL already started");
   started_ = true;
+  if (shared_) return absl::OkStatus();
   appender_ = std::thread([this] {
     SetCurrentThreadName("wal-appender");
     AppenderLoop();
@@ -111,8 +88,18 @@ void Log::Shutdown() {
     if (stopping_) return;
     stopping_ = true;
   }
+  if (server_ != nullptr) {
+    // The server log's writer runs what is queued (AsyncAppend woke it).
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return queue_.empty() && !writing_;
+    };
+    mu_.LockWhen(absl::Condition(&idle));
+    mu_.Unlock();
+    server_->CloseGroup(this);
+    return;
+  }
   if (appender_.joinable()) appender_.join();
-  absl::Status s = CloseWriter();
+  absl::Status s = writer_.Close();
   LOG_IF(WARNING, !s.ok()) << "closing WAL segment in " << dir_ << ": " << s;
 }
 
@@ -132,7 +119,9 @@ absl::Status Log::AsyncAppend(const std::vector<LogEntry>& entries, StatusCallba
   BASALT_ASSIGN_OR_RETURN(std::unique_ptr<Task> task, EncodeAppend(entries));
   task->callback = std::move(callback);
   absl::MutexLock l(&mu_);
-  return QueueAppendLocked(std::move(task));
+  BASALT_RETURN_IF_ERROR(QueueAppendLocked(std::move(task)));
+  if (server_ != nullptr) server_->MarkReady(this);
+  return absl::OkStatus();
 }
 
 absl::Status Log::Append(const std::vector<LogEntry>& entries) {
@@ -168,7 +157,9 @@ absl::StatusOr<std::unique_ptr<Log::Task>> Log::EncodeAppend(const std::vector<L
     AppendEncodedEntry(e, &task->encoded);
     task->terms.push_back(e.term);
   }
-  if (task->encoded.size() + 2 * kMaxVarint64Length > kMaxFramePayloadBytes) {
+  // Room for a server log's record and round framing too.
+  if (task->encoded.size() + 2 * kMaxVarint64Length + kMaxRecordOverhead + 2 * kFrameHeaderSize >
+      kMaxFramePayloadBytes) {
     return absl::InvalidArgumentError("AsyncAppend batch too large");
   }
   return task;
@@ -196,6 +187,7 @@ absl::Status Log::QueueAppendLocked(std::unique_ptr<Task> task) {
     truncate->index = first;
     queue_.push_back(std::move(truncate));
   }
+  task->prev_term = prev_term;
   next_queued_index_ = first + task->terms.size();
   last_queued_term_ = task->terms.back();
   queue_.push_back(std::move(task));
@@ -231,6 +223,13 @@ absl::Status Log::EnqueueAndWait(std::unique_ptr<Task> task) {
 // (docs/performance.md, change 18). Otherwise the writing thread (the appender, or another
 // blocked caller) runs the task: it drains the whole queue.
 void Log::RunOrWaitLocked(absl::Notification* done) {
+  if (server_ != nullptr) {
+    // The same, one level up: the server log's writer takes every group's queued tasks.
+    mu_.Unlock();
+    server_->RunOrWait(this, done);
+    mu_.Lock();
+    return;
+  }
   if (!writing_) {
     writing_ = true;
     mu_.Unlock();
@@ -414,84 +413,32 @@ absl::Status Log::WriteGroup(const std::vector<std::unique_ptr<Task>>& group) {
     absl::MutexLock l(&mu_);
     DCHECK_EQ(first_index, LastIndexLocked() + 1);
     BASALT_ASSIGN_OR_RETURN(prev_term, TermLocked(first_index - 1));
-    active_has_batches = !batches_.empty() && batches_.rbegin()->second.seq == active_seq_;
+    active_has_batches = !batches_.empty() && batches_.rbegin()->second.seq == writer_.seq();
   }
-  if (active_has_batches && writer_->Size() + frame.size() > options_.segment_size_bytes) {
-    BASALT_RETURN_IF_ERROR(CloseWriter());
+  if (active_has_batches && writer_.size() + frame.size() > options_.segment_size_bytes) {
+    BASALT_RETURN_IF_ERROR(writer_.Close());
     BASALT_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg,
-                            CreateSegment(active_seq_ + 1, first_index, prev_term, 0));
+                            CreateSegment(writer_.seq() + 1, first_index, prev_term, 0));
     absl::MutexLock l(&mu_);
     segments_[seg->seq] = std::move(seg);
   }
-  const uint64_t offset = writer_->Size();
-  BASALT_RETURN_IF_ERROR(PreallocateFor(offset + frame.size()));
-  BASALT_RETURN_IF_ERROR(writer_->Append(frame));
-  if (options_.force_fsync) {
-    ScopedLatency fsync_latency(kWalFsyncSeconds);
-    BASALT_RETURN_IF_ERROR(writer_->Sync());
-  } else {
-    BASALT_RETURN_IF_ERROR(writer_->Flush());
-  }
+  BASALT_ASSIGN_OR_RETURN(const uint64_t offset, writer_.Append(frame));
   absl::MutexLock l(&mu_);
   if (options_.force_fsync) ++num_syncs_;
-  AddBatchLocked(active_seq_, offset, static_cast<uint32_t>(frame.size()), first_index, terms);
+  AddBatchLocked(writer_.seq(), offset, static_cast<uint32_t>(frame.size()), first_index, terms);
   return absl::OkStatus();
-}
-
-absl::Status Log::PreallocateFor(uint64_t end) {
-  if (!options_.force_fsync || options_.preallocate_bytes == 0 || end <= preallocated_end_) {
-    return absl::OkStatus();
-  }
-  // Up to the segment's size at most; a batch past it gets exactly its own room.
-  const uint64_t target =
-      std::max(end, std::min(end + options_.preallocate_bytes, options_.segment_size_bytes));
-  BASALT_RETURN_IF_ERROR(writer_->PreallocateZeros(target));
-  preallocated_end_ = target;
-  return absl::OkStatus();
-}
-
-absl::Status Log::CloseWriter() {
-  if (writer_ == nullptr) return absl::OkStatus();
-  std::unique_ptr<WritableFile> w = std::move(writer_);
-  // Always sync: a segment that is not the newest must be complete on disk.
-  absl::Status s = w->Sync();
-  absl::Status c = w->Close();
-  return s.ok() ? c : s;
 }
 
 absl::StatusOr<std::shared_ptr<Log::Segment>> Log::CreateSegment(uint64_t seq, uint64_t first_index,
                                                                  uint64_t prev_term,
                                                                  uint32_t flags) {
-  DCHECK(writer_ == nullptr);
   SegmentHeader header;
   header.flags = flags;
   header.seq = seq;
   header.first_index = first_index;
   header.prev_term = prev_term;
   header.log_id = options_.log_id;
-  const std::string path = SegmentPath(seq);
-  BASALT_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> w, env_->NewWritableFile(path));
-  BASALT_RETURN_IF_ERROR(w->Append(EncodeSegmentHeader(header)));
-  BASALT_RETURN_IF_ERROR(w->Sync());
-  BASALT_RETURN_IF_ERROR(env_->SyncDir(dir_));
-  BASALT_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> r, env_->NewRandomAccessFile(path));
-  writer_ = std::move(w);
-  active_seq_ = seq;
-  preallocated_end_ = 0;
-  auto seg = std::make_shared<Segment>();
-  seg->seq = seq;
-  seg->first_index = first_index;
-  seg->prev_term = prev_term;
-  seg->reader = std::move(r);
-  return seg;
-}
-
-absl::Status Log::OpenWriter(uint64_t seq) {
-  DCHECK(writer_ == nullptr);
-  BASALT_ASSIGN_OR_RETURN(writer_, env_->NewAppendableFile(SegmentPath(seq)));
-  active_seq_ = seq;
-  preallocated_end_ = 0;
-  return absl::OkStatus();
+  return writer_.Create(header);
 }
 
 absl::Status Log::RewriteSegment(uint64_t seq, const std::string& contents) {
@@ -530,7 +477,7 @@ absl::Status Log::DoTruncate(uint64_t index) {
     pos = b->second;
   }
   CHECK(seg != nullptr && pos.seq == seg->seq);
-  BASALT_RETURN_IF_ERROR(CloseWriter());
+  BASALT_RETURN_IF_ERROR(writer_.Close());
   // Newest first, each deletion durable before the next, so a crash leaves a prefix of the log.
   for (uint64_t seq : later) {
     BASALT_RETURN_IF_ERROR(env_->DeleteFile(SegmentPath(seq)));
@@ -568,7 +515,7 @@ absl::Status Log::DoTruncate(uint64_t index) {
       batches_[batch_first] = BatchPos{seg->seq, pos.offset, kept_frame_size, index - 1};
     }
   }
-  return OpenWriter(seg->seq);
+  return writer_.OpenExisting(seg->seq);
 }
 
 absl::StatusOr<int> Log::DoGC(uint64_t retain_from_index) {
@@ -597,7 +544,7 @@ absl::StatusOr<int> Log::DoGC(uint64_t retain_from_index) {
 }
 
 absl::Status Log::DoReset(OpId snapshot) {
-  BASALT_RETURN_IF_ERROR(CloseWriter());
+  BASALT_RETURN_IF_ERROR(writer_.Close());
   std::vector<uint64_t> old;
   {
     absl::MutexLock l(&mu_);
@@ -620,10 +567,161 @@ absl::Status Log::DoReset(OpId snapshot) {
   return env_->SyncDir(dir_);
 }
 
+// ---- A server log's group ----
+
+void Log::TakeStateFrom(Log* other) {
+  absl::MutexLock lo(&other->mu_);
+  absl::MutexLock l(&mu_);
+  segments_ = std::move(other->segments_);
+  batches_ = std::move(other->batches_);
+  terms_ = std::move(other->terms_);
+  first_index_ = other->first_index_;
+  prev_term_ = other->prev_term_;
+  num_syncs_ = other->num_syncs_;
+  next_queued_index_ = LastIndexLocked() + 1;
+  last_queued_term_ = *TermLocked(LastIndexLocked());
+}
+
+uint32_t Log::AppendRecordFrame(const Task& task, std::string* frames) const {
+  const size_t before = frames->size();
+  ServerRecord r;
+  r.group = options_.log_id;
+  switch (task.kind) {
+    case Task::Kind::kAppend:
+      AppendAppendRecordFrame(r.group, task.prev_term, task.first_index,
+                              static_cast<uint32_t>(task.terms.size()), task.encoded, frames);
+      break;
+    case Task::Kind::kTruncate:
+      r.kind = RecordKind::kTruncate;
+      r.index = task.index;
+      frames->append(EncodeRecordFrame(r));
+      break;
+    case Task::Kind::kReset:
+      r.kind = RecordKind::kReset;
+      r.index = task.snapshot.index;
+      r.term = task.snapshot.term;
+      frames->append(EncodeRecordFrame(r));
+      break;
+    case Task::Kind::kGC:
+      break;
+  }
+  return static_cast<uint32_t>(frames->size() - before);
+}
+
+std::vector<std::unique_ptr<Log::Task>> Log::TakeQueued() {
+  absl::MutexLock l(&mu_);
+  std::vector<std::unique_ptr<Task>> tasks;
+  if (writing_) return tasks;  // Only the one writer takes tasks; it is still publishing.
+  tasks.reserve(queue_.size());
+  for (std::unique_ptr<Task>& t : queue_) tasks.push_back(std::move(t));
+  queue_.clear();
+  writing_ = !tasks.empty();
+  return tasks;
+}
+
+void Log::PublishWritten(std::vector<std::unique_ptr<Task>> tasks,
+                         const std::vector<std::shared_ptr<Segment>>& segments,
+                         const std::vector<uint64_t>& offsets,
+                         const std::vector<uint32_t>& frame_sizes, const absl::Status& status) {
+  std::vector<int> gc_deleted(tasks.size(), 0);
+  {
+    absl::MutexLock l(&mu_);
+    if (!status.ok()) {
+      error_ = status;
+    } else {
+      bool wrote = false;
+      for (size_t i = 0; i < tasks.size(); ++i) {
+        Task& t = *tasks[i];
+        wrote |= frame_sizes[i] > 0;
+        switch (t.kind) {
+          case Task::Kind::kAppend: {
+            absl::Status s = ApplyAppendLocked(segments[i], offsets[i], frame_sizes[i],
+                                               t.first_index, t.prev_term, t.terms);
+            CHECK(s.ok()) << "the queue's checks let through " << s;
+            break;
+          }
+          case Task::Kind::kTruncate:
+            if (t.index <= LastIndexLocked()) DropFromLocked(t.index);
+            break;
+          case Task::Kind::kReset:
+            ResetLocked(t.snapshot, segments[i]);
+            break;
+          case Task::Kind::kGC:
+            gc_deleted[i] = GcSharedLocked(t.index);
+            break;
+        }
+      }
+      if (wrote && options_.force_fsync) ++num_syncs_;
+    }
+    writing_ = false;
+  }
+  // In queue order, after publishing: an entry is readable once its callback says durable.
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    Task& t = *tasks[i];
+    if (status.ok() && t.gc_deleted != nullptr) *t.gc_deleted = gc_deleted[i];
+    if (t.callback) t.callback(status);
+  }
+}
+
+absl::Status Log::ApplyAppendLocked(const std::shared_ptr<Segment>& segment, uint64_t offset,
+                                    uint32_t frame_size, uint64_t first_index, uint64_t prev_term,
+                                    const std::vector<uint64_t>& terms) {
+  DCHECK(shared_);
+  if (first_index < first_index_) {
+    // Entries this log already let go of (a record written before a GC that a server log
+    // moved): the record starts it over.
+    ResetLocked(OpId{prev_term, first_index - 1}, nullptr);
+  } else if (first_index > LastIndexLocked() + 1) {
+    return absl::DataLossError(StrCat("entries from index ", first_index, " after a log ending at ",
+                                      LastIndexLocked()));
+  } else if (const uint64_t before = *TermLocked(first_index - 1); before != prev_term) {
+    return absl::DataLossError(StrCat("entries from index ", first_index, " follow term ",
+                                      prev_term, ", but the log has term ", before));
+  }
+  uint64_t last = prev_term;
+  for (uint64_t t : terms) {
+    if (t < last) return absl::DataLossError(StrCat("decreasing terms from index ", first_index));
+    last = t;
+  }
+  if (first_index <= LastIndexLocked()) DropFromLocked(first_index);
+  AddBatchLocked(segment->seq, offset, frame_size, first_index, terms);
+  segments_.emplace(segment->seq, segment);
+  return absl::OkStatus();
+}
+
+void Log::ResetLocked(OpId snapshot, const std::shared_ptr<Segment>& segment) {
+  DCHECK(shared_);
+  batches_.clear();
+  terms_.clear();
+  first_index_ = snapshot.index + 1;
+  prev_term_ = snapshot.term;
+  segments_.clear();
+  if (segment != nullptr) segments_[segment->seq] = segment;
+}
+
+int Log::GcSharedLocked(uint64_t retain_from_index) {
+  // The last batch stays: with no record left, a restart could not tell this log's place.
+  while (batches_.size() > 1 && batches_.begin()->second.last_index < retain_from_index) {
+    const uint64_t next_first = batches_.begin()->second.last_index + 1;
+    prev_term_ = terms_[next_first - 1 - first_index_];
+    terms_.erase(terms_.begin(), terms_.begin() + (next_first - first_index_));
+    first_index_ = next_first;
+    batches_.erase(batches_.begin());
+  }
+  int released = 0;
+  if (batches_.empty()) return released;
+  const uint64_t needed = batches_.begin()->second.seq;
+  while (!segments_.empty() && segments_.begin()->first < needed) {
+    segments_.erase(segments_.begin());
+    ++released;
+  }
+  return released;
+}
+
 // ---- Recovery ----
 
 absl::Status Log::Recover() {
-  BASALT_ASSIGN_OR_RETURN(std::vector<uint64_t> seqs, ListSegments());
+  BASALT_ASSIGN_OR_RETURN(std::vector<uint64_t> seqs, ListSegmentFiles(env_, dir_));
   BASALT_RETURN_IF_ERROR(DropObsoleteSegments(&seqs));
   for (size_t i = 0; i < seqs.size(); ++i) {
     if (i > 0 && seqs[i] != seqs[i - 1] + 1) {
@@ -638,33 +736,12 @@ absl::Status Log::Recover() {
     first_index_ = 1;
     segments_[seg->seq] = std::move(seg);
   } else {
-    BASALT_RETURN_IF_ERROR(OpenWriter(seqs.back()));
+    BASALT_RETURN_IF_ERROR(writer_.OpenExisting(seqs.back()));
   }
   absl::MutexLock l(&mu_);
   next_queued_index_ = LastIndexLocked() + 1;
   last_queued_term_ = *TermLocked(LastIndexLocked());
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<uint64_t>> Log::ListSegments() {
-  if (!env_->FileExists(dir_)) {
-    BASALT_RETURN_IF_ERROR(env_->CreateDirs(dir_));
-    BASALT_RETURN_IF_ERROR(env_->SyncDir(DirName(dir_)));
-  }
-  BASALT_ASSIGN_OR_RETURN(std::vector<std::string> names, env_->GetChildren(dir_));
-  std::vector<uint64_t> seqs;
-  for (const std::string& name : names) {
-    uint64_t seq;
-    std::string_view base(name);
-    if (base.ends_with(".tmp") && ParseSegmentFileName(base.substr(0, base.size() - 4), &seq)) {
-      // Left by a rewrite (torn tail cut, truncation) interrupted before its rename.
-      BASALT_RETURN_IF_ERROR(env_->DeleteFile(JoinPath(dir_, name)));
-    } else if (ParseSegmentFileName(name, &seq)) {
-      seqs.push_back(seq);
-    }
-  }
-  std::sort(seqs.begin(), seqs.end());
-  return seqs;
 }
 
 absl::Status Log::ReadSegmentHeader(uint64_t seq, SegmentHeader* header, uint64_t* file_size) {
@@ -771,7 +848,9 @@ void Log::DropFromLocked(uint64_t index) {
 }
 
 absl::StatusOr<uint64_t> Log::TermLocked(uint64_t index) const {
-  if (index + 1 == first_index_) return segments_.begin()->second->prev_term;
+  if (index + 1 == first_index_) {
+    return shared_ ? prev_term_ : segments_.begin()->second->prev_term;
+  }
   if (index < first_index_ || index > LastIndexLocked()) {
     return absl::NotFoundError(StrCat("index ", index, " outside the WAL's entries [", first_index_,
                                       ", ", LastIndexLocked(), "]"));
@@ -816,7 +895,7 @@ std::vector<uint64_t> Log::SegmentSeqs() const {
 
 absl::Status Log::ReadBatch(const Segment& segment, const BatchPos& pos,
                             uint64_t expected_first_index, std::string* buf,
-                            std::vector<EntryView>* entries) {
+                            std::vector<EntryView>* entries) const {
   buf->resize(pos.frame_size);
   std::string_view data;
   BASALT_RETURN_IF_ERROR(segment.reader->ReadAt(pos.offset, pos.frame_size, buf->data(), &data));
@@ -826,7 +905,18 @@ absl::Status Log::ReadBatch(const Segment& segment, const BatchPos& pos,
     return absl::DataLossError(StrCat("WAL segment ", name, " corrupt at offset ", pos.offset, ": ",
                                       data.size() < pos.frame_size ? "short read" : frame.reason));
   }
-  absl::Status s = DecodeBatch(frame.payload, entries);
+  std::string_view batch = frame.payload;
+  absl::Status s;
+  if (shared_) {
+    // A server log's record: it must be an append of this group.
+    ServerRecord record;
+    s = DecodeServerRecord(frame.payload, &record);
+    if (s.ok() && (record.kind != RecordKind::kAppend || record.group != options_.log_id)) {
+      s = absl::DataLossError(StrCat("not an append record of group ", options_.log_id));
+    }
+    batch = record.batch;
+  }
+  if (s.ok()) s = DecodeBatch(batch, entries);
   if (s.ok() && entries->front().index != expected_first_index) {
     s = absl::DataLossError("unexpected first index");
   }
@@ -857,12 +947,14 @@ absl::StatusOr<std::vector<LogEntry>> Log::Entries(uint64_t lo, uint64_t hi,
       seg = segments_.at(pos.seq);
     }
     BASALT_RETURN_IF_ERROR(ReadBatch(*seg, pos, batch_first, &buf, &views));
-    if (views.back().index < next) {
+    // A server log's group keeps replaced entries in their record: its batch ends at last_index.
+    const uint64_t batch_last = std::min(views.back().index, pos.last_index);
+    if (batch_last < next) {
       return absl::NotFoundError(StrCat("entry ", next, " was truncated concurrently"));
     }
     for (const EntryView& v : views) {
       if (v.index < next) continue;
-      if (v.index >= hi) break;
+      if (v.index >= hi || v.index > batch_last) break;
       LogEntry e = v.ToLogEntry();
       bytes += LogEntrySize(e);
       if (!out.empty() && bytes > max_bytes) return out;

@@ -1,8 +1,10 @@
 #pragma once
 
 // Log: the write-ahead log of one Raft group, which is also its Raft log. Entries live in segment
-// files (log_segment.h, byte tables in docs/wal.md) of about --log_segment_size_mb under one
-// directory; one appender thread writes them with group commit.
+// files (log_segment.h, byte tables in docs/wal.md) of about --log_segment_size_mb, either under
+// a directory of the group's own, where one appender thread writes them with group commit, or in
+// a ServerLog (server_log.h) shared by every group of a server, whose writer commits the queued
+// batches of all of them with one sync.
 
 #include <cstdint>
 #include <deque>
@@ -23,27 +25,9 @@
 #include "consensus/log_reader.h"
 #include "consensus/log_segment.h"
 #include "consensus/raft_types.h"
+#include "consensus/segment_writer.h"
 
 namespace basalt {
-
-struct LogOptions {
-  // A segment is closed and a new one started once it reaches this size (a segment may exceed it
-  // by one batch). Default: --log_segment_size_mb.
-  uint64_t segment_size_bytes = 8 << 20;
-  // Sync (fdatasync) each group of batches before acknowledging it. Default:
-  // --log_force_fsync_all. When false, an acknowledged entry survives a process crash but not a
-  // machine crash.
-  bool force_fsync = true;
-  // With force_fsync, the active segment is kept zero-filled this far ahead of its batches
-  // (WritableFile::PreallocateZeros), in steps of this size: a batch's fdatasync then overwrites
-  // blocks the file already has and writes no inode. 0 disables. Default: --log_preallocate_kb.
-  uint64_t preallocate_bytes = 1 << 20;
-  // Written into every segment header; when not empty, Open() refuses segments of another log.
-  std::string log_id;
-
-  // Returns options with the defaults taken from the flags.
-  static LogOptions FromFlags();
-};
 
 // The durable Raft log of one group.
 //
@@ -75,6 +59,8 @@ struct LogOptions {
 // serializes choosing the index with the AsyncAppend call. Callbacks run on the writing thread:
 // they must be quick and must not call the blocking methods (Append, TruncateSuffix, GC,
 // ResetToSnapshot, Shutdown), which would wait for that very thread.
+class ServerLog;
+
 class Log : public LogReader {
  public:
   using StatusCallback = std::function<void(const absl::Status&)>;
@@ -94,7 +80,8 @@ class Log : public LogReader {
   Log(const Log&) = delete;
   Log& operator=(const Log&) = delete;
 
-  // Starts the appender thread. FAILED_PRECONDITION if already started or shut down.
+  // Starts the appender thread (a server log's group has none: the server log writes).
+  // FAILED_PRECONDITION if already started or shut down.
   absl::Status Start() ABSL_LOCKS_EXCLUDED(mu_);
   // Executes every queued operation (running its callback), then stops the appender thread and
   // closes the active segment. Idempotent. Later mutating calls fail with FAILED_PRECONDITION.
@@ -151,8 +138,26 @@ class Log : public LogReader {
   const std::string& dir() const { return dir_; }
 
  private:
-  struct Segment;
-  struct Task;
+  friend class ServerLog;
+  using Segment = SegmentFile;
+  // A queued mutation, executed by the writing thread (DrainQueue, or a server log's writer).
+  struct Task {
+    enum class Kind { kAppend, kTruncate, kGC, kReset };
+    Kind kind = Kind::kAppend;
+    // kAppend: the entries, encoded, their terms, and the term of the entry before them.
+    uint64_t first_index = 0;
+    uint64_t prev_term = 0;
+    std::vector<uint64_t> terms;
+    std::string encoded;
+    // kTruncate, kGC: the index argument. kReset: the snapshot.
+    uint64_t index = 0;
+    OpId snapshot;
+    // Runs with the outcome; may be empty.
+    StatusCallback callback;
+    // kGC: receives the number of segments deleted.
+    int* gc_deleted = nullptr;
+  };
+
   // Where a batch lives.
   struct BatchPos {
     uint64_t seq = 0;
@@ -161,13 +166,14 @@ class Log : public LogReader {
     uint64_t last_index = 0;
   };
 
-  Log(Env* env, std::string dir, LogOptions options);
+  // A log of its own in `dir` (server null, shared false), or group options.log_id of a server
+  // log (shared): kept open by `server`, or, with server null, kept by the server log while the
+  // group is closed (never started).
+  Log(Env* env, std::string dir, LogOptions options, ServerLog* server = nullptr,
+      bool shared = false);
 
   // ---- Recovery ----
   absl::Status Recover() ABSL_LOCKS_EXCLUDED(mu_);
-  // Returns the segment sequence numbers in the directory, sorted, creating the directory if
-  // needed and deleting leftover temporary files.
-  absl::StatusOr<std::vector<uint64_t>> ListSegments();
   // Deletes a newest segment whose header never became durable, and the segments before the
   // newest one that starts a new log (ResetToSnapshot).
   absl::Status DropObsoleteSegments(std::vector<uint64_t>* seqs);
@@ -199,22 +205,52 @@ class Log : public LogReader {
   absl::Status DoTruncate(uint64_t index) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<int> DoGC(uint64_t retain_from_index) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status DoReset(OpId snapshot) ABSL_LOCKS_EXCLUDED(mu_);
-  // Syncs and closes the active segment's writer, if open.
-  absl::Status CloseWriter();
   // Creates segment `seq` durably (file and directory synced), opens its writer as the active
   // one, and returns it for the caller to publish.
   absl::StatusOr<std::shared_ptr<Segment>> CreateSegment(uint64_t seq, uint64_t first_index,
                                                          uint64_t prev_term, uint32_t flags)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Zero-fills the active segment ahead of a write that ends at `end` (preallocate_bytes).
-  absl::Status PreallocateFor(uint64_t end);
-  // Opens a writer appending to existing segment `seq` and makes it active.
-  absl::Status OpenWriter(uint64_t seq) ABSL_LOCKS_EXCLUDED(mu_);
   // Durably replaces segment `seq`'s file by `contents`.
   absl::Status RewriteSegment(uint64_t seq, const std::string& contents) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // ---- A server log's group (shared_; ServerLog calls these on its writing thread) ----
+  // Moves the published state of `other` (a group's log closed or recovered) here.
+  void TakeStateFrom(Log* other) ABSL_LOCKS_EXCLUDED(mu_);
+  // Appends the server log record of `task` to *frames and returns its size (0 for a GC, which
+  // has none).
+  uint32_t AppendRecordFrame(const Task& task, std::string* frames) const;
+  // Takes the queued tasks for the server log to write; marks them being written.
+  std::vector<std::unique_ptr<Task>> TakeQueued() ABSL_LOCKS_EXCLUDED(mu_);
+  // Publishes the tasks taken, written (if `status` is OK) in `segments` at `offsets` with
+  // `frame_sizes` (0 for a task without a record), then runs their callbacks in order.
+  void PublishWritten(std::vector<std::unique_ptr<Task>> tasks,
+                      const std::vector<std::shared_ptr<Segment>>& segments,
+                      const std::vector<uint64_t>& offsets,
+                      const std::vector<uint32_t>& frame_sizes, const absl::Status& status)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Applies an append record of entries [first_index, first_index + terms.size()) written at
+  // `offset` of `segment`: they replace the entries from first_index on. A first index below
+  // FirstIndex() starts the log over after (first_index - 1, prev_term). DATA_LOSS, saying
+  // why, if the record does not follow the entries it replaces (a gap, another previous term,
+  // decreasing terms).
+  absl::Status ApplyAppendLocked(const std::shared_ptr<Segment>& segment, uint64_t offset,
+                                 uint32_t frame_size, uint64_t first_index, uint64_t prev_term,
+                                 const std::vector<uint64_t>& terms)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Empties the log, whose previous entry becomes `snapshot`; `segment` (may be null) holds the
+  // record that says so.
+  void ResetLocked(OpId snapshot, const std::shared_ptr<Segment>& segment)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the batches wholly below `retain_from_index` except the last one, and the segments
+  // before the first batch kept; returns how many segments it let go.
+  int GcSharedLocked(uint64_t retain_from_index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The oldest segment this group needs, or 0 if none (an empty log that never wrote).
+  uint64_t PinnedSeqLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return segments_.empty() ? 0 : segments_.begin()->first;
+  }
+
   // ---- Helpers (mu_ held) ----
-  std::string SegmentPath(uint64_t seq) const { return JoinPath(dir_, SegmentFileName(seq)); }
+  std::string SegmentPath(uint64_t seq) const { return writer_.Path(seq); }
   absl::StatusOr<uint64_t> TermLocked(uint64_t index) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Term of entry `index` once every queued operation has run.
   absl::StatusOr<uint64_t> QueuedTermLocked(uint64_t index) const
@@ -229,20 +265,22 @@ class Log : public LogReader {
     return first_index_ + terms_.size() - 1;
   }
   // Reads and decodes the batch at `pos` of `segment` into `entries` (views into `*buf`).
-  static absl::Status ReadBatch(const Segment& segment, const BatchPos& pos,
-                                uint64_t expected_first_index, std::string* buf,
-                                std::vector<EntryView>* entries);
+  absl::Status ReadBatch(const Segment& segment, const BatchPos& pos,
+                         uint64_t expected_first_index, std::string* buf,
+                         std::vector<EntryView>* entries) const;
 
   // Constant after construction.
   Env* const env_;
   const std::string dir_;
   const LogOptions options_;
+  // A group of a server log: its frames are records (log_segment.h), segments_ holds the server
+  // log's segments this group still needs, and prev_term_ the term before first_index_.
+  const bool shared_;
+  ServerLog* const server_;  // While open; null otherwise (and for a log of its own).
 
   // Owned by the thread that set writing_ (and by Open before the appender starts): the active
-  // segment's writer, which no other thread touches.
-  std::unique_ptr<WritableFile> writer_;
-  uint64_t active_seq_ = 0;        // Mirrored in segments_ as the newest segment.
-  uint64_t preallocated_end_ = 0;  // writer_'s file is zero-filled up to here (PreallocateFor).
+  // segment's writer, which no other thread touches. Unused by a server log's group.
+  SegmentWriter writer_;
 
   mutable absl::Mutex mu_;
   // Published state: segments by sequence number, batches by first index, and the term of every
@@ -251,6 +289,7 @@ class Log : public LogReader {
   absl::btree_map<uint64_t, BatchPos> batches_ ABSL_GUARDED_BY(mu_);
   std::deque<uint64_t> terms_ ABSL_GUARDED_BY(mu_);
   uint64_t first_index_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t prev_term_ ABSL_GUARDED_BY(mu_) = 0;  // shared_ only.
   // Queue state: the index after the last queued entry and that entry's term, as they will be once
   // every queued operation has run.
   uint64_t next_queued_index_ ABSL_GUARDED_BY(mu_) = 1;
@@ -258,7 +297,8 @@ class Log : public LogReader {
   std::deque<std::unique_ptr<Task>> queue_ ABSL_GUARDED_BY(mu_);
   // A thread is running queued tasks (DrainQueue): the appender, or a caller blocked in Append,
   // TruncateSuffix, GC or ResetToSnapshot that found nobody writing. One at a time, so tasks run
-  // in queue order and writer_ has one user.
+  // in queue order and writer_ has one user. In a server log's group: the server log's writer
+  // took tasks (TakeQueued) and has not published them yet.
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

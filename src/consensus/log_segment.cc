@@ -19,8 +19,7 @@ constexpr std::string_view kSegmentPrefix = "wal-";
 constexpr size_t kSeqDigits = 9;
 
 absl::Status Corrupt(std::string_view filename, uint64_t offset, std::string_view what) {
-  return absl::DataLossError(
-      StrCat("WAL segment ", filename, " corrupt at offset ", offset, ": ", what));
+  return SegmentCorruption(filename, offset, what);
 }
 
 uint32_t HeaderCrc(const char* frame) { return crc32c::Value(frame, 8); }
@@ -121,13 +120,25 @@ FrameBuilder::FrameBuilder(uint64_t first_index, uint32_t count, size_t entry_by
 }
 
 std::string FrameBuilder::Finish() && {
-  const size_t payload_size = buf_.size() - kFrameHeaderSize;
+  SealFrameAt(0, &buf_);
+  return std::move(buf_);
+}
+
+void SealFrameAt(size_t at, std::string* buf) {
+  const size_t payload_size = buf->size() - at - kFrameHeaderSize;
   CHECK_LE(payload_size, kMaxFramePayloadBytes);
-  char* p = buf_.data();
+  char* p = buf->data() + at;
   EncodeFixed32(p, static_cast<uint32_t>(payload_size));
   EncodeFixed32(p + 4, crc32c::Mask(crc32c::Value(p + kFrameHeaderSize, payload_size)));
   EncodeFixed32(p + 8, crc32c::Mask(HeaderCrc(p)));
-  return std::move(buf_);
+}
+
+std::string FrameBuilder::FrameOf(std::string_view payload) {
+  FrameBuilder b;
+  b.buf_.reserve(kFrameHeaderSize + payload.size());
+  b.buf_.assign(kFrameHeaderSize, '\0');
+  b.buf_.append(payload);
+  return std::move(b).Finish();
 }
 
 absl::Status DecodeBatch(std::string_view payload, std::vector<EntryView>* out) {
@@ -163,6 +174,82 @@ absl::Status DecodeBatch(std::string_view payload, std::vector<EntryView>* out) 
   }
   if (!payload.empty()) {
     return absl::DataLossError(StrCat(payload.size(), " bytes after the last entry"));
+  }
+  return absl::OkStatus();
+}
+
+// ---- Server log records ----
+
+namespace {
+
+void PutRecordHeader(RecordKind kind, std::string_view group, std::string* dst) {
+  CHECK(!group.empty() && group.size() <= kMaxLogIdBytes) << group;
+  dst->push_back(static_cast<char>(kind));
+  PutLengthPrefixed(dst, group);
+}
+
+}  // namespace
+
+void AppendAppendRecordFrame(std::string_view group, uint64_t prev_term, uint64_t first_index,
+                             uint32_t count, std::string_view encoded_entries, std::string* dst) {
+  const size_t at = dst->size();
+  dst->append(kFrameHeaderSize, '\0');
+  PutRecordHeader(RecordKind::kAppend, group, dst);
+  PutVarint64(dst, prev_term);
+  PutVarint64(dst, first_index);
+  PutVarint32(dst, count);
+  dst->append(encoded_entries);
+  SealFrameAt(at, dst);
+}
+
+std::string EncodeRecordFrame(const ServerRecord& record) {
+  CHECK(record.kind != RecordKind::kAppend);
+  std::string payload;
+  PutRecordHeader(record.kind, record.group, &payload);
+  if (record.kind == RecordKind::kTruncate || record.kind == RecordKind::kReset) {
+    PutVarint64(&payload, record.index);
+  }
+  if (record.kind == RecordKind::kReset) PutVarint64(&payload, record.term);
+  return FrameBuilder::FrameOf(payload);
+}
+
+absl::Status DecodeServerRecord(std::string_view payload, ServerRecord* out) {
+  *out = ServerRecord();
+  if (payload.empty()) return absl::DataLossError("empty record");
+  const uint8_t kind = static_cast<uint8_t>(payload[0]);
+  payload.remove_prefix(1);
+  if (kind < static_cast<uint8_t>(RecordKind::kAppend) ||
+      kind > static_cast<uint8_t>(RecordKind::kDrop)) {
+    return absl::DataLossError(StrCat("unknown record kind ", kind));
+  }
+  out->kind = static_cast<RecordKind>(kind);
+  if (!GetLengthPrefixed(&payload, &out->group)) {
+    return absl::DataLossError("record group id truncated");
+  }
+  if (out->group.empty() || out->group.size() > kMaxLogIdBytes) {
+    return absl::DataLossError(StrCat("record group id of ", out->group.size(), " bytes"));
+  }
+  bool ok = true;
+  switch (out->kind) {
+    case RecordKind::kAppend:
+      ok = GetVarint64(&payload, &out->prev_term);
+      out->batch = payload;
+      payload = {};
+      break;
+    case RecordKind::kTruncate:
+      ok = GetVarint64(&payload, &out->index) && out->index > 0;
+      break;
+    case RecordKind::kReset:
+      // The log's first index becomes index + 1.
+      ok = GetVarint64(&payload, &out->index) && GetVarint64(&payload, &out->term) &&
+           out->index < UINT64_MAX;
+      break;
+    case RecordKind::kDrop:
+      break;
+  }
+  if (!ok) return absl::DataLossError("record truncated or with index 0");
+  if (!payload.empty()) {
+    return absl::DataLossError(StrCat(payload.size(), " bytes after the record"));
   }
   return absl::OkStatus();
 }
@@ -205,14 +292,26 @@ FrameResult ReadFrame(std::string_view data) {
   return r;
 }
 
-size_t FindValidFrame(std::string_view data, size_t from) {
+size_t FindValidFrame(std::string_view data, size_t from,
+                      const std::function<bool(std::string_view payload)>& accept) {
   for (size_t off = from; off + kFrameHeaderSize <= data.size(); ++off) {
     // Cheap pre-check on the 8-byte header crc before looking at the payload.
     const char* p = data.data() + off;
     if (crc32c::Unmask(DecodeFixed32(p + 8)) != HeaderCrc(p)) continue;
-    if (ReadFrame(data.substr(off)).state == FrameState::kOk) return off;
+    const FrameResult r = ReadFrame(data.substr(off));
+    if (r.state == FrameState::kOk && (accept == nullptr || accept(r.payload))) return off;
   }
   return std::string_view::npos;
+}
+
+bool IsRound(std::string_view payload) {
+  if (payload.empty()) return false;
+  while (!payload.empty()) {
+    const FrameResult r = ReadFrame(payload);
+    if (r.state != FrameState::kOk) return false;
+    payload.remove_prefix(r.frame_size);
+  }
+  return true;
 }
 
 // ---- Whole segments ----
@@ -255,6 +354,44 @@ absl::Status AddBatch(std::string_view payload, uint64_t offset, size_t frame_si
 
 }  // namespace
 
+absl::Status SegmentCorruption(std::string_view filename, uint64_t offset, std::string_view what) {
+  return absl::DataLossError(
+      StrCat("WAL segment ", filename, " corrupt at offset ", offset, ": ", what));
+}
+
+absl::StatusOr<FrameWalk> WalkFrames(
+    std::string_view contents, uint64_t from, std::string_view filename, bool allow_torn_tail,
+    const std::function<absl::Status(std::string_view payload, uint64_t offset,
+                                     uint32_t frame_size)>& visit,
+    const std::function<bool(std::string_view payload)>& accept) {
+  FrameWalk walk;
+  uint64_t offset = from;
+  while (true) {
+    FrameResult frame = ReadFrame(contents.substr(offset));
+    if (frame.state == FrameState::kEnd) break;
+    if (frame.state == FrameState::kOk) {
+      absl::Status s = visit(frame.payload, offset, static_cast<uint32_t>(frame.frame_size));
+      if (!s.ok()) return s;
+      offset += frame.frame_size;
+      continue;
+    }
+    if (AllZero(contents.substr(offset))) {
+      walk.preallocated_bytes = contents.size() - offset;
+      break;
+    }
+    if (!allow_torn_tail) return Corrupt(filename, offset, frame.reason);
+    const size_t next_valid = FindValidFrame(contents, offset + 1, accept);
+    if (next_valid != std::string_view::npos) {
+      return Corrupt(filename, offset,
+                     StrCat(frame.reason, ", and a valid frame follows at offset ", next_valid));
+    }
+    walk.torn_tail = true;
+    break;
+  }
+  walk.valid_size = offset;
+  return walk;
+}
+
 absl::StatusOr<SegmentScan> ScanSegment(std::string_view contents, std::string_view filename,
                                         bool allow_torn_tail) {
   SegmentScan scan;
@@ -262,30 +399,15 @@ absl::StatusOr<SegmentScan> ScanSegment(std::string_view contents, std::string_v
   if (!s.ok()) return s;
   scan.next_index = scan.header.first_index;
   scan.last_term = scan.header.prev_term;
-  uint64_t offset = scan.header_size;
-  while (true) {
-    FrameResult frame = ReadFrame(contents.substr(offset));
-    if (frame.state == FrameState::kEnd) break;
-    if (frame.state == FrameState::kOk) {
-      s = AddBatch(frame.payload, offset, frame.frame_size, filename, &scan);
-      if (!s.ok()) return s;
-      offset += frame.frame_size;
-      continue;
-    }
-    if (AllZero(contents.substr(offset))) {
-      scan.preallocated_bytes = contents.size() - offset;
-      break;
-    }
-    if (!allow_torn_tail) return Corrupt(filename, offset, frame.reason);
-    const size_t next_valid = FindValidFrame(contents, offset + 1);
-    if (next_valid != std::string_view::npos) {
-      return Corrupt(filename, offset,
-                     StrCat(frame.reason, ", and a valid frame follows at offset ", next_valid));
-    }
-    scan.torn_tail = true;
-    break;
-  }
-  scan.valid_size = offset;
+  absl::StatusOr<FrameWalk> walk = WalkFrames(
+      contents, scan.header_size, filename, allow_torn_tail,
+      [&](std::string_view payload, uint64_t offset, uint32_t frame_size) {
+        return AddBatch(payload, offset, frame_size, filename, &scan);
+      });
+  if (!walk.ok()) return walk.status();
+  scan.valid_size = walk->valid_size;
+  scan.torn_tail = walk->torn_tail;
+  scan.preallocated_bytes = walk->preallocated_bytes;
   return scan;
 }
 

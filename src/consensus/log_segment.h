@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,9 @@ inline constexpr size_t kMaxSegmentHeaderSize = kSegmentHeaderFixedSize + kMaxLo
 // Header flag: this segment starts a new log after a snapshot (ResetToSnapshot); the segments
 // before it are obsolete and recovery deletes them.
 inline constexpr uint32_t kSegmentFlagStartsNewLog = 1;
+// Header flag: a segment of a server log (server_log.h), whose frames are records of many groups
+// (ServerRecord below) instead of batches of one.
+inline constexpr uint32_t kSegmentFlagServerLog = 2;
 
 // Frame header: length, payload crc, header crc.
 inline constexpr size_t kFrameHeaderSize = 12;
@@ -95,14 +99,23 @@ class FrameBuilder {
   // Starts a frame for a batch whose first entry has index `first_index` and that will hold
   // `count` entries, of `entry_bytes` encoded bytes if known (the buffer is sized once).
   FrameBuilder(uint64_t first_index, uint32_t count, size_t entry_bytes = 0);
+  // Returns the frame of an arbitrary payload. REQUIRES: payload <= kMaxFramePayloadBytes.
+  static std::string FrameOf(std::string_view payload);
   // Appends already-encoded entries (AppendEncodedEntry output).
   void AppendEncodedEntries(std::string_view encoded) { buf_.append(encoded); }
   // Fills in the frame header and returns the frame. REQUIRES: payload <= kMaxFramePayloadBytes.
   std::string Finish() &&;
 
  private:
+  FrameBuilder() = default;
+
   std::string buf_;
 };
+
+// Fills in the header of the frame at `at` of *buf, whose payload runs from at +
+// kFrameHeaderSize to the end (the header's bytes were reserved). REQUIRES: payload <=
+// kMaxFramePayloadBytes.
+void SealFrameAt(size_t at, std::string* buf);
 
 // Decodes a batch payload into `out` (cleared first). DATA_LOSS for malformed bytes: truncated
 // values, an unknown entry type, an index overflow, or bytes left over.
@@ -127,11 +140,79 @@ struct FrameResult {
 // Reads the frame at the start of `data` (which runs to the end of the file).
 FrameResult ReadFrame(std::string_view data);
 
-// Returns the smallest offset in [from, data.size()) at which a complete, valid frame starts, or
-// std::string_view::npos. Used to tell a torn tail (nothing valid follows) from corruption.
-size_t FindValidFrame(std::string_view data, size_t from);
+// Returns the smallest offset in [from, data.size()) at which a complete, valid frame starts (and,
+// if `accept` is set, whose payload it accepts), or std::string_view::npos. Used to tell a torn
+// tail (nothing valid follows) from corruption.
+size_t FindValidFrame(std::string_view data, size_t from,
+                      const std::function<bool(std::string_view payload)>& accept = nullptr);
+
+// Whether `payload` is a server log round: one or more whole, valid frames back to back.
+bool IsRound(std::string_view payload);
+
+// ---- Server log records ----
+//
+// A server log frame holds one round of its writer (one write and one sync): its payload is
+// the frames of that round's records, back to back. (So a crash can damage only the last frame
+// of a segment, as in a group's own log; each record's own frame lets a reader check one record
+// without reading the round.) A record frame's payload is one record:
+//   [u8 kind][varint32 group id length][group id] then, by kind,
+//   kAppend:   [varint64 prev term][batch payload as above]
+//   kTruncate: [varint64 index]
+//   kReset:    [varint64 index][varint64 term]
+//   kDrop:     nothing
+
+enum class RecordKind : uint8_t {
+  kAppend = 1,    // Entries of one group; replaces that group's entries from the first one on.
+  kTruncate = 2,  // Removes the group's entries with index >= `index`.
+  kReset = 3,     // Empties the group's log; the previous entry is (index, term) (a snapshot).
+  kDrop = 4,      // Forgets the group (its replica was deleted).
+};
+
+// A decoded record whose views point into the payload it was decoded from.
+struct ServerRecord {
+  RecordKind kind = RecordKind::kAppend;
+  std::string_view group;
+  uint64_t prev_term = 0;  // kAppend: the term of the entry before the batch's first one.
+  uint64_t index = 0;      // kTruncate, kReset.
+  uint64_t term = 0;       // kReset.
+  std::string_view batch;  // kAppend: a batch payload (DecodeBatch).
+};
+
+// Appends the frame of an append record of `count` entries from `first_index` (encoded by
+// AppendEncodedEntry) to *dst, without building it elsewhere first.
+void AppendAppendRecordFrame(std::string_view group, uint64_t prev_term, uint64_t first_index,
+                             uint32_t count, std::string_view encoded_entries, std::string* dst);
+// The largest bytes a record adds to its batch payload: kind, group id and its length, prev term.
+inline constexpr size_t kMaxRecordOverhead = 1 + 2 + kMaxLogIdBytes + 10;
+// The frame of a record of another kind than kAppend (whose batch FrameBuilder writes).
+std::string EncodeRecordFrame(const ServerRecord& record);
+// Decodes a record payload. DATA_LOSS for malformed bytes: an unknown kind, a group id that is
+// empty or longer than kMaxLogIdBytes, truncated values, or bytes left over (the batch of an
+// append record is checked by DecodeBatch).
+absl::Status DecodeServerRecord(std::string_view payload, ServerRecord* out);
 
 // ---- Whole segments ----
+
+// DATA_LOSS: "WAL segment <filename> corrupt at offset <offset>: <what>".
+absl::Status SegmentCorruption(std::string_view filename, uint64_t offset, std::string_view what);
+
+// Where WalkFrames stopped.
+struct FrameWalk {
+  uint64_t valid_size = 0;  // Offset after the last valid frame.
+  bool torn_tail = false;
+  uint64_t preallocated_bytes = 0;  // Zero bytes after valid_size (not a torn tail).
+};
+
+// Calls `visit(payload, offset, frame_size)` for each valid frame of `contents` from offset
+// `from` on, stopping at its first error. Where the frames end, ScanSegment's rules (below) tell
+// preallocated zero bytes and a torn tail (only if `allow_torn_tail`) from DATA_LOSS; a valid
+// frame found after damage counts only if `accept` (when set) accepts its payload (a server
+// log's rounds: the record frames inside a torn round do not count).
+absl::StatusOr<FrameWalk> WalkFrames(
+    std::string_view contents, uint64_t from, std::string_view filename, bool allow_torn_tail,
+    const std::function<absl::Status(std::string_view payload, uint64_t offset,
+                                     uint32_t frame_size)>& visit,
+    const std::function<bool(std::string_view payload)>& accept = nullptr);
 
 // One batch found by ScanSegment.
 struct ScannedBatch {

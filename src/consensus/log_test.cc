@@ -18,6 +18,7 @@
 #include "common/status_test_util.h"
 #include "common/strings.h"
 #include "consensus/log_segment.h"
+#include "consensus/log_test_util.h"
 
 namespace basalt {
 namespace {
@@ -25,28 +26,12 @@ namespace log_test_file {
 
 constexpr char kDir[] = "/wal";
 
-// Entry data is a function of (index, term, size), so any read can be checked without a model.
-std::string EntryData(uint64_t index, uint64_t term, size_t size) {
-  std::string s = StrCat(index, ":", term, ":");
-  while (s.size() < size) s.push_back(static_cast<char>('a' + (index * 7 + term + s.size()) % 26));
-  s.resize(std::max(size, s.size()));
-  return s;
-}
-
 LogEntry MakeEntry(uint64_t index, uint64_t term, size_t size = 40) {
-  LogEntry e;
-  e.index = index;
-  e.term = term;
-  e.type = index % 5 == 0 ? EntryType::kNoOp : EntryType::kNormal;
-  e.timestamp = index * 1000 + term;
-  e.data = EntryData(index, term, size);
-  return e;
+  return MakeTestEntry(index, term, size);
 }
 
 std::vector<LogEntry> MakeEntries(uint64_t first, size_t n, uint64_t term, size_t size = 40) {
-  std::vector<LogEntry> out;
-  for (size_t i = 0; i < n; ++i) out.push_back(MakeEntry(first + i, term, size));
-  return out;
+  return MakeTestEntries(first, n, term, size);
 }
 
 LogOptions SmallSegments(uint64_t bytes = 1024) {
@@ -94,22 +79,10 @@ void ExpectEntries(const Log& log, uint64_t lo, uint64_t hi, uint64_t term) {
 }
 
 // Returns the contents of every file in `dir` of `env`.
-std::map<std::string, std::string> Snapshot(Env* env) {
-  std::map<std::string, std::string> files;
-  const std::vector<std::string> names = *env->GetChildren(kDir);
-  for (const std::string& name : names) {
-    BASALT_EXPECT_OK(ReadFileToString(env, JoinPath(kDir, name), &files[name]));
-  }
-  return files;
-}
+std::map<std::string, std::string> Snapshot(Env* env) { return FilesIn(env, kDir); }
 
 std::unique_ptr<MemoryEnv> EnvWith(const std::map<std::string, std::string>& files) {
-  auto env = std::make_unique<MemoryEnv>();
-  BASALT_EXPECT_OK(env->CreateDirs(kDir));
-  for (const auto& [name, data] : files) {
-    BASALT_EXPECT_OK(WriteStringToFile(env.get(), JoinPath(kDir, name), data, false));
-  }
-  return env;
+  return EnvWithFiles(kDir, files);
 }
 
 TEST(LogTest, FreshLogIsEmpty) {
@@ -211,7 +184,7 @@ TEST(LogTest, RoundTripAcrossSegmentsAndReopen) {
   BASALT_ASSERT_OK(all);
   ASSERT_EQ(all->size(), next - 1);
   for (const LogEntry& e : *all) {
-    EXPECT_EQ(e.data, EntryData(e.index, e.term, e.data.size()));
+    EXPECT_EQ(e.data, TestEntryData(e.index, e.term, e.data.size()));
     EXPECT_EQ(*log->Term(e.index), e.term);
   }
   // Appendable after reopening.
@@ -544,7 +517,7 @@ TEST(LogTest, ConcurrentReadersWhileAppending) {
       absl::StatusOr<std::vector<LogEntry>> got = log->Entries(1, last + 1, UINT64_MAX);
       if (!got.ok() || got->size() != last) ++failures;
       for (const LogEntry& e : *got) {
-        if (e.data != EntryData(e.index, 1, e.data.size())) ++failures;
+        if (e.data != TestEntryData(e.index, 1, e.data.size())) ++failures;
       }
     }
   });
@@ -703,7 +676,7 @@ TEST(LogFaultTest, CrashAtEverySyncPointKeepsAcknowledgedEntries) {
       absl::StatusOr<std::vector<LogEntry>> e = log->Entries(index, index + 1, 0);
       BASALT_ASSERT_OK(e);
       ASSERT_EQ((*e)[0].term, term) << index;
-      ASSERT_EQ((*e)[0].data, EntryData(index, term, (*e)[0].data.size()));
+      ASSERT_EQ((*e)[0].data, TestEntryData(index, term, (*e)[0].data.size()));
     }
     // Whatever survived is a readable log that accepts appends.
     if (log->LastIndex() >= log->FirstIndex()) {

@@ -15,6 +15,7 @@
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "common/thread_name.h"
+#include "consensus/server_log.h"
 
 DEFINE_int32(raft_heartbeat_interval_ms, 500,
              "Wall time of one Raft tick: the leader's heartbeat interval. Election timeouts are "
@@ -108,7 +109,11 @@ absl::StatusOr<std::unique_ptr<RaftNode>> RaftNode::Open(Env* env, const RaftNod
 }
 
 absl::Status RaftNode::Init() {
-  BASALT_ASSIGN_OR_RETURN(log_, Log::Open(env_, options_.wal_dir, options_.log));
+  if (options_.server_log != nullptr) {
+    BASALT_ASSIGN_OR_RETURN(log_, options_.server_log->OpenGroup(options_.group_id));
+  } else {
+    BASALT_ASSIGN_OR_RETURN(log_, Log::Open(env_, options_.wal_dir, options_.log));
+  }
   absl::StatusOr<std::unique_ptr<ConsensusMetadata>> cmeta =
       ConsensusMetadata::Load(env_, options_.metadata_path);
   if (absl::IsNotFound(cmeta.status())) {

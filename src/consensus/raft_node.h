@@ -71,6 +71,8 @@
 
 namespace basalt {
 
+class ServerLog;
+
 // Hooks that carry an opaque (time, index) pair from a leader to its followers on AppendEntries
 // and heartbeats (RaftMessage::safe_time, safe_time_index). Raft never interprets the pair; the
 // owner gives it a meaning (tablets: a safe time, docs/cluster.md "Scans"; docs/raft.md "Safe
@@ -92,6 +94,8 @@ struct RaftNodeOptions {
   std::string group_id;  // The tablet id (or the master catalog's id); the transport key.
   PeerId peer_id;        // This server's uuid.
   std::string wal_dir;
+  // When set (borrowed), the log is group group_id of this server log and wal_dir is unused.
+  ServerLog* server_log = nullptr;
   std::string metadata_path;
   // The membership of a brand-new replica, used only when metadata_path does not exist yet.
   RaftConfig initial_config;

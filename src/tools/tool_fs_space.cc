@@ -120,8 +120,10 @@ absl::Status Space(const ActionContext& ctx) {
   for (const auto& [kind, b] : bytes) data_total += b;
   uint64_t other = 0;
   for (const auto& [name, size] : sizes) other += size;
-  const uint64_t wal =
-      TreeSize(env, FLAGS_fs_wal_dir.empty() ? JoinPath(dirs[0], "wals") : FLAGS_fs_wal_dir);
+  // The server log (server-wal/) and the per-replica logs of --log_per_server=false (wals/).
+  const uint64_t wal = FLAGS_fs_wal_dir.empty() ? TreeSize(env, JoinPath(dirs[0], "wals")) +
+                                                      TreeSize(env, JoinPath(dirs[0], "server-wal"))
+                                                : TreeSize(env, FLAGS_fs_wal_dir);
 
   auto per_row = [&](uint64_t b) {
     if (rows == 0) return Cell::Null();

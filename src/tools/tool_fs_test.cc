@@ -144,7 +144,8 @@ TEST_F(ToolFsTest, SpaceCountsBlocksByKind) {
   const std::string d1 = JoinPath(dir_, "d1");
   for (const std::string& d :
        {JoinPath(JoinPath(d0, "tablets"), "t1"), JoinPath(JoinPath(d0, "blocks"), "00"),
-        JoinPath(JoinPath(d1, "blocks"), "01"), JoinPath(JoinPath(d0, "wals"), "t1")}) {
+        JoinPath(JoinPath(d1, "blocks"), "01"), JoinPath(JoinPath(d0, "wals"), "t1"),
+        JoinPath(d0, "server-wal")}) {
     BASALT_ASSERT_OK(env_->CreateDirs(d));
   }
   auto block = [&](const std::string& d, const std::string& sub, uint64_t id, size_t size) {
@@ -157,7 +158,9 @@ TEST_F(ToolFsTest, SpaceCountsBlocksByKind) {
   block(d1, "01", 0x13, 50);    // bloom
   block(d0, "00", 0x14, 20);    // undo
   block(d0, "00", 0x99, 1000);  // named by no superblock
-  Rewrite(JoinPath(JoinPath(JoinPath(d0, "wals"), "t1"), "wal-000000001"), std::string(64, 'w'));
+  // WAL segments of both layouts (--log_per_server and not): 40 + 24 bytes.
+  Rewrite(JoinPath(JoinPath(JoinPath(d0, "wals"), "t1"), "wal-000000001"), std::string(40, 'w'));
+  Rewrite(JoinPath(JoinPath(d0, "server-wal"), "wal-000000001"), std::string(24, 'w'));
   TabletSuperBlock sb = TestSuperBlock("t1");
   sb.rowsets[0].undo_blocks = {BlockId(0x14)};
   sb.rowsets[0].num_rows = 100;

@@ -53,6 +53,15 @@ std::string ReplicaFiles::WalDir(const TabletReplicaContext& ctx, const std::str
   return JoinPath(JoinPath(ctx.wal_dir, "wals"), id);
 }
 
+ReplicaWal ReplicaFiles::Wal(const TabletReplicaContext& ctx, const std::string& id) {
+  ReplicaWal wal;
+  wal.env = ctx.env;
+  wal.server_log = ctx.server_log;
+  wal.tablet_id = id;
+  if (ctx.server_log == nullptr) wal.dir = WalDir(ctx, id);
+  return wal;
+}
+
 std::string ReplicaFiles::SuperBlockPath(const TabletReplicaContext& ctx, const std::string& id) {
   return JoinPath(TabletDir(ctx, id), kSuperBlockFileName);
 }

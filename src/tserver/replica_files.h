@@ -2,7 +2,8 @@
 
 // ReplicaFiles: where a tablet replica's files live and how they come to be (docs/tserver.md
 // "On-disk layout"): tablets/<id>/ under the data directory holds the superblock, the consensus
-// metadata (cmeta) and the replica file; wals/<id>/ under the WAL directory holds the WAL.
+// metadata (cmeta) and the replica file; the WAL is a group of the server's shared log
+// (server-wal/ under the WAL directory) or, with --log_per_server=false, wals/<id>/ there.
 //
 // Create writes the replica file last, so its presence means a complete replica; Open reads it
 // and the superblock. Stateless; thread-safe.
@@ -17,6 +18,7 @@
 #include "common/schema.h"
 #include "consensus/raft_config.h"
 #include "tserver/replica_file.h"
+#include "tserver/replica_wal.h"
 #include "tserver/tablet_replica_context.h"
 
 namespace basalt {
@@ -28,6 +30,8 @@ class ReplicaFiles {
  public:
   static std::string TabletDir(const TabletReplicaContext& ctx, const std::string& tablet_id);
   static std::string WalDir(const TabletReplicaContext& ctx, const std::string& tablet_id);
+  // The replica's log: in ctx.server_log when set, else in WalDir.
+  static ReplicaWal Wal(const TabletReplicaContext& ctx, const std::string& tablet_id);
   static std::string SuperBlockPath(const TabletReplicaContext& ctx, const std::string& tablet_id);
   static std::string CmetaPath(const TabletReplicaContext& ctx, const std::string& tablet_id);
   static std::string ReplicaFilePath(const TabletReplicaContext& ctx, const std::string& tablet_id);

@@ -33,12 +33,12 @@ absl::Status DeleteBlocks(BlockManager* block_manager, const std::vector<BlockId
   return absl::OkStatus();
 }
 
-// The last op of the log in `wal_dir`; nullopt without a log or when it cannot be read.
-std::optional<OpId> LastLogged(Env* env, const std::string& wal_dir) {
-  if (!env->FileExists(wal_dir)) return std::nullopt;
-  absl::StatusOr<std::unique_ptr<Log>> log = Log::Open(env, wal_dir, LogOptions::FromFlags());
+// The last op of the log `wal`; nullopt without a log or when it cannot be read.
+std::optional<OpId> LastLogged(const ReplicaWal& wal) {
+  if (!wal.Exists()) return std::nullopt;
+  absl::StatusOr<std::unique_ptr<Log>> log = wal.Open();
   if (!log.ok()) {
-    LOG(WARNING) << "tombstoning: cannot read the log in " << wal_dir << " (" << log.status()
+    LOG(WARNING) << "tombstoning: cannot read the " << wal.ToString() << " (" << log.status()
                  << "); the tombstone votes with what it recorded before, if anything";
     return std::nullopt;
   }
@@ -48,7 +48,7 @@ std::optional<OpId> LastLogged(Env* env, const std::string& wal_dir) {
 }  // namespace
 
 absl::Status TombstoneReplica(Env* env, BlockManager* block_manager, const std::string& tablet_dir,
-                              const std::string& wal_dir) {
+                              const ReplicaWal& wal) {
   const std::string replica = JoinPath(tablet_dir, kReplicaFileName);
   std::string data;
   BASALT_RETURN_IF_ERROR(ReadFileToString(env, replica, &data));
@@ -59,7 +59,7 @@ absl::Status TombstoneReplica(Env* env, BlockManager* block_manager, const std::
   // it could keep every candidate from winning, so only what the COPYING file carried counts.
   std::optional<OpId> last = header.tombstone_last_logged;
   if (header.state != ReplicaDataState::kCopying) {
-    if (std::optional<OpId> log_last = LastLogged(env, wal_dir); log_last.has_value()) {
+    if (std::optional<OpId> log_last = LastLogged(wal); log_last.has_value()) {
       last = std::max(last.value_or(OpId{}), *log_last);
     }
   }
@@ -67,11 +67,11 @@ absl::Status TombstoneReplica(Env* env, BlockManager* block_manager, const std::
       std::string tombstone,
       ChangeReplicaFileState(data, replica, ReplicaDataState::kTombstoned, last));
   BASALT_RETURN_IF_ERROR(WriteFileAtomically(env, replica, tombstone));
-  return FinishTombstone(env, block_manager, tablet_dir, wal_dir);
+  return FinishTombstone(env, block_manager, tablet_dir, wal);
 }
 
 absl::Status FinishTombstone(Env* env, BlockManager* block_manager, const std::string& tablet_dir,
-                             const std::string& wal_dir) {
+                             const ReplicaWal& wal) {
   const std::string superblock = JoinPath(tablet_dir, kSuperBlockFileName);
   if (env->FileExists(superblock)) {
     absl::StatusOr<TabletSuperBlock> sb = ReadSuperBlock(env, superblock);
@@ -87,7 +87,7 @@ absl::Status FinishTombstone(Env* env, BlockManager* block_manager, const std::s
     }
     BASALT_RETURN_IF_ERROR(env->DeleteFile(superblock));
   }
-  if (env->FileExists(wal_dir)) BASALT_RETURN_IF_ERROR(env->DeleteDirRecursively(wal_dir));
+  BASALT_RETURN_IF_ERROR(wal.Delete());
   // The remembered answers go with the data (a copy that replaces the tombstone starts afresh).
   for (const char* name : {kCopyBlocksFileName, kAnswersFileName}) {
     const std::string path = JoinPath(tablet_dir, name);
@@ -113,13 +113,13 @@ absl::StatusOr<std::vector<BlockId>> ReadCopyBlocks(Env* env, const std::string&
 }
 
 absl::Status CleanUpIncompleteCopy(Env* env, BlockManager* block_manager,
-                                   const std::string& tablet_dir, const std::string& wal_dir) {
+                                   const std::string& tablet_dir, const ReplicaWal& wal) {
   if (env->FileExists(JoinPath(tablet_dir, kCopyBlocksFileName))) {
     BASALT_ASSIGN_OR_RETURN(std::vector<BlockId> blocks, ReadCopyBlocks(env, tablet_dir));
     BASALT_RETURN_IF_ERROR(DeleteBlocks(block_manager, blocks));
   }
   // The copy's superblock names only blocks of copy_blocks: deleting them again is harmless.
-  return TombstoneReplica(env, block_manager, tablet_dir, wal_dir);
+  return TombstoneReplica(env, block_manager, tablet_dir, wal);
 }
 
 }  // namespace basalt

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "cfile/block_manager.h"
+#include "tserver/replica_wal.h"
 
 namespace basalt {
 
@@ -26,13 +27,13 @@ class Env;
 // deletes its data (FinishTombstone). The replica must not be running. Errors: reading or writing
 // the replica file (DATA_LOSS if corrupt), I/O errors deleting.
 absl::Status TombstoneReplica(Env* env, BlockManager* block_manager, const std::string& tablet_dir,
-                              const std::string& wal_dir);
+                              const ReplicaWal& wal);
 
 // Deletes what a TOMBSTONED replica directory may still hold besides its replica file and cmeta:
-// the blocks its superblock names (rowsets and orphans), the superblock and `wal_dir`. A no-op
+// the blocks its superblock names (rowsets and orphans), the superblock and `wal`. A no-op
 // when there is nothing left. I/O errors (NOT_FOUND blocks are skipped).
 absl::Status FinishTombstone(Env* env, BlockManager* block_manager, const std::string& tablet_dir,
-                             const std::string& wal_dir);
+                             const ReplicaWal& wal);
 
 // The block ids an unfinished tablet copy recorded in <tablet_dir>/copy_blocks (one per line).
 // Lines that are not block ids are skipped with a warning: the file is written atomically, so
@@ -43,6 +44,6 @@ absl::StatusOr<std::vector<BlockId>> ReadCopyBlocks(Env* env, const std::string&
 // Turns the directory of an incomplete tablet copy (state COPYING) into a tombstone: deletes the
 // blocks listed in copy_blocks, then as TombstoneReplica. Used after a failed copy and at start.
 absl::Status CleanUpIncompleteCopy(Env* env, BlockManager* block_manager,
-                                   const std::string& tablet_dir, const std::string& wal_dir);
+                                   const std::string& tablet_dir, const ReplicaWal& wal);
 
 }  // namespace basalt

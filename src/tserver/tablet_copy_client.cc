@@ -263,11 +263,10 @@ class Download {
   }
 
   absl::Status CopyLog() {
-    if (o_.env->FileExists(o_.wal_dir)) {
-      return absl::FailedPreconditionError(ToAbsl(StrCat(o_.wal_dir, " exists")));
+    if (o_.wal.Exists()) {
+      return absl::FailedPreconditionError(ToAbsl(StrCat("the ", o_.wal.ToString(), " exists")));
     }
-    BASALT_ASSIGN_OR_RETURN(std::unique_ptr<Log> log,
-                            Log::Open(o_.env, o_.wal_dir, LogOptions::FromFlags()));
+    BASALT_ASSIGN_OR_RETURN(std::unique_ptr<Log> log, o_.wal.Open());
     BASALT_RETURN_IF_ERROR(log->Start());
     if (begin_.log_prev_index() > 0) {
       BASALT_RETURN_IF_ERROR(

@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "consensus/raft_types.h"
+#include "tserver/replica_wal.h"
 
 namespace basalt {
 
@@ -41,10 +42,10 @@ struct TabletCopyClientOptions {
   std::string local_uuid;
   std::string tablet_id;
   std::string source_address;  // "host:port" of the source's TabletCopyService.
-  // Destination: tablets/<id>/ (created if missing; may hold a tombstone) and wals/<id>/ (must not
-  // exist).
+  // Destination: tablets/<id>/ (created if missing; may hold a tombstone) and the replica's log
+  // (must not exist).
   std::string tablet_dir;
-  std::string wal_dir;
+  ReplicaWal wal;
   // The term and vote of the tombstone being replaced, if any.
   std::optional<HardState> local_hard_state;
   // The local tombstone's tombstone_last_logged, kept in the COPYING replica file so that the

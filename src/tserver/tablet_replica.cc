@@ -139,6 +139,7 @@ absl::Status TabletReplica::Start() {
   o.group_id = tablet_id_;
   o.peer_id = ctx_.server_uuid;
   o.wal_dir = ReplicaFiles::WalDir(ctx_, tablet_id_);
+  o.server_log = ctx_.server_log;
   o.metadata_path = ReplicaFiles::CmetaPath(ctx_, tablet_id_);
   o.tick_interval_ms = ctx_.raft_tick_interval_ms;
   if (ctx_.raft_election_ticks > 0) o.raft.election_ticks = ctx_.raft_election_ticks;
@@ -242,7 +243,7 @@ absl::Status TabletReplica::DeleteData() {
   // Tombstoning first makes the deletion crash-safe: a crash halfway leaves a tombstone.
   const std::string dir = ReplicaFiles::TabletDir(ctx_, tablet_id_);
   BASALT_RETURN_IF_ERROR(
-      TombstoneReplica(ctx_.env, ctx_.block_manager, dir, ReplicaFiles::WalDir(ctx_, tablet_id_)));
+      TombstoneReplica(ctx_.env, ctx_.block_manager, dir, ReplicaFiles::Wal(ctx_, tablet_id_)));
   return ctx_.env->DeleteDirRecursively(dir);
 }
 

@@ -19,6 +19,7 @@ class HybridClock;
 class MaintenanceManager;
 class MemoryBudget;
 class SerialTaskPool;
+class ServerLog;
 class Transport;
 
 // What every replica of a server shares. All pointers are borrowed and outlive the replicas.
@@ -26,7 +27,10 @@ struct TabletReplicaContext {
   Env* env = nullptr;
   std::string server_uuid;
   std::string data_dir;  // tablets/<id>/ live under it.
-  std::string wal_dir;   // wals/<id>/ live under it.
+  std::string wal_dir;   // wals/<id>/ live under it (without server_log).
+  // The server's shared write-ahead log, which holds every replica's log; null: each replica has
+  // a directory of its own under wal_dir (--log_per_server=false). Borrowed.
+  ServerLog* server_log = nullptr;
   BlockManager* block_manager = nullptr;
   BlockCache* block_cache = nullptr;  // May be null.
   HybridClock* clock = nullptr;

@@ -25,6 +25,7 @@
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "consensus/grpc_transport.h"
+#include "consensus/server_log.h"
 #include "proto/consensus.pb.h"
 #include "rpc/frame_server.h"
 #include "server/server_instance.h"
@@ -65,6 +66,13 @@ DEFINE_bool(memrowset_huge_pages, false,
             "balloon driver reports free memory to the host, a fresh huge page costs about 8 "
             "times what its 4 KiB pages do (docs/performance.md, change 25).");
 
+DEFINE_bool(log_per_server, true,
+            "Whether the tablet replicas of this server share one write-ahead log (in "
+            "<fs_wal_dir>/server-wal), so that the batches of different tablets written at the "
+            "same time are synced together, instead of each replica having a log directory of "
+            "its own (<fs_wal_dir>/wals/<tablet id>). Turning it on moves existing per-replica "
+            "logs into the shared one at start; turning it off again is refused while the shared "
+            "log exists.");
 DEFINE_int64(fs_data_dirs_reserved_bytes, -1,
              "Free space kept on the data directory's file system: below it the directory is "
              "full, writes are refused with a retriable RESOURCE_EXHAUSTED (DISK_FULL) and "
@@ -159,8 +167,15 @@ absl::Status TabletServer::Start() {
   }
   disk_space_ = std::make_unique<DiskSpaceMonitor>(env_, instance_->uuid(), std::move(dirs));
 
+  if (FLAGS_log_per_server) {
+    BASALT_ASSIGN_OR_RETURN(
+        server_log_, ServerLog::Open(env_, JoinPath(options_.fs_wal_dir, kServerLogDirName),
+                                     LogOptions::FromFlags()));
+    BASALT_RETURN_IF_ERROR(server_log_->Start());
+  }
   TabletReplicaContext ctx;
   ctx.env = env_;
+  ctx.server_log = server_log_.get();
   ctx.server_uuid = instance_->uuid();
   ctx.data_dir = options_.fs_data_dir;
   ctx.wal_dir = options_.fs_wal_dir;
@@ -698,6 +713,7 @@ void TabletServer::Shutdown() {
   heartbeater_ptr_.store(nullptr);
   heartbeater_.reset();
   tablet_manager_.reset();  // Replicas unregister their maintenance ops on shutdown.
+  if (server_log_ != nullptr) server_log_->Shutdown();  // After every replica's log closed.
   scanner_manager_.reset();
   server_.reset();
   tablet_copy_service_.reset();

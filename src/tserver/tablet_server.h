@@ -48,6 +48,7 @@ class HybridClock;
 class MaintenanceManager;
 class MemoryBudget;
 class SerialTaskPool;
+class ServerLog;
 class TabletCopyService;
 struct TabletServiceContext;
 class ScannerManager;
@@ -120,6 +121,8 @@ class TabletServer {
   // The advertised frame RPC address; port 0 when it is off.
   const HostPort& frame_rpc_address() const { return frame_advertised_; }
   TsTabletManager* tablet_manager() const { return tablet_manager_.get(); }
+  // Every replica's log; null with --log_per_server=false.
+  ServerLog* server_log() const { return server_log_.get(); }
   ScannerManager* scanner_manager() const { return scanner_manager_.get(); }
   Heartbeater* heartbeater() const { return heartbeater_.get(); }
   MemoryBudget* memory_budget() const { return memory_budget_.get(); }
@@ -170,6 +173,9 @@ class TabletServer {
   std::unique_ptr<AddressBook> address_book_;
   // Before tablet_manager_: the replicas' Raft nodes hold tokens of it until they are destroyed.
   std::unique_ptr<SerialTaskPool> apply_pool_;
+  // Every replica's log (--log_per_server); before tablet_manager_, whose replicas' logs must be
+  // closed before it goes.
+  std::unique_ptr<ServerLog> server_log_;
   std::unique_ptr<DiskSpaceMonitor> disk_space_;
   absl::Mutex space_watcher_mu_;
   bool space_watcher_stop_ ABSL_GUARDED_BY(space_watcher_mu_) = false;

@@ -24,6 +24,7 @@
 #include "common/key_encoder.h"
 #include "common/metrics.h"
 #include "common/status_test_util.h"
+#include "consensus/server_log.h"
 #include "tablet/tablet.h"
 #include "tserver/scanner_manager.h"
 #include "tserver/tablet_replica.h"
@@ -32,6 +33,7 @@
 
 DECLARE_int64(fs_data_dirs_reserved_bytes);
 DECLARE_int32(fs_target_data_dirs_per_tablet);
+DECLARE_bool(log_per_server);
 
 namespace basalt {
 namespace {
@@ -610,9 +612,10 @@ TEST_F(TabletServerTest, DeleteTabletRemovesItsFiles) {
   replica.reset();
   Env* env = Env::Default();
   const std::string tablet_dir = JoinPath(JoinPath(dir_.path(), "tablets"), kTablet);
-  const std::string wal_dir = JoinPath(JoinPath(dir_.path(), "wals"), kTablet);
   ASSERT_TRUE(env->FileExists(tablet_dir));
-  ASSERT_TRUE(env->FileExists(wal_dir));
+  ASSERT_NE(server_->server_log(), nullptr);  // --log_per_server, the default.
+  auto has_log = [&] { return server_->server_log()->HasGroup(kTablet); };
+  ASSERT_TRUE(has_log());
   auto count_blocks = [&] {
     int n = 0;
     const std::string blocks = JoinPath(dir_.path(), "blocks");
@@ -631,13 +634,14 @@ TEST_F(TabletServerTest, DeleteTabletRemovesItsFiles) {
   del.set_tablet_id(kTablet);
   BASALT_ASSERT_OK(client_->DeleteTablet(del));
   EXPECT_FALSE(env->FileExists(tablet_dir));
-  EXPECT_FALSE(env->FileExists(wal_dir));
+  EXPECT_FALSE(has_log());
   EXPECT_EQ(count_blocks(), 0);
   absl::Status again = client_->DeleteTablet(del);
   EXPECT_EQ(again.code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(DetailCode(again), pb::ErrorDetailPB::TABLET_NOT_FOUND);
   // Gone after a restart too; the id can be reused.
   RestartServer();
+  EXPECT_FALSE(has_log()) << "the dropped log came back";
   pb::ListTabletsResponsePB list;
   BASALT_ASSERT_OK(client_->ListTablets(&list));
   EXPECT_EQ(list.tablets_size(), 0);
@@ -645,6 +649,54 @@ TEST_F(TabletServerTest, DeleteTabletRemovesItsFiles) {
   pb::ScanResponsePB resp;
   BASALT_ASSERT_OK(client_->Scan(NewScan(), &resp));
   EXPECT_EQ(resp.data().num_rows(), 0);
+}
+
+// Replicas' own logs (wals/<id>/, --log_per_server=false) move into the server log at the next
+// start with it, entries and all; going back to logs of their own is then refused, not started
+// with empty logs.
+TEST_F(TabletServerTest, ReplicaLogsMoveIntoTheServerLog) {
+  gflags::FlagSaver saver;
+  Env* env = Env::Default();
+  FLAGS_log_per_server = false;
+  RestartServer();
+  ASSERT_EQ(server_->server_log(), nullptr);
+  CreateTablet(kTablet);
+  InsertRange(0, 1000);
+  const std::string wal_dir = JoinPath(JoinPath(dir_.path(), "wals"), kTablet);
+  ASSERT_TRUE(env->FileExists(wal_dir));
+  auto count = [&]() -> int64_t {
+    absl::StatusOr<std::vector<TestRow>> rows = ScanAll(NewScan());
+    BASALT_EXPECT_OK(rows);
+    return rows.ok() ? static_cast<int64_t>(rows->size()) : -1;
+  };
+
+  FLAGS_log_per_server = true;
+  RestartServer();
+  EXPECT_FALSE(env->FileExists(wal_dir));
+  ASSERT_NE(server_->server_log(), nullptr);
+  EXPECT_TRUE(server_->server_log()->HasGroup(kTablet));
+  WaitForLeader(kTablet);
+  EXPECT_EQ(count(), 1000);
+  InsertRange(1000, 1100);
+  RestartServer();
+  WaitForLeader(kTablet);
+  EXPECT_EQ(count(), 1100) << "rows written after the move were lost by a restart";
+
+  FLAGS_log_per_server = false;
+  client_.reset();
+  server_.reset();
+  {
+    TabletServerOptions o = TestServerOptions(dir_.path());
+    o.env = &env_;
+    TabletServer refused(o);
+    absl::Status s = refused.Start();
+    EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+    EXPECT_NE(s.message().find("server-wal"), std::string_view::npos) << s;
+  }
+  FLAGS_log_per_server = true;
+  StartServer();
+  WaitForLeader(kTablet);
+  EXPECT_EQ(count(), 1100);
 }
 
 // An aggregate scan answers partial rows (docs/aggregates.md "Partial rows"): here COUNT(*),

@@ -11,6 +11,8 @@
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "consensus/consensus_metadata.h"
+#include "consensus/log.h"
+#include "consensus/server_log.h"
 #include "tserver/data_dir_group.h"
 #include "tserver/replica_tombstone.h"
 #include "tserver/tablet_copy_client.h"
@@ -120,22 +122,72 @@ absl::Status TsTabletManager::OpenAll() {
   const std::string root = JoinPath(ctx_.data_dir, "tablets");
   BASALT_RETURN_IF_ERROR(ctx_.env->CreateDirs(root));
   BASALT_RETURN_IF_ERROR(ctx_.env->CreateDirs(JoinPath(ctx_.wal_dir, "wals")));
+  BASALT_RETURN_IF_ERROR(MoveLogsIntoServerLog());
   BASALT_ASSIGN_OR_RETURN(std::vector<std::string> children, ctx_.env->GetChildren(root));
+  absl::flat_hash_set<std::string> ids;
   for (const std::string& id : children) {
     if (id == "." || id == "..") continue;
+    ids.insert(id);
     OpenOne(id);
+  }
+  if (ctx_.server_log != nullptr) {
+    // A group whose tablet directory is gone (deleted by an earlier version, or by hand) would
+    // keep its segments forever.
+    for (const std::string& id : ctx_.server_log->GroupIds()) {
+      if (ids.contains(id)) continue;
+      LOG(WARNING) << "dropping the server WAL group of tablet " << id
+                   << ", which has no tablet directory";
+      BASALT_RETURN_IF_ERROR(ctx_.server_log->DropGroup(id));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TsTabletManager::MoveLogsIntoServerLog() {
+  const std::string wals = JoinPath(ctx_.wal_dir, "wals");
+  BASALT_ASSIGN_OR_RETURN(std::vector<std::string> children, ctx_.env->GetChildren(wals));
+  for (const std::string& id : children) {
+    if (id == "." || id == "..") continue;
+    const std::string dir = JoinPath(wals, id);
+    if (ctx_.server_log == nullptr) continue;
+    // The directory goes only once its entries are durable in the server log: a crash before
+    // that imports it again.
+    BASALT_ASSIGN_OR_RETURN(std::unique_ptr<Log> log,
+                            Log::Open(ctx_.env, dir, LogOptions::FromFlags()));
+    LOG(INFO) << "moving the WAL of tablet " << id << " (entries " << log->FirstIndex() << " to "
+              << log->LastIndex() << ") from " << dir << " into the server WAL";
+    BASALT_RETURN_IF_ERROR_PREPEND(ctx_.server_log->ImportGroup(id, *log),
+                                   StrCat("moving the WAL of tablet ", id));
+    log.reset();
+    BASALT_RETURN_IF_ERROR(ctx_.env->DeleteDirRecursively(dir));
+    BASALT_RETURN_IF_ERROR(ctx_.env->SyncDir(wals));
+  }
+  const std::string server = JoinPath(ctx_.wal_dir, kServerLogDirName);
+  if (ctx_.server_log == nullptr && ctx_.env->FileExists(server)) {
+    // Refuse rather than start every tablet with an empty log (the entries are in the server log).
+    BASALT_ASSIGN_OR_RETURN(std::unique_ptr<ServerLog> log,
+                            ServerLog::Open(ctx_.env, server, LogOptions::FromFlags()));
+    const std::vector<std::string> groups = log->GroupIds();
+    log.reset();
+    if (!groups.empty()) {
+      return absl::FailedPreconditionError(StrCat(server, " holds the write-ahead logs of ",
+                                                  groups.size(),
+                                                  " tablets; start with --log_per_server"));
+    }
+    BASALT_RETURN_IF_ERROR(ctx_.env->DeleteDirRecursively(server));
   }
   return absl::OkStatus();
 }
 
 void TsTabletManager::OpenOne(const std::string& id) {
   const std::string dir = ReplicaFiles::TabletDir(ctx_, id);
-  const std::string wal = ReplicaFiles::WalDir(ctx_, id);
+  const ReplicaWal wal = ReplicaFiles::Wal(ctx_, id);
   if (!ctx_.env->FileExists(ReplicaFiles::ReplicaFilePath(ctx_, id))) {
     LOG(WARNING) << "removing " << dir << ": a tablet creation that did not complete";
     absl::Status s = ctx_.env->DeleteDirRecursively(dir);
     LOG_IF(WARNING, !s.ok()) << s;
-    if (ctx_.env->FileExists(wal)) (void)ctx_.env->DeleteDirRecursively(wal);
+    s = wal.Delete();
+    LOG_IF(WARNING, !s.ok()) << s;
     return;
   }
   absl::StatusOr<ReplicaFileHeader> header = ReadHeader(id);
@@ -257,7 +309,7 @@ absl::Status TsTabletManager::DeleteTablet(const std::string& tablet_id, DeleteM
     SyncVotersLocked();
   }
   const std::string dir = ReplicaFiles::TabletDir(ctx_, tablet_id);
-  const std::string wal = ReplicaFiles::WalDir(ctx_, tablet_id);
+  const ReplicaWal wal = ReplicaFiles::Wal(ctx_, tablet_id);
   absl::Status s;
   if (replica != nullptr) replica->Shutdown();
   if (mode == DeleteMode::kTombstone) {
@@ -268,7 +320,7 @@ absl::Status TsTabletManager::DeleteTablet(const std::string& tablet_id, DeleteM
     // A replica that failed to open, or a tombstone: nothing is readable enough to do better.
     if (!was_tombstone) LOG(WARNING) << "deleting failed tablet " << tablet_id << " by directory";
     s = ctx_.env->DeleteDirRecursively(dir);
-    if (s.ok() && ctx_.env->FileExists(wal)) s = ctx_.env->DeleteDirRecursively(wal);
+    if (s.ok()) s = wal.Delete();
   }
   absl::StatusOr<ReplicaFileHeader> header = absl::NotFoundError("not a tombstone");
   if (mode == DeleteMode::kTombstone && s.ok()) header = ReadHeader(tablet_id);
@@ -367,7 +419,7 @@ absl::StatusOr<uint64_t> TsTabletManager::CopyAndStart(const std::string& tablet
                                                        uint64_t caller_term,
                                                        uint64_t caller_config_index) {
   const std::string dir = ReplicaFiles::TabletDir(ctx_, tablet_id);
-  const std::string wal = ReplicaFiles::WalDir(ctx_, tablet_id);
+  const ReplicaWal wal = ReplicaFiles::Wal(ctx_, tablet_id);
   if (replaced != nullptr) {
     LOG(INFO) << "tablet " << tablet_id << ": replacing the local replica, which fell behind the "
               << "leader's log, by a copy from " << source_uuid;
@@ -388,7 +440,7 @@ absl::StatusOr<uint64_t> TsTabletManager::CopyAndStart(const std::string& tablet
   o.tablet_id = tablet_id;
   o.source_address = source_address;
   o.tablet_dir = dir;
-  o.wal_dir = wal;
+  o.wal = wal;
   o.cancelled = [this] {
     absl::MutexLock l(&mu_);
     return shut_down_;
@@ -408,7 +460,7 @@ absl::StatusOr<uint64_t> TsTabletManager::CopyAndStart(const std::string& tablet
   if (absl::StatusOr<ReplicaFileHeader> h = ReadHeader(tablet_id); h.ok()) {
     o.tombstone_last_logged = h->tombstone_last_logged;
   }
-  if (ctx_.env->FileExists(wal)) BASALT_RETURN_IF_ERROR(ctx_.env->DeleteDirRecursively(wal));
+  BASALT_RETURN_IF_ERROR(wal.Delete());
   // A copy that keeps failing is retried by the leader with backoff, each retry a call here: the
   // first attempt is logged at once, the others (start and failure) once a minute at most.
   int64_t attempts = 0;

@@ -39,7 +39,10 @@ class TsTabletManager {
   // Opens and starts every replica under <data_dir>/tablets/ (replay continues in the
   // background; each replica is BOOTSTRAPPING until done). Directories without a replica file
   // (a creation cut short by a crash) are removed. A replica that fails to open is remembered as
-  // FAILED and reported; the others still open. Errors: listing the directory.
+  // FAILED and reported; the others still open. With a server log (ctx.server_log), the logs
+  // of an earlier --log_per_server=false (wals/<id>/) are first moved into it, and afterwards
+  // its groups of tablets that have no directory are dropped. Errors: listing the directories,
+  // moving a log, FAILED_PRECONDITION without a server log when the WAL directory holds one.
   absl::Status OpenAll() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Creates and starts a new replica. ALREADY_EXISTS if present (or being created).
@@ -105,6 +108,8 @@ class TsTabletManager {
       ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // Moves the logs in wals/<id>/ into ctx_.server_log (see OpenAll).
+  absl::Status MoveLogsIntoServerLog();
   // Opens one directory found at start (OpenAll).
   void OpenOne(const std::string& id) ABSL_LOCKS_EXCLUDED(mu_);
   bool ShutDown() const ABSL_LOCKS_EXCLUDED(mu_);
