@@ -28,7 +28,9 @@ DEFINE_int32(raft_commit_propagation_delay_ms, 20,
 DEFINE_int32(log_max_segments_to_retain, 80,
              "Most WAL segments a leader keeps for followers that lag behind (or are down): past "
              "it, segments the replica itself no longer needs are deleted, and such a follower is "
-             "brought back by a tablet copy instead.");
+             "brought back by a tablet copy instead. With --log_per_server these are segments of "
+             "the server's shared log that the replica's entries span, so the bound is on the "
+             "server's WAL, not on each replica's.");
 DEFINE_int32(tablet_copy_retry_base_ms, 1000,
              "Delay before a leader retries a failed tablet copy to a follower; it doubles (with "
              "jitter) after each further failure to the same follower.");
