@@ -226,6 +226,17 @@ int64_t ServerLog::num_syncs() const {
   return num_syncs_;
 }
 
+ServerLog::Stats ServerLog::stats() const {
+  absl::MutexLock l(&mu_);
+  Stats s;
+  s.rounds = num_rounds_;
+  s.records = num_records_;
+  s.rewrites = num_rewrites_;
+  s.segments = static_cast<int64_t>(segments_.size());
+  s.groups = static_cast<int64_t>(open_.size() + closed_.size());
+  return s;
+}
+
 std::vector<uint64_t> ServerLog::SegmentSeqs() const {
   absl::MutexLock l(&mu_);
   std::vector<uint64_t> seqs;
@@ -326,13 +337,26 @@ void ServerLog::WriteRound(const std::vector<Log*>& logs) {
     s = error_;
   }
   // Records go out in rounds of about kRoundTargetBytes: a round is one frame (log_segment.h).
-  std::string frames(kFrameHeaderSize, '\0');
+  // Sized once: growing the buffer record by record would copy a large round again and again.
+  size_t bytes = kFrameHeaderSize;
+  for (const Taken& t : taken) {
+    for (const std::unique_ptr<Log::Task>& task : t.tasks) {
+      bytes += task->encoded.size() + kFrameHeaderSize + kMaxRecordOverhead + 2 * 10;
+    }
+  }
+  std::string frames;
+  frames.reserve(std::min(bytes, kRoundTargetBytes + (kRoundTargetBytes >> 2)));
+  frames.assign(kFrameHeaderSize, '\0');
   std::vector<std::pair<size_t, size_t>> pending;  // (taken, task) of the records in `frames`.
   bool wrote = false;
   auto flush = [&]() -> absl::Status {
     if (pending.empty()) return absl::OkStatus();
     std::shared_ptr<SegmentFile> seg;
     absl::StatusOr<uint64_t> base = WriteFrames(&frames, &seg);
+    if (base.ok()) {
+      absl::MutexLock l(&mu_);
+      num_records_ += static_cast<int64_t>(pending.size());
+    }
     if (!base.ok() && wrote) {
       // Records of earlier rounds are durable but will not be published: only a restart's replay
       // can bring memory and disk together again.
@@ -416,6 +440,7 @@ absl::StatusOr<uint64_t> ServerLog::WriteFrames(std::string* frames,
   }
   active_has_records_ = true;
   if (options_.force_fsync) ++num_syncs_;
+  ++num_rounds_;
   *segment = segments_.at(writer_.seq());
   return *offset;
 }
@@ -525,6 +550,11 @@ absl::Status ServerLog::Rewrite(Log* log) {
   }
   std::shared_ptr<SegmentFile> seg;
   BASALT_ASSIGN_OR_RETURN(const uint64_t base, WriteFrames(&frames, &seg));
+  {
+    absl::MutexLock l(&mu_);
+    ++num_rewrites_;
+    num_records_ += static_cast<int64_t>(std::max<size_t>(batches.size(), 1));
+  }
   absl::MutexLock gl(&log->mu_);
   log->segments_.clear();
   log->segments_[seg->seq] = seg;

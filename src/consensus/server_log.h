@@ -98,6 +98,14 @@ class ServerLog {
   // ---- Introspection (tests, metrics) ----
   // Number of writes that synced the active segment.
   int64_t num_syncs() const ABSL_LOCKS_EXCLUDED(mu_);
+  struct Stats {
+    int64_t rounds = 0;    // Rounds written (each one write and, with force_fsync, one sync).
+    int64_t records = 0;   // Records in them.
+    int64_t rewrites = 0;  // Groups whose entries were rewritten to free old segments.
+    int64_t segments = 0;  // Segment files now.
+    int64_t groups = 0;    // Groups held, open or closed.
+  };
+  Stats stats() const ABSL_LOCKS_EXCLUDED(mu_);
   // Sequence numbers of the segments, oldest first.
   std::vector<uint64_t> SegmentSeqs() const ABSL_LOCKS_EXCLUDED(mu_);
   const std::string& dir() const { return dir_; }
@@ -184,6 +192,9 @@ class ServerLog {
   // that gets room again does not need a restart.
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   int64_t num_syncs_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t num_rounds_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t num_records_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t num_rewrites_ ABSL_GUARDED_BY(mu_) = 0;
   // Recovery only: groups whose replayed records turned out stale (RecoverSegment) and that no
   // later record placed yet.
   // The value is the DATA_LOSS to report if none does.

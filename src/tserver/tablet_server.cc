@@ -548,6 +548,29 @@ void TabletServer::RegisterMetrics() {
   budget_series("basalt_tserver_memory_budget_limit_bytes", "", MetricType::kGauge,
                 {{"limit", "soft"}},
                 [](const MemoryBudget& b) { return static_cast<double>(b.soft_limit_bytes()); });
+  // The server log (docs/wal.md "Server log"): records per round is its group commit.
+  if (const ServerLog* wal = server_log_.get(); wal != nullptr) {
+    auto wal_series = [&](const char* name, const char* help, MetricType type,
+                          int64_t ServerLog::Stats::*field) {
+      metric_handles_.push_back(reg->RegisterCallbackFamily(name, help, type, [wal, field] {
+        return std::vector<MetricSample>{{{}, static_cast<double>(wal->stats().*field)}};
+      }));
+    };
+    wal_series("basalt_wal_server_rounds_total",
+               "Rounds the server WAL wrote: each one write and one sync of the records the "
+               "replicas queued meanwhile.",
+               MetricType::kCounter, &ServerLog::Stats::rounds);
+    wal_series("basalt_wal_server_records_total",
+               "Records (replica batches, truncations, resets, drops) in the server WAL's rounds.",
+               MetricType::kCounter, &ServerLog::Stats::records);
+    wal_series("basalt_wal_server_rewrites_total",
+               "Replicas whose WAL entries were rewritten so that old segments could go.",
+               MetricType::kCounter, &ServerLog::Stats::rewrites);
+    wal_series("basalt_wal_server_segments", "Segment files of the server WAL.",
+               MetricType::kGauge, &ServerLog::Stats::segments);
+    wal_series("basalt_wal_server_groups", "Replica logs the server WAL holds.",
+               MetricType::kGauge, &ServerLog::Stats::groups);
+  }
   // Raft traffic with the peer servers (docs/raft.md "gRPC transport" and "Replies").
   const GrpcTransport* transport = transport_.get();
   auto consensus = [&](const char* name, const char* help,

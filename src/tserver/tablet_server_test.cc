@@ -651,6 +651,24 @@ TEST_F(TabletServerTest, DeleteTabletRemovesItsFiles) {
   EXPECT_EQ(resp.data().num_rows(), 0);
 }
 
+// The server log's group commit shows on /metrics: rounds written, the records in them, the
+// replica logs it holds and its segments.
+TEST_F(TabletServerTest, ServerLogShowsOnMetrics) {
+  CreateTablet(kTablet);
+  auto value = [](const std::string& series) {
+    return SampleValue(MetricRegistry::Global()->RenderPrometheus(), series);
+  };
+  const double rounds = value("basalt_wal_server_rounds_total");
+  const double records = value("basalt_wal_server_records_total");
+  InsertRange(0, 500, 50);  // Ten batches, each a record.
+  EXPECT_GE(value("basalt_wal_server_records_total") - records, 10);
+  EXPECT_GE(value("basalt_wal_server_rounds_total") - rounds, 1);
+  EXPECT_LE(value("basalt_wal_server_rounds_total") - rounds,
+            value("basalt_wal_server_records_total") - records);
+  EXPECT_EQ(value("basalt_wal_server_groups"), 1);
+  EXPECT_GE(value("basalt_wal_server_segments"), 1);
+}
+
 // Replicas' own logs (wals/<id>/, --log_per_server=false) move into the server log at the next
 // start with it, entries and all; going back to logs of their own is then refused, not started
 // with empty logs.
