@@ -224,9 +224,12 @@ absl::Status Log::EnqueueAndWait(std::unique_ptr<Task> task) {
 // blocked caller) runs the task: it drains the whole queue.
 void Log::RunOrWaitLocked(absl::Notification* done) {
   if (server_ != nullptr) {
-    // The same, one level up: the server log's writer takes every group's queued tasks.
+    // The same, one level up: the server log's writer takes every group's queued tasks. Marked
+    // ready under mu_, as AsyncAppend does, so that a log closing (which waits for an empty
+    // queue under mu_) is never marked afterwards.
+    server_->MarkReady(this);
     mu_.Unlock();
-    server_->RunOrWait(this, done);
+    server_->RunOrWait(nullptr, done);
     mu_.Lock();
     return;
   }
@@ -608,7 +611,7 @@ uint32_t Log::AppendRecordFrame(const Task& task, std::string* frames) const {
   return static_cast<uint32_t>(frames->size() - before);
 }
 
-std::vector<std::unique_ptr<Log::Task>> Log::TakeQueued() {
+std::vector<std::unique_ptr<Log::Task>> Log::TakeQueued(absl::Status* failed) {
   absl::MutexLock l(&mu_);
   std::vector<std::unique_ptr<Task>> tasks;
   if (writing_) return tasks;  // Only the one writer takes tasks; it is still publishing.
@@ -616,6 +619,8 @@ std::vector<std::unique_ptr<Log::Task>> Log::TakeQueued() {
   for (std::unique_ptr<Task>& t : queue_) tasks.push_back(std::move(t));
   queue_.clear();
   writing_ = !tasks.empty();
+  // Queued behind an operation that failed: writing them would leave a gap in this log.
+  *failed = error_;
   return tasks;
 }
 
@@ -627,7 +632,15 @@ void Log::PublishWritten(std::vector<std::unique_ptr<Task>> tasks,
   {
     absl::MutexLock l(&mu_);
     if (!status.ok()) {
-      error_ = status;
+      // A GC writes nothing and cannot fail with the round: like a failed GC of a log of its
+      // own, it must not fail the log (a full disk pauses a replica; a failed log fails it).
+      for (size_t i = 0; i < tasks.size(); ++i) {
+        if (tasks[i]->kind == Task::Kind::kGC) {
+          gc_deleted[i] = GcSharedLocked(tasks[i]->index);
+        } else {
+          error_ = status;
+        }
+      }
     } else {
       bool wrote = false;
       for (size_t i = 0; i < tasks.size(); ++i) {
@@ -658,8 +671,9 @@ void Log::PublishWritten(std::vector<std::unique_ptr<Task>> tasks,
   // In queue order, after publishing: an entry is readable once its callback says durable.
   for (size_t i = 0; i < tasks.size(); ++i) {
     Task& t = *tasks[i];
-    if (status.ok() && t.gc_deleted != nullptr) *t.gc_deleted = gc_deleted[i];
-    if (t.callback) t.callback(status);
+    const bool gc = t.kind == Task::Kind::kGC;
+    if (gc && t.gc_deleted != nullptr) *t.gc_deleted = gc_deleted[i];
+    if (t.callback) t.callback(gc ? absl::OkStatus() : status);
   }
 }
 

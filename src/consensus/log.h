@@ -219,8 +219,9 @@ class Log : public LogReader {
   // Appends the server log record of `task` to *frames and returns its size (0 for a GC, which
   // has none).
   uint32_t AppendRecordFrame(const Task& task, std::string* frames) const;
-  // Takes the queued tasks for the server log to write; marks them being written.
-  std::vector<std::unique_ptr<Task>> TakeQueued() ABSL_LOCKS_EXCLUDED(mu_);
+  // Takes the queued tasks for the server log to write; marks them being written. *failed is
+  // this log's error, if it failed earlier: then the tasks must fail with it, unwritten.
+  std::vector<std::unique_ptr<Task>> TakeQueued(absl::Status* failed) ABSL_LOCKS_EXCLUDED(mu_);
   // Publishes the tasks taken, written (if `status` is OK) in `segments` at `offsets` with
   // `frame_sizes` (0 for a task without a record), then runs their callbacks in order.
   void PublishWritten(std::vector<std::unique_ptr<Task>> tasks,

@@ -82,6 +82,9 @@ class SegmentWriter {
   // file holds is unknown).
   absl::StatusOr<uint64_t> Append(std::string_view data);
   bool write_failed() const { return write_failed_; }
+  // Syncs what was appended (without force_fsync, Append only hands it to the OS).
+  // REQUIRES: is_open().
+  absl::Status Sync() { return file_->Sync(); }
   // After an Append whose write failed: durably cuts the active segment back to the data synced
   // before it (a rewrite, as the failed bytes may have reached the file) and closes it, so that
   // the next data goes to a new segment. Readers holding the segment read the data synced

@@ -194,6 +194,8 @@ absl::Status ServerLog::ImportGroup(const std::string& group_id, const Log& old)
       term_before = terms.back();
       next += entries.size();
     }
+    // The caller deletes the old log next: the copy must be durable even without force_fsync.
+    if (!options_.force_fsync) BASALT_RETURN_IF_ERROR(writer_.Sync());
     absl::MutexLock l(&mu_);
     closed_[group_id] = std::move(group);
     return absl::OkStatus();
@@ -324,12 +326,14 @@ void ServerLog::WriteRound(const std::vector<Log*>& logs) {
     std::vector<uint64_t> offsets;
     std::vector<uint32_t> sizes;
     std::vector<std::shared_ptr<SegmentFile>> segs;
+    absl::Status failed;  // The group failed earlier: its tasks fail unwritten.
   };
   std::vector<Taken> taken;
   bool collect = false;
   for (Log* log : logs) {
-    std::vector<std::unique_ptr<Log::Task>> tasks = log->TakeQueued();
-    if (!tasks.empty()) taken.push_back(Taken{log, std::move(tasks), {}, {}});
+    absl::Status failed;
+    std::vector<std::unique_ptr<Log::Task>> tasks = log->TakeQueued(&failed);
+    if (!tasks.empty()) taken.push_back(Taken{log, std::move(tasks), {}, {}, {}, failed});
   }
   absl::Status s;
   {
@@ -339,10 +343,11 @@ void ServerLog::WriteRound(const std::vector<Log*>& logs) {
   // Records go out in rounds of about kRoundTargetBytes: a round is one frame (log_segment.h).
   // Sized once: growing the buffer record by record would copy a large round again and again.
   size_t bytes = kFrameHeaderSize;
+  auto record_bytes = [](const Log::Task& task) {
+    return task.encoded.size() + kFrameHeaderSize + kMaxRecordOverhead + 2 * 10;
+  };
   for (const Taken& t : taken) {
-    for (const std::unique_ptr<Log::Task>& task : t.tasks) {
-      bytes += task->encoded.size() + kFrameHeaderSize + kMaxRecordOverhead + 2 * 10;
-    }
+    for (const std::unique_ptr<Log::Task>& task : t.tasks) bytes += record_bytes(*task);
   }
   std::string frames;
   frames.reserve(std::min(bytes, kRoundTargetBytes + (kRoundTargetBytes >> 2)));
@@ -377,7 +382,17 @@ void ServerLog::WriteRound(const std::vector<Log*>& logs) {
     Taken& t = taken[ti];
     t.segs.resize(t.tasks.size());
     for (size_t k = 0; k < t.tasks.size(); ++k) {
-      if (s.ok() && frames.size() > kRoundTargetBytes) s = flush();
+      if (!t.failed.ok()) {
+        t.offsets.push_back(0);
+        t.sizes.push_back(0);
+        continue;
+      }
+      // A round stays within a frame's limit, whatever the size of one batch (up to about
+      // kMaxFramePayloadBytes itself: EncodeAppend leaves room for the framing).
+      if (s.ok() && (frames.size() > kRoundTargetBytes ||
+                     frames.size() + record_bytes(*t.tasks[k]) > kMaxFramePayloadBytes)) {
+        s = flush();
+      }
       t.offsets.push_back(frames.size());
       t.sizes.push_back(t.log->AppendRecordFrame(*t.tasks[k], &frames));
       if (t.sizes.back() == 0) {
@@ -389,7 +404,8 @@ void ServerLog::WriteRound(const std::vector<Log*>& logs) {
   }
   if (s.ok()) s = flush();
   for (Taken& t : taken) {
-    t.log->PublishWritten(std::move(t.tasks), t.segs, t.offsets, t.sizes, s);
+    t.log->PublishWritten(std::move(t.tasks), t.segs, t.offsets, t.sizes,
+                          t.failed.ok() ? s : t.failed);
   }
   if (s.ok() && collect) CollectSegments();
 }
@@ -464,11 +480,21 @@ void ServerLog::CollectSegments() {
       pins.emplace_back(pin, log);
       keep_from = std::min(keep_from, pin);
     }
+    // Without force_fsync the records that took over from the doomed segments (a rewrite, a
+    // group's newest batch) may be only in the OS's cache: make them durable first.
+    if (!options_.force_fsync && writer_.is_open() && keep_from > SegmentSeqs().front()) {
+      absl::Status s = writer_.Sync();
+      if (!s.ok()) {
+        LOG(WARNING) << "syncing the server WAL before collecting segments: " << s;
+        return;
+      }
+    }
+    std::map<uint64_t, std::shared_ptr<SegmentFile>> unpublished;
     {
       absl::MutexLock l(&mu_);
       while (!segments_.empty() && segments_.begin()->first < keep_from) {
         doomed.push_back(segments_.begin()->first);
-        segments_.erase(segments_.begin());
+        unpublished.insert(segments_.extract(segments_.begin()));
       }
       if (pass == 0 && segments_.size() > kRewriteAboveSegments) {
         for (const auto& [pin, log] : pins) {
@@ -476,15 +502,21 @@ void ServerLog::CollectSegments() {
         }
       }
     }
-    // Unpublished first, then deleted: a reader that holds a segment keeps reading the unlinked
-    // file. A crash in between leaves the oldest segments behind, to be collected again.
-    for (uint64_t seq : doomed) {
-      absl::Status s = env_->DeleteFile(writer_.Path(seq));
-      LOG_IF(WARNING, !s.ok()) << "deleting a server WAL segment: " << s;
-    }
-    if (!doomed.empty()) {
-      absl::Status s = env_->SyncDir(dir_);
-      LOG_IF(WARNING, !s.ok()) << "syncing " << dir_ << ": " << s;
+    // Unpublished first, then deleted, oldest first, each deletion durable before the next, so
+    // that the segments left are always consecutive (recovery refuses a gap). A reader that
+    // holds a segment keeps reading the unlinked file. A deletion that fails puts it and the
+    // newer doomed ones back, to be collected again later.
+    for (size_t i = 0; i < doomed.size(); ++i) {
+      absl::Status s = env_->DeleteFile(writer_.Path(doomed[i]));
+      if (s.ok()) s = env_->SyncDir(dir_);
+      if (!s.ok()) {
+        LOG(WARNING) << "deleting server WAL segment " << writer_.Path(doomed[i]) << ": " << s;
+        absl::MutexLock l(&mu_);
+        for (size_t j = i; j < doomed.size(); ++j) {
+          segments_[doomed[j]] = unpublished.at(doomed[j]);
+        }
+        return;
+      }
     }
     if (pinning.empty()) return;
     bool rewrote = false;
@@ -494,7 +526,8 @@ void ServerLog::CollectSegments() {
         absl::MutexLock gl(&log->mu_);
         for (const auto& [first, pos] : log->batches_) bytes += pos.frame_size;
       }
-      if (bytes > options_.segment_size_bytes / 4) continue;
+      // Small enough to be one round (SealFrameAt's limit) and cheap next to a segment.
+      if (bytes > std::min<uint64_t>(options_.segment_size_bytes / 4, kRoundTargetBytes)) continue;
       absl::Status s = Rewrite(log);
       if (!s.ok()) {
         LOG(WARNING) << "rewriting the server WAL entries of " << log->options_.log_id << ": "

@@ -1337,6 +1337,44 @@ TEST(ServerLogFaultTest, AWriteErrorFailsEveryGroupAndAckedEntriesSurvive) {
   }
 }
 
+// A segment whose deletion fails stays, and so do the newer ones collected with it: the segments
+// on disk stay consecutive (recovery refuses a gap) and match what the server log lists.
+TEST(ServerLogFaultTest, AFailedSegmentDeletionKeepsTheSegmentsConsecutive) {
+  MemoryEnv mem;
+  FaultInjectionEnv env(&mem);
+  const LogOptions o = Options(1024);
+  const std::vector<std::string> ids = {"g1", "g2"};
+  std::map<std::string, GroupModel> m;
+  bool failed_some = false;
+  {
+    Server s(&env, o, ids);
+    ASSERT_TRUE(s.ok());
+    for (int round = 1; round <= 48; ++round) {
+      for (const std::string& id : ids) ASSERT_NO_FATAL_FAILURE(AppendTo(s[id], &m[id], 3, 1));
+      if (round % 8 != 0) continue;
+      const bool inject = round == 16 || round == 32;
+      if (inject) env.FailAfter(1, FaultInjectionEnv::OpKind::kDelete);
+      const std::vector<uint64_t> before = s.log->SegmentSeqs();
+      for (const std::string& id : ids) BASALT_ASSERT_OK(s[id].GC(m[id].last()));
+      env.ClearFailures();
+      const std::vector<uint64_t> seqs = s.log->SegmentSeqs();
+      if (inject && seqs.front() > before.front() && seqs.front() < before.back()) {
+        failed_some = true;  // Deleted the first, kept the one that failed.
+      }
+      EXPECT_EQ(SegmentFilesIn(&mem), seqs) << "round " << round;
+      for (size_t i = 1; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], seqs[i - 1] + 1);
+    }
+  }
+  EXPECT_TRUE(failed_some) << "no deletion failed halfway through a collection";
+  Server s(&env, o, ids);
+  ASSERT_TRUE(s.ok());
+  for (const std::string& id : ids) {
+    SCOPED_TRACE(id);
+    EXPECT_EQ(s[id].LastIndex(), m[id].last());
+    ASSERT_NO_FATAL_FAILURE(AppendTo(s[id], &m[id], 2, 2));
+  }
+}
+
 // The crash workload over three groups: synchronous appends, bursts of asynchronous appends to
 // every group (which share writes), a follower's overlapping appends, truncations, GC, resets to
 // a snapshot, and segment rolls. For each group, `acked` maps each index to the term of the last

@@ -143,12 +143,25 @@ absl::Status TsTabletManager::OpenAll() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// A replica's own log directory moved into the server log, being deleted.
+constexpr std::string_view kMovedSuffix = ".moved";
+
+}  // namespace
+
 absl::Status TsTabletManager::MoveLogsIntoServerLog() {
   const std::string wals = JoinPath(ctx_.wal_dir, "wals");
   BASALT_ASSIGN_OR_RETURN(std::vector<std::string> children, ctx_.env->GetChildren(wals));
   for (const std::string& id : children) {
     if (id == "." || id == "..") continue;
     const std::string dir = JoinPath(wals, id);
+    if (std::string_view(id).ends_with(kMovedSuffix)) {
+      // Moved in already; its deletion was cut short (it may hold part of the log only).
+      BASALT_RETURN_IF_ERROR(ctx_.env->DeleteDirRecursively(dir));
+      BASALT_RETURN_IF_ERROR(ctx_.env->SyncDir(wals));
+      continue;
+    }
     if (ctx_.server_log == nullptr) continue;
     // The directory goes only once its entries are durable in the server log: a crash before
     // that imports it again.
@@ -159,7 +172,13 @@ absl::Status TsTabletManager::MoveLogsIntoServerLog() {
     BASALT_RETURN_IF_ERROR_PREPEND(ctx_.server_log->ImportGroup(id, *log),
                                    StrCat("moving the WAL of tablet ", id));
     log.reset();
-    BASALT_RETURN_IF_ERROR(ctx_.env->DeleteDirRecursively(dir));
+    // Renamed (atomically, durably) before its files go: a crash halfway through the deletion
+    // must not leave a directory that looks like a log to move, but holds part of one, which
+    // would replace the whole copy in the server log.
+    const std::string moved = StrCat(dir, kMovedSuffix);
+    BASALT_RETURN_IF_ERROR(ctx_.env->RenameFile(dir, moved));
+    BASALT_RETURN_IF_ERROR(ctx_.env->SyncDir(wals));
+    BASALT_RETURN_IF_ERROR(ctx_.env->DeleteDirRecursively(moved));
     BASALT_RETURN_IF_ERROR(ctx_.env->SyncDir(wals));
   }
   const std::string server = JoinPath(ctx_.wal_dir, kServerLogDirName);
