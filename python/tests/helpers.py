@@ -69,16 +69,26 @@ def spin_while(fn):
     return len([x for x in ticks if start < x < end]), end - start
 
 
-def spin_while_slow_enough(run, min_seconds=0.1, attempts=6):
+def spin_while_slow_enough(run, min_seconds=0.1, attempts=6, want_ticks=5, tries=3):
     """spin_while(run(scale)'s callable) for scale 1, 2, 4, ... until the call takes at least
     min_seconds; returns its (ticks, seconds). run(scale) prepares work proportional to scale and
     returns the callable to time. A call that holds the GIL lets the ticking thread tick at most
     once (if it was already past its check), however long it takes; one that releases it for
-    min_seconds lets it tick many times even on a loaded machine. Growing the work instead of
+    min_seconds lets it tick many times, unless a loaded machine (the whole suite runs at once on
+    two cores) kept the ticking thread off the CPU for that long: so a slow-enough call with fewer
+    than want_ticks ticks is repeated at the same scale, up to `tries` times in all, and the best
+    is returned. A call holding the GIL still fails every time. Growing the work instead of
     asserting a duration keeps the test meaningful as the client and servers get faster."""
     for attempt in range(attempts):
         ticks, seconds = spin_while(run(2 ** attempt))
-        if seconds >= min_seconds:
-            return ticks, seconds
+        if seconds < min_seconds:
+            continue
+        for _ in range(tries - 1):
+            if ticks >= want_ticks:
+                break
+            again, again_seconds = spin_while(run(2 ** attempt))
+            if again > ticks:
+                ticks, seconds = again, again_seconds
+        return ticks, seconds
     raise AssertionError(f"still faster than {min_seconds} s at scale {2 ** (attempts - 1)}: "
                          f"{seconds} s; cannot tell whether it holds the GIL")

@@ -854,6 +854,7 @@ void Log::AddBatchLocked(uint64_t seq, uint64_t offset, uint32_t frame_size, uin
 }
 
 void Log::DropFromLocked(uint64_t index) {
+  CHECK_GE(index, first_index_) << "truncating below the first entry of " << dir_;
   batches_.erase(batches_.lower_bound(index), batches_.end());
   if (!batches_.empty() && batches_.rbegin()->second.last_index >= index) {
     batches_.rbegin()->second.last_index = index - 1;

@@ -55,6 +55,10 @@ void ServerLog::Shutdown() {
                                    << " groups open";
   }
   if (thread_.joinable()) thread_.join();
+  // A caller may still be writing a round (its own group's, which should have been closed).
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !writing_; };
+  mu_.LockWhen(absl::Condition(&idle));
+  mu_.Unlock();
   absl::Status s = writer_.Close();
   LOG_IF(WARNING, !s.ok()) << "closing the server WAL segment in " << dir_ << ": " << s;
 }

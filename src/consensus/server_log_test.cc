@@ -1337,6 +1337,45 @@ TEST(ServerLogFaultTest, AWriteErrorFailsEveryGroupAndAckedEntriesSurvive) {
   }
 }
 
+// A write that fails before its sync (a full disk) fails the operations of its round, not the
+// server log: a GC that shared the round (it writes nothing) succeeds and leaves its group
+// writable, the group whose append failed fails, and once the disk has room other groups write
+// again and everything acknowledged survives a reopen.
+TEST(ServerLogFaultTest, AFailedWriteFailsOnlyTheAppendsOfItsRound) {
+  MemoryEnv mem;
+  FaultInjectionEnv env(&mem);
+  const LogOptions o = Options();
+  std::map<std::string, GroupModel> m;
+  {
+    // The server log's thread is not started: the blocking GC below writes the round itself,
+    // and so takes the append queued before it into the same round.
+    std::unique_ptr<ServerLog> log = OpenServer(&env, o, /*start=*/false);
+    ASSERT_NE(log, nullptr);
+    std::unique_ptr<Log> a = OpenGroup(log.get(), "a");
+    std::unique_ptr<Log> b = OpenGroup(log.get(), "b");
+    ASSERT_TRUE(a != nullptr && b != nullptr);
+    ASSERT_NO_FATAL_FAILURE(AppendTo(*a, &m["a"], 3, 1));
+    ASSERT_NO_FATAL_FAILURE(AppendTo(*b, &m["b"], 3, 1));
+    absl::Status appended = absl::UnknownError("not called");
+    BASALT_ASSERT_OK(a->AsyncAppend(MakeTestEntries(m["a"].next(), 2, 1),
+                                    [&](const absl::Status& s) { appended = s; }));
+    env.FailAfter(0, FaultInjectionEnv::OpKind::kAppend);
+    BASALT_EXPECT_OK(b->GC(2));
+    env.ClearFailures();
+    EXPECT_NE(appended.message().find("injected"), std::string_view::npos) << appended;
+    // b goes on (the next round cuts the failed bytes off first); a failed.
+    ASSERT_NO_FATAL_FAILURE(AppendTo(*b, &m["b"], 2, 1));
+    absl::Status later = a->Append(MakeTestEntries(m["a"].next(), 1, 1));
+    EXPECT_TRUE(absl::IsFailedPrecondition(later)) << later;
+    ASSERT_NO_FATAL_FAILURE(ExpectGroup(*a, m["a"]));
+  }
+  Server s(&env, o, {"a", "b"});
+  ASSERT_TRUE(s.ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectGroup(s["a"], m["a"]));
+  ASSERT_NO_FATAL_FAILURE(ExpectGroup(s["b"], m["b"]));
+  ASSERT_NO_FATAL_FAILURE(AppendTo(s["a"], &m["a"], 1, 2));
+}
+
 // A segment whose deletion fails stays, and so do the newer ones collected with it: the segments
 // on disk stay consecutive (recovery refuses a gap) and match what the server log lists.
 TEST(ServerLogFaultTest, AFailedSegmentDeletionKeepsTheSegmentsConsecutive) {
