@@ -5,8 +5,9 @@
 // directory's blocks/, and classifies each block by what the superblocks say it is: a column's
 // data (by column name), a key index, a bloom filter, a REDO or UNDO delta file; blocks no
 // superblock names (orphans awaiting deletion, or blocks of a flush in flight) are "other". The
-// WAL (--fs_wal_dir, default <D0>/wals) is counted apart. Only reads, so it runs next to a live
-// server; a file that disappears meanwhile (a compaction deleted it) is skipped.
+// WAL (--fs_wal_dir, default <D0>/server-wal and <D0>/wals) is counted apart. Only reads, so it
+// runs next to a live server; a file that disappears meanwhile (a compaction deleted it) is
+// skipped.
 
 #include <gflags/gflags.h>
 
