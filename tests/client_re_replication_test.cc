@@ -403,9 +403,9 @@ TEST_F(LaggingFollowerTest, PausedFollowerIsRepairedByATabletCopy) {
   // The leader collects its first segment (which holds everything the paused follower has) once
   // a flush made it durable elsewhere: only then is the follower out of the log's reach. The
   // server log (--log_per_server) holds only this tablet's log, so its first segment goes then.
-  const std::string first_segment = JoinPath(
-      JoinPath(cluster_->tablet_server(leader->ts_index)->data_dir(), "server-wal"),
-      "wal-000000001");
+  const std::string first_segment =
+      JoinPath(JoinPath(cluster_->tablet_server(leader->ts_index)->data_dir(), "server-wal"),
+               "wal-000000001");
   absl::Status collected =
       WaitFor(absl::Seconds(60), "the leader to collect its first segment", [&] {
         return Env::Default()->FileExists(first_segment) ? absl::UnavailableError(first_segment)

@@ -90,9 +90,7 @@ void Log::Shutdown() {
   }
   if (server_ != nullptr) {
     // The server log's writer runs what is queued (AsyncAppend woke it).
-    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return queue_.empty() && !writing_;
-    };
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return queue_.empty() && !writing_; };
     mu_.LockWhen(absl::Condition(&idle));
     mu_.Unlock();
     server_->CloseGroup(this);
@@ -686,8 +684,8 @@ absl::Status Log::ApplyAppendLocked(const std::shared_ptr<Segment>& segment, uin
     // moved): the record starts it over.
     ResetLocked(OpId{prev_term, first_index - 1}, nullptr);
   } else if (first_index > LastIndexLocked() + 1) {
-    return absl::DataLossError(StrCat("entries from index ", first_index, " after a log ending at ",
-                                      LastIndexLocked()));
+    return absl::DataLossError(
+        StrCat("entries from index ", first_index, " after a log ending at ", LastIndexLocked()));
   } else if (const uint64_t before = *TermLocked(first_index - 1); before != prev_term) {
     return absl::DataLossError(StrCat("entries from index ", first_index, " follow term ",
                                       prev_term, ", but the log has term ", before));

@@ -266,9 +266,8 @@ class Log : public LogReader {
     return first_index_ + terms_.size() - 1;
   }
   // Reads and decodes the batch at `pos` of `segment` into `entries` (views into `*buf`).
-  absl::Status ReadBatch(const Segment& segment, const BatchPos& pos,
-                         uint64_t expected_first_index, std::string* buf,
-                         std::vector<EntryView>* entries) const;
+  absl::Status ReadBatch(const Segment& segment, const BatchPos& pos, uint64_t expected_first_index,
+                         std::string* buf, std::vector<EntryView>* entries) const;
 
   // Constant after construction.
   Env* const env_;

@@ -399,11 +399,11 @@ absl::StatusOr<SegmentScan> ScanSegment(std::string_view contents, std::string_v
   if (!s.ok()) return s;
   scan.next_index = scan.header.first_index;
   scan.last_term = scan.header.prev_term;
-  absl::StatusOr<FrameWalk> walk = WalkFrames(
-      contents, scan.header_size, filename, allow_torn_tail,
-      [&](std::string_view payload, uint64_t offset, uint32_t frame_size) {
-        return AddBatch(payload, offset, frame_size, filename, &scan);
-      });
+  absl::StatusOr<FrameWalk> walk =
+      WalkFrames(contents, scan.header_size, filename, allow_torn_tail,
+                 [&](std::string_view payload, uint64_t offset, uint32_t frame_size) {
+                   return AddBatch(payload, offset, frame_size, filename, &scan);
+                 });
   if (!walk.ok()) return walk.status();
   scan.valid_size = walk->valid_size;
   scan.torn_tail = walk->torn_tail;

@@ -6,8 +6,8 @@
 #include <glog/logging.h>
 
 #include "common/metrics.h"
-#include "common/strings.h"
 #include "common/status_macros.h"
+#include "common/strings.h"
 
 namespace basalt {
 

@@ -51,8 +51,8 @@ void ServerLog::Shutdown() {
     absl::MutexLock l(&mu_);
     if (stopping_) return;
     stopping_ = true;
-    LOG_IF(DFATAL, !open_.empty()) << "server WAL shut down with " << open_.size()
-                                   << " groups open";
+    LOG_IF(DFATAL, !open_.empty())
+        << "server WAL shut down with " << open_.size() << " groups open";
   }
   if (thread_.joinable()) thread_.join();
   // A caller may still be writing a round (its own group's, which should have been closed).
@@ -179,8 +179,7 @@ absl::Status ServerLog::ImportGroup(const std::string& group_id, const Log& old)
     uint64_t term_before = prev_term;
     std::vector<uint64_t> terms;
     for (uint64_t next = first; next <= last;) {
-      BASALT_ASSIGN_OR_RETURN(std::vector<LogEntry> entries,
-                              old.Entries(next, last + 1, 4 << 20));
+      BASALT_ASSIGN_OR_RETURN(std::vector<LogEntry> entries, old.Entries(next, last + 1, 4 << 20));
       std::string encoded;
       terms.clear();
       for (const LogEntry& e : entries) {
@@ -534,8 +533,7 @@ void ServerLog::CollectSegments() {
       if (bytes > std::min<uint64_t>(options_.segment_size_bytes / 4, kRoundTargetBytes)) continue;
       absl::Status s = Rewrite(log);
       if (!s.ok()) {
-        LOG(WARNING) << "rewriting the server WAL entries of " << log->options_.log_id << ": "
-                     << s;
+        LOG(WARNING) << "rewriting the server WAL entries of " << log->options_.log_id << ": " << s;
         return;
       }
       rewrote = true;
@@ -671,24 +669,24 @@ absl::Status ServerLog::RecoverSegment(uint64_t seq, bool is_last) {
   std::vector<Found> found;
   BASALT_ASSIGN_OR_RETURN(
       FrameWalk walk,
-      WalkFrames(contents, header_size, path, is_last,
-                 [&](std::string_view round, uint64_t offset, uint32_t) {
-                   // A round's records: every one whole and valid (the round's crc matched).
-                   uint64_t at = offset + kFrameHeaderSize;
-                   if (round.empty()) return SegmentCorruption(path, offset, "empty round");
-                   while (!round.empty()) {
-                     FrameResult r = ReadFrame(round);
-                     if (r.state != FrameState::kOk) {
-                       return SegmentCorruption(path, at,
-                                                StrCat("record in a round: ", r.reason));
-                     }
-                     found.push_back(Found{at, static_cast<uint32_t>(r.frame_size), r.payload});
-                     at += r.frame_size;
-                     round.remove_prefix(r.frame_size);
-                   }
-                   return absl::OkStatus();
-                 },
-                 IsRound));
+      WalkFrames(
+          contents, header_size, path, is_last,
+          [&](std::string_view round, uint64_t offset, uint32_t) {
+            // A round's records: every one whole and valid (the round's crc matched).
+            uint64_t at = offset + kFrameHeaderSize;
+            if (round.empty()) return SegmentCorruption(path, offset, "empty round");
+            while (!round.empty()) {
+              FrameResult r = ReadFrame(round);
+              if (r.state != FrameState::kOk) {
+                return SegmentCorruption(path, at, StrCat("record in a round: ", r.reason));
+              }
+              found.push_back(Found{at, static_cast<uint32_t>(r.frame_size), r.payload});
+              at += r.frame_size;
+              round.remove_prefix(r.frame_size);
+            }
+            return absl::OkStatus();
+          },
+          IsRound));
   if (walk.torn_tail) {
     LOG(WARNING) << "server WAL segment " << path << ": discarding a torn tail of "
                  << contents.size() - walk.valid_size << " bytes at offset " << walk.valid_size;

@@ -145,7 +145,8 @@ struct Server {
     for (const std::string& id : ids) groups[id] = OpenGroup(log.get(), id, start);
   }
   ~Server() { Close(); }
-  bool ok() const {
+  // Whether the server log and every group opened (OpenServer and OpenGroup printed why not).
+  bool opened() const {
     if (log == nullptr) return false;
     for (const auto& [id, g] : groups) {
       if (g == nullptr) return false;
@@ -213,8 +214,8 @@ TEST(ServerLogTest, FreshServerLogAndGroupIds) {
   EXPECT_TRUE(server->GroupIds().empty());
   EXPECT_FALSE(server->HasGroup("a"));
   EXPECT_TRUE(absl::IsInvalidArgument(server->OpenGroup("").status()));
-  EXPECT_TRUE(absl::IsInvalidArgument(server->OpenGroup(std::string(kMaxLogIdBytes + 1, 'x'))
-                                          .status()));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(server->OpenGroup(std::string(kMaxLogIdBytes + 1, 'x')).status()));
   const std::string long_id(kMaxLogIdBytes, 'l');  // A two-byte length in every record.
   {
     std::unique_ptr<Log> a = OpenGroup(server.get(), "a", /*start=*/false);
@@ -258,7 +259,7 @@ TEST(ServerLogTest, GroupsRoundTripThroughReopen) {
   std::map<std::string, GroupModel> models;
   {
     Server s(&env, Options(), ids);
-    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(s.opened());
     for (int i = 0; i < 200; ++i) {
       const std::string& id = ids[rng.Uniform(ids.size())];
       GroupModel& m = models[id];
@@ -275,7 +276,7 @@ TEST(ServerLogTest, GroupsRoundTripThroughReopen) {
     SCOPED_TRACE(StrCat("reopen ", reopen));
     // Readable before anything starts.
     Server s(&env, Options(), ids, /*start=*/false);
-    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(s.opened());
     EXPECT_EQ(s.log->GroupIds(), ids);
     for (const std::string& id : ids) {
       SCOPED_TRACE(id);
@@ -380,7 +381,7 @@ TEST(ServerLogTest, TruncateReplaceAndResetSurviveReopen) {
   std::map<std::string, GroupModel> m;
   {
     Server s(&env, o, ids);
-    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(s.opened());
     // Interleaved, so that every group has records in several segments.
     for (int i = 0; i < 10; ++i) {
       for (const std::string& id : ids) ASSERT_NO_FATAL_FAILURE(AppendTo(s[id], &m[id], 4, 1));
@@ -435,7 +436,7 @@ TEST(ServerLogTest, TruncateReplaceAndResetSurviveReopen) {
   }
   {
     Server s(&env, o, ids);
-    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(s.opened());
     for (const std::string& id : ids) {
       SCOPED_TRACE(id);
       ASSERT_NO_FATAL_FAILURE(ExpectGroup(s[id], m[id]));
@@ -447,7 +448,7 @@ TEST(ServerLogTest, TruncateReplaceAndResetSurviveReopen) {
     ASSERT_NO_FATAL_FAILURE(AppendTo(s["snap-empty"], &m["snap-empty"], 2, 7));
   }
   Server s(&env, o, ids, /*start=*/false);
-  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(s.opened());
   for (const std::string& id : ids) {
     SCOPED_TRACE(id);
     ASSERT_NO_FATAL_FAILURE(ExpectGroup(s[id], m[id]));
@@ -469,7 +470,7 @@ TEST(ServerLogTest, GCDeletesOldSegmentsAndRetainedEntriesSurviveReopen) {
   uint64_t created = 0;
   {
     Server s(&env, o, ids);
-    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(s.opened());
     for (int round = 1; round <= 80; ++round) {
       for (const std::string& id : ids) {
         ASSERT_NO_FATAL_FAILURE(AppendTo(s[id], &m[id], 1 + rng.Uniform(4), 1 + round / 20));
@@ -496,7 +497,7 @@ TEST(ServerLogTest, GCDeletesOldSegmentsAndRetainedEntriesSurviveReopen) {
   }
   EXPECT_GE(shrinks, 5u);
   Server s(&env, o, ids);
-  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(s.opened());
   EXPECT_EQ(s.log->SegmentSeqs().back(), created);
   for (const std::string& id : ids) {
     SCOPED_TRACE(id);
@@ -518,7 +519,7 @@ TEST(ServerLogTest, IdleGroupIsRewrittenSoSegmentsStayBounded) {
   size_t most = 0;
   {
     Server s(&env, o, {"busy-1", "busy-2", "idle-open"});
-    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(s.opened());
     // An idle group after a snapshot (its previous term is not 0), kept open...
     BASALT_ASSERT_OK(s["idle-open"].ResetToSnapshot(OpId{3, 100}));
     m["idle-open"].Reset(OpId{3, 100});
@@ -549,7 +550,7 @@ TEST(ServerLogTest, IdleGroupIsRewrittenSoSegmentsStayBounded) {
   }
   LOG(INFO) << "at most " << most << " segments";
   Server s(&env, o, {"busy-1", "busy-2", "idle-open", "idle-closed"});
-  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(s.opened());
   for (const std::string id : {"idle-open", "idle-closed"}) {
     SCOPED_TRACE(id);
     ASSERT_NO_FATAL_FAILURE(ExpectGroup(s[id], m[id]));
@@ -571,7 +572,7 @@ TEST(ServerLogTest, DropGroup) {
   std::map<std::string, GroupModel> m;
   {
     Server s(&env, o, {"keep-1", "dropped", "keep-2"});
-    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(s.opened());
     for (int i = 0; i < 8; ++i) {
       for (const auto& [id, log] : s.groups) ASSERT_NO_FATAL_FAILURE(AppendTo(*log, &m[id], 3, 2));
     }
@@ -587,7 +588,7 @@ TEST(ServerLogTest, DropGroup) {
   }
   {
     Server s(&env, o, kept);
-    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(s.opened());
     EXPECT_EQ(s.log->GroupIds(), kept);
     EXPECT_FALSE(s.log->HasGroup("dropped"));
     for (const std::string& id : kept) {
@@ -604,7 +605,7 @@ TEST(ServerLogTest, DropGroup) {
     ASSERT_NO_FATAL_FAILURE(AppendTo(*again, &m["dropped"], 2, 9));
   }
   Server s(&env, o, {"keep-1", "dropped", "keep-2"});
-  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(s.opened());
   for (const auto& [id, log] : s.groups) {
     SCOPED_TRACE(id);
     ASSERT_NO_FATAL_FAILURE(ExpectGroup(*log, m[id]));
@@ -621,7 +622,7 @@ TEST(ServerLogTest, DropAndImportWorkBeforeStart) {
   MemoryEnv env;
   {
     Server s(&env, Options(), {"a"});
-    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(s.opened());
     BASALT_ASSERT_OK(s["a"].Append(MakeTestEntries(1, 2, 1)));
   }
   std::unique_ptr<ServerLog> server = OpenServer(&env, Options(), /*start=*/false);
@@ -706,7 +707,7 @@ TEST(ServerLogTest, ImportGroup) {
   for (int reopen = 0; reopen < 2; ++reopen) {
     SCOPED_TRACE(StrCat("reopen ", reopen));
     Server s(&env, o, {"tablet-a", "tablet-b"});
-    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(s.opened());
     EXPECT_EQ(s.log->GroupIds(), (std::vector<std::string>{"tablet-a", "tablet-b"}));
     ASSERT_NO_FATAL_FAILURE(ExpectGroup(s["tablet-a"], a));
     ASSERT_NO_FATAL_FAILURE(ExpectGroup(s["tablet-b"], b));
@@ -738,12 +739,12 @@ BuiltServerLog BuildServerLog() {
   BuiltServerLog b;
   {
     Server s(&env, Options(), BuiltIds());
-    EXPECT_TRUE(s.ok());
-    if (!s.ok()) return b;
+    EXPECT_TRUE(s.opened());
+    if (!s.opened()) return b;
     // Until there are four segments and the last one holds a few records.
-    for (int i = 0; s.log->SegmentSeqs().size() < 4 ||
-                    *env.GetFileSize(JoinPath(kDir, SegmentFileName(s.log->SegmentSeqs().back()))) <
-                        1500;
+    for (int i = 0;
+         s.log->SegmentSeqs().size() < 4 ||
+         *env.GetFileSize(JoinPath(kDir, SegmentFileName(s.log->SegmentSeqs().back()))) < 1500;
          ++i) {
       const std::string& id = BuiltIds()[i % 3];
       EXPECT_NO_FATAL_FAILURE(AppendTo(s[id], &b.models[id], 3, 1));
@@ -765,7 +766,7 @@ BuiltServerLog BuildServerLog() {
 // Opens the server log in `env` and checks every group against `models`.
 void ExpectServerLog(Env* env, const std::map<std::string, GroupModel>& models) {
   Server s(env, Options(), BuiltIds(), /*start=*/false);
-  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(s.opened());
   for (const std::string& id : BuiltIds()) {
     SCOPED_TRACE(id);
     ASSERT_NO_FATAL_FAILURE(ExpectGroup(s[id], models.at(id)));
@@ -784,7 +785,7 @@ TEST(ServerLogRecoveryTest, TornFinalRecordIsCutAtEveryOffset) {
     std::map<std::string, GroupModel> models = b.before_final;
     {
       Server s(env.get(), Options(), BuiltIds());
-      ASSERT_TRUE(s.ok());
+      ASSERT_TRUE(s.opened());
       // The tail is cut off the file, so what is appended next follows the last record.
       EXPECT_EQ(*env->GetFileSize(JoinPath(kDir, b.last_name)), b.final_record_offset);
       for (const std::string& id : BuiltIds()) {
@@ -938,7 +939,7 @@ TEST(ServerLogRecoveryTest, TornRoundOfSeveralGroupsIsCutAtEveryOffset) {
   std::string last_name;
   {
     Server s(&build_env, Options(1 << 20), BuiltIds());
-    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(s.opened());
     for (const std::string& id : BuiltIds()) {
       ASSERT_NO_FATAL_FAILURE(AppendTo(s[id], &before[id], 3, 1));
     }
@@ -958,11 +959,11 @@ TEST(ServerLogRecoveryTest, TornRoundOfSeveralGroupsIsCutAtEveryOffset) {
     round_offset = *build_env.GetFileSize(JoinPath(kDir, last_name));
     absl::BlockingCounter done(3);
     for (const std::string& id : BuiltIds()) {
-      BASALT_ASSERT_OK(s[id].AsyncAppend(MakeTestEntries(before[id].next(), 2, 2),
-                                         [&](const absl::Status& st) {
-                                           BASALT_EXPECT_OK(st);
-                                           done.DecrementCount();
-                                         }));
+      BASALT_ASSERT_OK(
+          s[id].AsyncAppend(MakeTestEntries(before[id].next(), 2, 2), [&](const absl::Status& st) {
+            BASALT_EXPECT_OK(st);
+            done.DecrementCount();
+          }));
     }
     release.Notify();
     done.Wait();
@@ -1054,7 +1055,8 @@ TEST(ServerLogRecoveryTest, RecordPayloadsMatchTheEncoders) {
   ServerRecord drop;
   drop.kind = RecordKind::kDrop;
   drop.group = "g4";
-  EXPECT_EQ(EncodeRecordFrame(drop), FrameBuilder::FrameOf(RecordPayload(RecordKind::kDrop, "g4", {})));
+  EXPECT_EQ(EncodeRecordFrame(drop),
+            FrameBuilder::FrameOf(RecordPayload(RecordKind::kDrop, "g4", {})));
 }
 
 // Each field of a record, made wrong inside a frame with valid checksums, appended to the last
@@ -1115,9 +1117,9 @@ TEST(ServerLogRecoveryTest, MalformedRecordsWithValidChecksumsAreDataLoss) {
   // The group id: another group's, whose log these entries do not continue.
   add("group id of another group", AppendPayload(1, "g2", t, batch));
   // The previous term.
-  add("previous term not the log's", AppendPayload(1, "g1", t + 1, Batch(MakeTestEntries(n, 3, t + 1))));
-  add("previous term above the entries' terms (a new group)",
-      AppendPayload(1, "g9", t + 1, batch));
+  add("previous term not the log's",
+      AppendPayload(1, "g1", t + 1, Batch(MakeTestEntries(n, 3, t + 1))));
+  add("previous term above the entries' terms (a new group)", AppendPayload(1, "g9", t + 1, batch));
   add("previous term missing", RecordPayload(RecordKind::kAppend, "g1", {}));
   add("previous term unterminated", RecordPayload(RecordKind::kAppend, "g1", {}) + "\xff\xff");
   // The batch.
@@ -1163,7 +1165,8 @@ TEST(ServerLogRecoveryTest, MalformedRecordsWithValidChecksumsAreDataLoss) {
       std::string& last = files[b.last_name];
       last += Round(payloads);
       if (valid_after) {
-        last += Round({AppendPayload(1, "g2", g2.last_term(), Batch(MakeTestEntries(g2.next(), 1, 9)))});
+        last += Round(
+            {AppendPayload(1, "g2", g2.last_term(), Batch(MakeTestEntries(g2.next(), 1, 9)))});
       }
       std::unique_ptr<MemoryEnv> env = EnvWith(files);
       absl::Status s = ServerLog::Open(env.get(), kDir, Options()).status();
@@ -1213,8 +1216,8 @@ TEST(ServerLogRecoveryTest, ResetRecordToTheLargestIndexIsDataLoss) {
     if (!s.ok()) continue;
     std::unique_ptr<Log> log = OpenGroup(s->get(), group, /*start=*/false);
     ASSERT_NE(log, nullptr);
-    ADD_FAILURE() << "the group opens with first index " << log->FirstIndex()
-                  << " and last index " << log->LastIndex();
+    ADD_FAILURE() << "the group opens with first index " << log->FirstIndex() << " and last index "
+                  << log->LastIndex();
   }
 }
 
@@ -1232,7 +1235,7 @@ void TruncateAfterTheOldestSegmentWasCollectedAndReopen(bool explicit_truncate) 
   GroupModel b;
   {
     Server s(&env, o, {"a", "b"});
-    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(s.opened());
     ASSERT_NO_FATAL_FAILURE(AppendTo(s["a"], &a, 3, 1, 1000));  // Segment 1.
     ASSERT_NO_FATAL_FAILURE(AppendTo(s["a"], &a, 3, 1, 1000));  // Segment 2.
     ASSERT_EQ(s.log->SegmentSeqs(), (std::vector<uint64_t>{1, 2}));
@@ -1251,7 +1254,7 @@ void TruncateAfterTheOldestSegmentWasCollectedAndReopen(bool explicit_truncate) 
     ASSERT_NO_FATAL_FAILURE(ExpectGroup(s["a"], a, 3));
   }
   Server s(&env, o, {"a", "b"});
-  ASSERT_TRUE(s.ok()) << "the server log does not reopen";
+  ASSERT_TRUE(s.opened()) << "the server log does not reopen";
   ASSERT_NO_FATAL_FAILURE(ExpectGroup(s["a"], a, 3));
   ASSERT_NO_FATAL_FAILURE(ExpectGroup(s["b"], b));
 }
@@ -1268,7 +1271,7 @@ TEST(ServerLogTest, EntriesAfterAPartialTruncationAreTheNewOnes) {
   GroupModel m;
   {
     Server s(&env, Options(), {"a"});
-    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(s.opened());
     ASSERT_NO_FATAL_FAILURE(AppendTo(s["a"], &m, 4, 1));  // One batch [1, 4].
     BASALT_ASSERT_OK(s["a"].TruncateSuffix(3));
     m.Truncate(3);
@@ -1286,7 +1289,7 @@ TEST(ServerLogTest, EntriesAfterAPartialTruncationAreTheNewOnes) {
     ASSERT_NO_FATAL_FAILURE(ExpectGroup(s["a"], m));
   }
   Server s(&env, Options(), {"a"});
-  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(s.opened());
   ASSERT_NO_FATAL_FAILURE(ExpectGroup(s["a"], m));
 }
 
@@ -1303,7 +1306,7 @@ TEST(ServerLogFaultTest, AWriteErrorFailsEveryGroupAndAckedEntriesSurvive) {
       std::map<std::string, GroupModel> m;
       {
         Server s(&env, o, BuiltIds());
-        ASSERT_TRUE(s.ok());
+        ASSERT_TRUE(s.opened());
         env.FailAfter(after, kind);
         absl::Status error;
         for (int i = 0; i < 60 && error.ok(); ++i) {
@@ -1311,20 +1314,20 @@ TEST(ServerLogFaultTest, AWriteErrorFailsEveryGroupAndAckedEntriesSurvive) {
           error = s[id].Append(MakeTestEntries(m[id].next(), 2, 1));
           if (error.ok()) m[id].Append(m[id].next(), 2, 1);
         }
-        ASSERT_FALSE(error.ok());
+        ASSERT_FALSE(error.ok()) << "nothing failed";
         EXPECT_NE(error.message().find("injected"), std::string_view::npos) << error;
         for (const std::string& id : BuiltIds()) {
           SCOPED_TRACE(id);
           // Every group fails with the error (the one whose append failed: FAILED_PRECONDITION).
           absl::Status later = s[id].Append(MakeTestEntries(m[id].next(), 1, 1));
-          EXPECT_FALSE(later.ok());
+          EXPECT_FALSE(later.ok()) << "an append after the failure succeeded";
           EXPECT_NE(later.message().find("injected"), std::string_view::npos) << later;
           ASSERT_NO_FATAL_FAILURE(ExpectGroup(s[id], m[id]));  // Readers still work.
         }
       }
       env.ClearFailures();
       Server s(&env, o, BuiltIds());
-      ASSERT_TRUE(s.ok());
+      ASSERT_TRUE(s.opened());
       for (const std::string& id : BuiltIds()) {
         SCOPED_TRACE(id);
         // The failed append may or may not have reached the disk.
@@ -1370,7 +1373,7 @@ TEST(ServerLogFaultTest, AFailedWriteFailsOnlyTheAppendsOfItsRound) {
     ASSERT_NO_FATAL_FAILURE(ExpectGroup(*a, m["a"]));
   }
   Server s(&env, o, {"a", "b"});
-  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(s.opened());
   ASSERT_NO_FATAL_FAILURE(ExpectGroup(s["a"], m["a"]));
   ASSERT_NO_FATAL_FAILURE(ExpectGroup(s["b"], m["b"]));
   ASSERT_NO_FATAL_FAILURE(AppendTo(s["a"], &m["a"], 1, 2));
@@ -1387,7 +1390,7 @@ TEST(ServerLogFaultTest, AFailedSegmentDeletionKeepsTheSegmentsConsecutive) {
   bool failed_some = false;
   {
     Server s(&env, o, ids);
-    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(s.opened());
     for (int round = 1; round <= 48; ++round) {
       for (const std::string& id : ids) ASSERT_NO_FATAL_FAILURE(AppendTo(s[id], &m[id], 3, 1));
       if (round % 8 != 0) continue;
@@ -1406,7 +1409,7 @@ TEST(ServerLogFaultTest, AFailedSegmentDeletionKeepsTheSegmentsConsecutive) {
   }
   EXPECT_TRUE(failed_some) << "no deletion failed halfway through a collection";
   Server s(&env, o, ids);
-  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(s.opened());
   for (const std::string& id : ids) {
     SCOPED_TRACE(id);
     EXPECT_EQ(s[id].LastIndex(), m[id].last());
@@ -1483,15 +1486,15 @@ void RunCrashWorkload(const std::vector<Log*>& logs, uint64_t seed,
           const uint64_t first = d.next;
           const uint64_t term = d.term;
           ++appends;
-          absl::Status s = logs[h]->AsyncAppend(
-              MakeTestEntries(first, 2, term), [&, first, term, h](const absl::Status& st) {
-                if (st.ok()) {
-                  absl::MutexLock l(&mu);
-                  (*model)[h].acked[first] = term;
-                  (*model)[h].acked[first + 1] = term;
-                }
-                pending.DecrementCount();
-              });
+          absl::Status s = logs[h]->AsyncAppend(MakeTestEntries(first, 2, term),
+                                                [&, first, term, h](const absl::Status& st) {
+                                                  if (st.ok()) {
+                                                    absl::MutexLock l(&mu);
+                                                    (*model)[h].acked[first] = term;
+                                                    (*model)[h].acked[first + 1] = term;
+                                                  }
+                                                  pending.DecrementCount();
+                                                });
           if (!s.ok()) {
             ok = false;
             pending.DecrementCount();
@@ -1525,7 +1528,7 @@ TEST(ServerLogFaultTest, CrashAtEverySyncPointKeepsAcknowledgedEntries) {
   const std::vector<std::string>& ids = BuiltIds();
   auto run = [&](FaultInjectionEnv* env, int64_t crash_at, std::vector<CrashGroup>* model) {
     Server s(env, o, ids);
-    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(s.opened());
     if (crash_at >= 0) env->SetCrashAtSyncPoint(crash_at);
     std::vector<Log*> logs;
     for (const std::string& id : ids) logs.push_back(&s[id]);
@@ -1551,7 +1554,7 @@ TEST(ServerLogFaultTest, CrashAtEverySyncPointKeepsAcknowledgedEntries) {
     ASSERT_NO_FATAL_FAILURE(run(&env, k, &model));
     BASALT_ASSERT_OK(env.DropUnsyncedData());
     Server s(&env, o, ids);
-    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(s.opened());
     for (size_t g = 0; g < ids.size(); ++g) {
       SCOPED_TRACE(ids[g]);
       Log& log = s[ids[g]];

@@ -168,9 +168,9 @@ absl::Status TabletServer::Start() {
   disk_space_ = std::make_unique<DiskSpaceMonitor>(env_, instance_->uuid(), std::move(dirs));
 
   if (FLAGS_log_per_server) {
-    BASALT_ASSIGN_OR_RETURN(
-        server_log_, ServerLog::Open(env_, JoinPath(options_.fs_wal_dir, kServerLogDirName),
-                                     LogOptions::FromFlags()));
+    BASALT_ASSIGN_OR_RETURN(server_log_,
+                            ServerLog::Open(env_, JoinPath(options_.fs_wal_dir, kServerLogDirName),
+                                            LogOptions::FromFlags()));
     BASALT_RETURN_IF_ERROR(server_log_->Start());
   }
   TabletReplicaContext ctx;
@@ -566,10 +566,10 @@ void TabletServer::RegisterMetrics() {
     wal_series("basalt_wal_server_rewrites_total",
                "Replicas whose WAL entries were rewritten so that old segments could go.",
                MetricType::kCounter, &ServerLog::Stats::rewrites);
-    wal_series("basalt_wal_server_segments", "Segment files of the server WAL.",
-               MetricType::kGauge, &ServerLog::Stats::segments);
-    wal_series("basalt_wal_server_groups", "Replica logs the server WAL holds.",
-               MetricType::kGauge, &ServerLog::Stats::groups);
+    wal_series("basalt_wal_server_segments", "Segment files of the server WAL.", MetricType::kGauge,
+               &ServerLog::Stats::segments);
+    wal_series("basalt_wal_server_groups", "Replica logs the server WAL holds.", MetricType::kGauge,
+               &ServerLog::Stats::groups);
   }
   // Raft traffic with the peer servers (docs/raft.md "gRPC transport" and "Replies").
   const GrpcTransport* transport = transport_.get();
