@@ -500,7 +500,7 @@ absl::Status Log::DoTruncate(uint64_t index) {
     FrameBuilder builder(batch_first, static_cast<uint32_t>(index - batch_first));
     std::string encoded;
     for (uint64_t i = batch_first; i < index; ++i) {
-      AppendEncodedEntry(views[i - batch_first].ToLogEntry(), &encoded);
+      AppendEncodedEntry(views[i - batch_first], &encoded);
     }
     builder.AppendEncodedEntries(encoded);
     const std::string frame = std::move(builder).Finish();

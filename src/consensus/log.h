@@ -29,6 +29,8 @@
 
 namespace basalt {
 
+class ServerLog;
+
 // The durable Raft log of one group.
 //
 // Lifecycle: Open() recovers the directory (creating an empty log if there is none); the reader
@@ -59,8 +61,14 @@ namespace basalt {
 // serializes choosing the index with the AsyncAppend call. Callbacks run on the writing thread:
 // they must be quick and must not call the blocking methods (Append, TruncateSuffix, GC,
 // ResetToSnapshot, Shutdown), which would wait for that very thread.
-class ServerLog;
-
+//
+// A group of a server log (ServerLog::OpenGroup) has the same interface and contract, with
+// these differences: it has no directory or appender thread of its own (Start() only permits
+// writes); the server log's writer, which may be another group's caller, takes its queued
+// operations together with other groups' and runs its callbacks; its entries live in the server
+// log's segments, of which segments_ holds those it still needs (GC lets go of them, the server
+// log deletes them); prev_term_ keeps the term before FirstIndex(); and a truncation keeps the
+// replaced entries in their record, so a batch ends at its BatchPos::last_index.
 class Log : public LogReader {
  public:
   using StatusCallback = std::function<void(const absl::Status&)>;

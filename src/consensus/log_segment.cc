@@ -105,11 +105,24 @@ LogEntry EntryView::ToLogEntry() const {
   return e;
 }
 
+namespace {
+
+void PutEntry(uint64_t term, EntryType type, uint64_t timestamp, std::string_view data,
+              std::string* dst) {
+  PutVarint64(dst, term);
+  dst->push_back(static_cast<char>(type));
+  PutVarint64(dst, timestamp);
+  PutLengthPrefixed(dst, data);
+}
+
+}  // namespace
+
 void AppendEncodedEntry(const LogEntry& entry, std::string* dst) {
-  PutVarint64(dst, entry.term);
-  dst->push_back(static_cast<char>(entry.type));
-  PutVarint64(dst, entry.timestamp);
-  PutLengthPrefixed(dst, entry.data);
+  PutEntry(entry.term, entry.type, entry.timestamp, entry.data, dst);
+}
+
+void AppendEncodedEntry(const EntryView& entry, std::string* dst) {
+  PutEntry(entry.term, entry.type, entry.timestamp, entry.data, dst);
 }
 
 FrameBuilder::FrameBuilder(uint64_t first_index, uint32_t count, size_t entry_bytes) {

@@ -91,6 +91,8 @@ struct EntryView {
 
 // Appends the serialization of one entry (without its index) to *dst.
 void AppendEncodedEntry(const LogEntry& entry, std::string* dst);
+// The same for a decoded entry (re-encoding read entries without copying their data first).
+void AppendEncodedEntry(const EntryView& entry, std::string* dst);
 
 // Builds frames of batches: reserve the frame header, append entries, finish.
 // Not thread-safe; the caller serializes.

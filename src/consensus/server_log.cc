@@ -6,6 +6,7 @@
 #include <glog/logging.h>
 
 #include "absl/synchronization/notification.h"
+#include "common/coding.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "common/thread_name.h"
@@ -72,10 +73,10 @@ absl::Status ServerLog::CheckWritableLocked() const {
   return absl::OkStatus();
 }
 
-std::unique_ptr<Log> ServerLog::NewClosedGroup(const std::string& group_id) const {
+std::unique_ptr<Log> ServerLog::NewGroupLog(const std::string& group_id, ServerLog* owner) const {
   LogOptions o = options_;
   o.log_id = group_id;
-  return std::unique_ptr<Log>(new Log(env_, dir_, std::move(o), nullptr, /*shared=*/true));
+  return std::unique_ptr<Log>(new Log(env_, dir_, std::move(o), owner, /*shared=*/true));
 }
 
 // ---- Groups ----
@@ -97,9 +98,7 @@ absl::StatusOr<std::unique_ptr<Log>> ServerLog::OpenGroup(const std::string& gro
         closed = std::move(it->second);
         closed_.erase(it);
       }
-      LogOptions o = options_;
-      o.log_id = group_id;
-      log.reset(new Log(env_, dir_, std::move(o), this, /*shared=*/true));
+      log = NewGroupLog(group_id, this);
       open_[group_id] = log.get();
     }
     if (closed != nullptr) log->TakeStateFrom(closed.get());
@@ -111,7 +110,7 @@ absl::StatusOr<std::unique_ptr<Log>> ServerLog::OpenGroup(const std::string& gro
 void ServerLog::CloseGroup(Log* log) {
   const std::string& id = log->options_.log_id;
   absl::Status s = RunOp([&]() -> absl::Status {
-    std::unique_ptr<Log> closed = NewClosedGroup(id);
+    std::unique_ptr<Log> closed = NewGroupLog(id, nullptr);
     closed->TakeStateFrom(log);
     absl::MutexLock l(&mu_);
     ready_.erase(log);
@@ -166,7 +165,7 @@ absl::Status ServerLog::ImportGroup(const std::string& group_id, const Log& old)
     reset.group = group_id;
     reset.index = first - 1;
     reset.term = prev_term;
-    std::unique_ptr<Log> group = NewClosedGroup(group_id);
+    std::unique_ptr<Log> group = NewGroupLog(group_id, nullptr);
     std::string frames(kFrameHeaderSize, '\0');
     frames.append(EncodeRecordFrame(reset));
     std::shared_ptr<SegmentFile> seg;
@@ -347,7 +346,9 @@ void ServerLog::WriteRound(const std::vector<Log*>& logs) {
   // Sized once: growing the buffer record by record would copy a large round again and again.
   size_t bytes = kFrameHeaderSize;
   auto record_bytes = [](const Log::Task& task) {
-    return task.encoded.size() + kFrameHeaderSize + kMaxRecordOverhead + 2 * 10;
+    // The frame, the record's header, the batch's first index and count, the entries.
+    return kFrameHeaderSize + kMaxRecordOverhead + kMaxVarint64Length + kMaxVarint32Length +
+           task.encoded.size();
   };
   for (const Taken& t : taken) {
     for (const std::unique_ptr<Log::Task>& task : t.tasks) bytes += record_bytes(*task);
@@ -577,7 +578,7 @@ absl::Status ServerLog::Rewrite(Log* log) {
     BASALT_RETURN_IF_ERROR(log->ReadBatch(*segs[i], pos, first, &buf, &views));
     std::string encoded;
     const uint64_t count = pos.last_index - first + 1;
-    for (uint64_t k = 0; k < count; ++k) AppendEncodedEntry(views[k].ToLogEntry(), &encoded);
+    for (uint64_t k = 0; k < count; ++k) AppendEncodedEntry(views[k], &encoded);
     offsets.push_back(frames.size());
     AppendAppendRecordFrame(group, prev_terms[i], first, static_cast<uint32_t>(count), encoded,
                             &frames);
@@ -605,6 +606,7 @@ absl::Status ServerLog::Rewrite(Log* log) {
 // ---- Recovery ----
 
 absl::Status ServerLog::Recover() {
+  Unplaced unplaced;
   BASALT_ASSIGN_OR_RETURN(std::vector<uint64_t> seqs, ListSegmentFiles(env_, dir_));
   if (!seqs.empty()) {
     // Records are written only after a segment's header is synced: a newest segment without a
@@ -628,12 +630,9 @@ absl::Status ServerLog::Recover() {
       return absl::DataLossError(StrCat("server WAL segment ", SegmentFileName(seqs[i - 1] + 1),
                                         " is missing before ", SegmentFileName(seqs[i])));
     }
-    BASALT_RETURN_IF_ERROR(RecoverSegment(seqs[i], i + 1 == seqs.size()));
+    BASALT_RETURN_IF_ERROR(RecoverSegment(seqs[i], i + 1 == seqs.size(), &unplaced));
   }
-  {
-    absl::MutexLock l(&mu_);
-    if (!unplaced_.empty()) return unplaced_.begin()->second;
-  }
+  if (!unplaced.empty()) return unplaced.begin()->second;
   if (seqs.empty()) {
     SegmentHeader header;
     header.flags = kSegmentFlagServerLog;
@@ -646,7 +645,7 @@ absl::Status ServerLog::Recover() {
   return writer_.OpenExisting(seqs.back());
 }
 
-absl::Status ServerLog::RecoverSegment(uint64_t seq, bool is_last) {
+absl::Status ServerLog::RecoverSegment(uint64_t seq, bool is_last, Unplaced* unplaced) {
   const std::string path = writer_.Path(seq);
   std::string contents;
   BASALT_RETURN_IF_ERROR(ReadFileToString(env_, path, &contents));
@@ -714,7 +713,7 @@ absl::Status ServerLog::RecoverSegment(uint64_t seq, bool is_last) {
     const bool known = it != closed_.end();
     if (r.kind == RecordKind::kDrop) {
       if (known) closed_.erase(it);
-      unplaced_.erase(group);
+      unplaced->erase(group);
       continue;
     }
     // A truncation of a group with no earlier record: what it cut went with older segments.
@@ -733,15 +732,15 @@ absl::Status ServerLog::RecoverSegment(uint64_t seq, bool is_last) {
         // segments stayed for other groups (its entries below `index` went with segments
         // collected): its next record, an append or a reset, tells its place.
         closed_.erase(it);
-        unplaced_[group] = SegmentCorruption(
+        (*unplaced)[group] = SegmentCorruption(
             path, f.offset,
             StrCat("group ", group, ": truncation at index ", r.index,
                    " below its entries, and no later record tells where its log starts"));
       }
       continue;
     }
-    unplaced_.erase(group);
-    if (!known) it = closed_.emplace(group, NewClosedGroup(group)).first;
+    unplaced->erase(group);
+    if (!known) it = closed_.emplace(group, NewGroupLog(group, nullptr)).first;
     Log* log = it->second.get();
     absl::MutexLock gl(&log->mu_);
     switch (r.kind) {

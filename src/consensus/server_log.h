@@ -55,6 +55,11 @@ namespace basalt {
 // failed sync fails the server log: that round and every later operation of every group fail
 // with the error.
 //
+// Invariants: the segments have consecutive sequence numbers and only the newest (active) one is
+// written; only a prefix of them is ever deleted, and only below every group's oldest needed
+// segment (Log::PinnedSeqLocked); a group's operations are published, and called back, in its
+// queue order, each only after the round that holds it was synced.
+//
 // Thread-safe. Lock order: a group's Log::mu_, then mu_.
 class ServerLog {
  public:
@@ -157,13 +162,18 @@ class ServerLog {
   // Every group's log, open or closed (writer only).
   std::vector<Log*> AllGroupsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckWritableLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A closed group's log (its state) for `group_id`.
-  std::unique_ptr<Log> NewClosedGroup(const std::string& group_id) const;
+  // A log of group `group_id` in this server log: open (owner this) or holding a closed group's
+  // state (owner null).
+  std::unique_ptr<Log> NewGroupLog(const std::string& group_id, ServerLog* owner) const;
 
   // ---- Recovery ----
   absl::Status Recover() ABSL_LOCKS_EXCLUDED(mu_);
+  // Groups whose replayed records turned out stale and that no later record placed yet, with the
+  // DATA_LOSS to report if none does (RecoverSegment).
+  using Unplaced = absl::flat_hash_map<std::string, absl::Status>;
   // Replays segment `seq`, cutting off a torn tail if `is_last`.
-  absl::Status RecoverSegment(uint64_t seq, bool is_last) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status RecoverSegment(uint64_t seq, bool is_last, Unplaced* unplaced)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   Env* const env_;
   const std::string dir_;
@@ -195,10 +205,6 @@ class ServerLog {
   int64_t num_rounds_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t num_records_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t num_rewrites_ ABSL_GUARDED_BY(mu_) = 0;
-  // Recovery only: groups whose replayed records turned out stale (RecoverSegment) and that no
-  // later record placed yet.
-  // The value is the DATA_LOSS to report if none does.
-  absl::flat_hash_map<std::string, absl::Status> unplaced_ ABSL_GUARDED_BY(mu_);
 
   std::thread thread_;  // The writer thread: Start() to Shutdown().
 };

@@ -20,6 +20,8 @@ class Env;
 class Log;
 class ServerLog;
 
+// A value (copy it freely); its calls are as thread-safe as the directory or server log behind
+// it, and must not run while the replica's log is open (Delete) or written (Open).
 struct ReplicaWal {
   Env* env = nullptr;
   std::string dir;                  // The log's own directory, when server_log is null.
