@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -133,6 +134,13 @@ struct Access {
   }
   // Copies a cell (row-buffer form; variable-length values are copied into the row).
   static void SetCell(PartialRow* row, int idx, const void* cell);
+  // The same for a fixed-width cell of exactly sizeof(T) bytes (a constant-size copy).
+  template <typename T>
+  static void SetFixedCell(PartialRow* row, int idx, const T& value) {
+    std::memcpy(row->data_ + Internal(*row->schema_).column_offset(idx), &value, sizeof(T));
+    MarkSet(row, idx);
+  }
+  static void MarkSet(PartialRow* row, int idx);
   static void SetNullUnchecked(PartialRow* row, int idx);
 
   // Tables and operations.

@@ -8,6 +8,7 @@
 #include "common/bitmap.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
+#include "glog/logging.h"
 
 namespace basalt::client {
 
@@ -87,6 +88,10 @@ void Access::SetCell(PartialRow* row, int idx, const void* cell) {
   } else {
     std::memcpy(dst, cell, info.size());
   }
+  MarkSet(row, idx);
+}
+
+void Access::MarkSet(PartialRow* row, int idx) {
   uint8_t* isset = row->data_ + row->row_size_;
   BitmapSet(isset, idx);
   BitmapClear(isset + row->bitmap_size_, idx);
@@ -135,7 +140,8 @@ absl::Status CheckedCell(const basalt::ColumnSchema& col,
     BASALT_ASSIGN_OR_RETURN(int idx, Resolve(s, column_idx));             \
     const basalt::ColumnSchema& col = s.column(idx);                      \
     BASALT_RETURN_IF_ERROR(CheckedCell(col, {__VA_ARGS__}, WHAT, value)); \
-    Access::SetCell(this, idx, &value);                                   \
+    DCHECK_EQ(col.type_info().size(), sizeof(CppType));                   \
+    Access::SetFixedCell(this, idx, value);                               \
     return absl::OkStatus();                                              \
   }
 BASALT_DEFINE_FIXED_SETTER(SetInt8, int8_t, "INT8", basalt::DataType::kInt8)

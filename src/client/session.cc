@@ -59,7 +59,10 @@ struct SessionData : std::enable_shared_from_this<SessionData> {
   struct Routes {
     uint64_t version = UINT64_MAX;
     std::vector<std::shared_ptr<RemoteTablet>> tablets;  // By partition key start.
-    std::vector<Buffer*> buffers;                        // Parallel; null until first used.
+    // Parallel: each tablet's partition key start (owned by `tablets`), searched without
+    // touching the tablets themselves.
+    std::vector<std::string_view> starts;
+    std::vector<Buffer*> buffers;  // Parallel; null until first used.
   };
   // Batches for one tablet: at most one in flight, so operations on a row stay in order.
   struct TabletQueue {
@@ -131,6 +134,10 @@ struct SessionData : std::enable_shared_from_this<SessionData> {
 
   absl::node_hash_map<BufferKey, Buffer> buffers ABSL_GUARDED_BY(mu);
   absl::node_hash_map<const void*, Routes> routes ABSL_GUARDED_BY(mu);  // By Table::Data*.
+  // The last table routed and its entry in `routes` (whose nodes stay put): rows of one table
+  // follow each other.
+  const void* last_routed_table ABSL_GUARDED_BY(mu) = nullptr;
+  Routes* last_routes ABSL_GUARDED_BY(mu) = nullptr;
   std::vector<std::string> spare ABSL_GUARDED_BY(mu);
   size_t buffered_bytes ABSL_GUARDED_BY(mu) = 0;
   int buffered_ops ABSL_GUARDED_BY(mu) = 0;
@@ -226,17 +233,20 @@ absl::Status SessionData::Apply(std::unique_ptr<WriteOperation> op) {
 SessionData::Buffer* SessionData::RouteLocked(const WriteOperation& op, const std::string& pkey,
                                               int64_t now) {
   auto* td = Access::Data(op.table());
-  Routes& r = routes[td];
+  if (td != last_routed_table) {
+    last_routes = &routes[td];
+    last_routed_table = td;
+  }
+  Routes& r = *last_routes;
   if (r.version != td->locations->version()) {
     r.tablets = td->locations->Snapshot(&r.version);
+    r.starts.clear();
+    for (const auto& t : r.tablets) r.starts.push_back(t->partition().partition_key_start());
     r.buffers.assign(r.tablets.size(), nullptr);
   }
-  auto it = std::upper_bound(r.tablets.begin(), r.tablets.end(), pkey,
-                             [](const std::string& key, const std::shared_ptr<RemoteTablet>& t) {
-                               return key < t->partition().partition_key_start();
-                             });
-  if (it == r.tablets.begin()) return nullptr;
-  const size_t idx = (it - r.tablets.begin()) - 1;
+  auto it = std::upper_bound(r.starts.begin(), r.starts.end(), std::string_view(pkey));
+  if (it == r.starts.begin()) return nullptr;
+  const size_t idx = (it - r.starts.begin()) - 1;
   const RemoteTablet* tablet = r.tablets[idx].get();
   if (!tablet->partition().Contains(pkey) || !tablet->IsFresh(now)) return nullptr;
   if (r.buffers[idx] == nullptr) r.buffers[idx] = BufferForLocked(op, r.tablets[idx]);
@@ -564,6 +574,8 @@ Session::~Session() {
   data_->errors.clear();
   data_->buffers.clear();
   data_->routes.clear();
+  data_->last_routed_table = nullptr;
+  data_->last_routes = nullptr;
 }
 
 absl::Status Session::SetFlushMode(FlushMode mode) { return data_->SetFlushMode(mode); }

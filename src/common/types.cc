@@ -34,30 +34,34 @@ Bits TotalOrderBits(Bits bits) {
 
 bool IsValidDataType(int type) { return type >= 1 && type <= kMaxDataType; }
 
-const TypeInfo& GetTypeInfo(DataType type) {
-  static const TypeInfo kInfos[] = {
-      {DataType::kUnknown, PhysicalType::kInt8, "UNKNOWN", 0},
-      {DataType::kBool, PhysicalType::kBool, "BOOL", 1},
-      {DataType::kInt8, PhysicalType::kInt8, "INT8", 1},
-      {DataType::kInt16, PhysicalType::kInt16, "INT16", 2},
-      {DataType::kInt32, PhysicalType::kInt32, "INT32", 4},
-      {DataType::kInt64, PhysicalType::kInt64, "INT64", 8},
-      {DataType::kFloat, PhysicalType::kFloat, "FLOAT", 4},
-      {DataType::kDouble, PhysicalType::kDouble, "DOUBLE", 8},
-      {DataType::kString, PhysicalType::kBinary, "STRING", sizeof(std::string_view)},
-      {DataType::kBinary, PhysicalType::kBinary, "BINARY", sizeof(std::string_view)},
-      {DataType::kUnixtimeMicros, PhysicalType::kInt64, "UNIXTIME_MICROS", 8},
-      {DataType::kDate, PhysicalType::kInt32, "DATE", 4},
-      {DataType::kDecimal32, PhysicalType::kInt32, "DECIMAL32", 4},
-      {DataType::kDecimal64, PhysicalType::kInt64, "DECIMAL64", 8},
-      {DataType::kDecimal128, PhysicalType::kInt128, "DECIMAL128", 16},
-      {DataType::kVarchar, PhysicalType::kBinary, "VARCHAR", sizeof(std::string_view)},
-  };
-  static_assert(sizeof(kInfos) / sizeof(kInfos[0]) == kMaxDataType + 1);
-  int idx = static_cast<int>(type);
-  CHECK(idx >= 0 && idx <= kMaxDataType) << "bad DataType " << idx;
-  return kInfos[idx];
-}
+constexpr TypeInfo TypeInfoTable::kInfos[kMaxDataType + 1] = {
+    {DataType::kUnknown, PhysicalType::kInt8, "UNKNOWN", 0},
+    {DataType::kBool, PhysicalType::kBool, "BOOL", 1},
+    {DataType::kInt8, PhysicalType::kInt8, "INT8", 1},
+    {DataType::kInt16, PhysicalType::kInt16, "INT16", 2},
+    {DataType::kInt32, PhysicalType::kInt32, "INT32", 4},
+    {DataType::kInt64, PhysicalType::kInt64, "INT64", 8},
+    {DataType::kFloat, PhysicalType::kFloat, "FLOAT", 4},
+    {DataType::kDouble, PhysicalType::kDouble, "DOUBLE", 8},
+    {DataType::kString, PhysicalType::kBinary, "STRING", sizeof(std::string_view)},
+    {DataType::kBinary, PhysicalType::kBinary, "BINARY", sizeof(std::string_view)},
+    {DataType::kUnixtimeMicros, PhysicalType::kInt64, "UNIXTIME_MICROS", 8},
+    {DataType::kDate, PhysicalType::kInt32, "DATE", 4},
+    {DataType::kDecimal32, PhysicalType::kInt32, "DECIMAL32", 4},
+    {DataType::kDecimal64, PhysicalType::kInt64, "DECIMAL64", 8},
+    {DataType::kDecimal128, PhysicalType::kInt128, "DECIMAL128", 16},
+    {DataType::kVarchar, PhysicalType::kBinary, "VARCHAR", sizeof(std::string_view)},
+};
+
+// GetTypeInfo indexes the table by the type's number.
+static_assert([] {
+  for (int t = 0; t <= kMaxDataType; t++) {
+    if (static_cast<int>(TypeInfoTable::kInfos[t].type()) != t) return false;
+  }
+  return true;
+}());
+
+void TypeInfoTable::BadType(int type) { LOG(FATAL) << "bad DataType " << type; }
 
 std::string_view DataTypeName(DataType type) {
   if (!IsValidDataType(static_cast<int>(type))) return "UNKNOWN";
