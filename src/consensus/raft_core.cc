@@ -58,10 +58,15 @@ RaftCore::RaftCore(const RaftOptions& options, const LogReader* log, const RaftB
   handed_out_hard_state_ = boot.hard_state;
   ResetElectionTimer();
   if (options_.fast_first_election && term_ == 0 && log_.LastIndex() == 0 &&
-      !config_.voters.empty() && config_.voters.front() == options_.id) {
+      !config_.voters.empty() && FirstCampaigner() == options_.id) {
     randomized_election_timeout_ = 1;
     fast_first_election_armed_ = true;
   }
+}
+
+const PeerId& RaftCore::FirstCampaigner() const {
+  const PeerId& named = options_.fast_first_election_peer;
+  return !named.empty() && IsVoter(config_, named) ? named : config_.voters.front();
 }
 
 absl::Status RaftCore::LoadConfigs(const RaftBootState& boot) {

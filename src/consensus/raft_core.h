@@ -68,6 +68,11 @@ struct RaftOptions {
   // timing changes (safety never depends on it), and pre-vote keeps an early campaign from
   // disturbing anyone.
   bool fast_first_election = false;
+  // The voter that campaigns at its first tick under fast_first_election: the master names one
+  // per new tablet so that a new table's leaders spread over its servers. Empty, or not a
+  // voter: the smallest voter. Every member must be given the same (or none): two early
+  // campaigners only cost an election round, none costs the timeout.
+  PeerId fast_first_election_peer;
 
   // Deliberately broken behaviour, only for the simulation's self-test (raft_simulation_test),
   // which proves that the safety checker catches these classic bugs. Never set it elsewhere.
@@ -194,6 +199,9 @@ class RaftCore {
   void BecomeCandidate();
   void BecomeLeader();
   void ResetElectionTimer();
+  // fast_first_election's campaigner: fast_first_election_peer if it is a voter, else the
+  // smallest voter. REQUIRES: config_ has voters.
+  const PeerId& FirstCampaigner() const;
   bool Promotable() const { return IsVoter(config_, options_.id); }
 
   // Elections.

@@ -311,6 +311,34 @@ TEST(RaftCoreTest, FastFirstElectionOnlyForTheSmallestVoterOfAFreshGroup) {
   EXPECT_FALSE(net.SentVoteRequest("a"));
 }
 
+// The voter named by fast_first_election_peer campaigns early instead of the smallest one; a
+// name that is not a voter falls back to the smallest voter.
+TEST(RaftCoreTest, FastFirstElectionByTheNamedVoter) {
+  Network net(Voters({"a", "b", "c"}), [](RaftOptions* o) {
+    o->election_ticks = 10;
+    o->fast_first_election = true;
+    o->fast_first_election_peer = "b";
+  });
+  EXPECT_FALSE(net.core("a").fast_first_election_armed());
+  EXPECT_TRUE(net.core("b").fast_first_election_armed());
+  EXPECT_FALSE(net.core("c").fast_first_election_armed());
+  net.Tick("a", 2);
+  net.Tick("c", 2);
+  EXPECT_FALSE(net.SentVoteRequest("a"));
+  EXPECT_FALSE(net.SentVoteRequest("c"));
+  net.Tick("b");
+  EXPECT_TRUE(net.SentVoteRequest("b"));
+  net.Deliver();
+  EXPECT_EQ(net.core("b").role(), Role::kLeader);
+
+  Network other(Voters({"a", "b", "c"}), [](RaftOptions* o) {
+    o->fast_first_election = true;
+    o->fast_first_election_peer = "z";  // Not a member.
+  });
+  EXPECT_TRUE(other.core("a").fast_first_election_armed());
+  EXPECT_FALSE(other.core("b").fast_first_election_armed());
+}
+
 TEST(RaftCoreTest, FailedElectionsBackOffExponentially) {
   Network net(Voters({"a", "b", "c"}), [](RaftOptions* o) { o->election_ticks = 4; });
   net.Isolate("a");

@@ -223,11 +223,13 @@ absl::StatusOr<std::vector<std::vector<std::string>>> CatalogManager::PlaceRepli
                                              " live"));
   }
   std::map<std::string, int64_t> load;
+  std::map<std::string, int64_t> leaders;  // First-listed replicas: the tablets' first leaders.
   {
     absl::MutexLock l(&mu_);
     for (const auto& [id, tablet] : tablets_) {
       if (tablet->deleted()) continue;
       for (const auto& peer : tablet->pb.config().peers()) ++load[peer.uuid()];
+      if (tablet->pb.config().peers_size() > 0) ++leaders[tablet->pb.config().peers(0).uuid()];
     }
   }
   std::vector<PlacementPolicy::Candidate> candidates;
@@ -235,6 +237,7 @@ absl::StatusOr<std::vector<std::vector<std::string>>> CatalogManager::PlaceRepli
   std::vector<std::vector<std::string>> out;
   for (int i = 0; i < num_tablets; ++i) {
     BASALT_ASSIGN_OR_RETURN(auto chosen, placement_.PlaceTablet(&candidates, num_replicas));
+    PlacementPolicy::PutLeaderFirst(&chosen, &leaders);
     out.push_back(std::move(chosen));
   }
   return out;

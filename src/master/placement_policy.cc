@@ -1,5 +1,6 @@
 #include "master/placement_policy.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/strings.h"
@@ -35,6 +36,17 @@ absl::StatusOr<std::vector<std::string>> PlacementPolicy::PlaceTablet(
     free.pop_back();
   }
   return chosen;
+}
+
+void PlacementPolicy::PutLeaderFirst(std::vector<std::string>* replicas,
+                                     std::map<std::string, int64_t>* leaders) {
+  if (replicas->empty()) return;
+  auto fewest = replicas->begin();
+  for (auto it = replicas->begin(); it != replicas->end(); ++it) {
+    if ((*leaders)[*it] < (*leaders)[*fewest]) fewest = it;
+  }
+  std::rotate(replicas->begin(), fewest, fewest + 1);
+  ++(*leaders)[replicas->front()];
 }
 
 }  // namespace basalt

@@ -10,6 +10,7 @@
 // Not thread-safe; the caller serializes (the catalog manager places under its DDL lock).
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,13 @@ class PlacementPolicy {
   // candidates than replicas. Returns the chosen uuids in choice order.
   absl::StatusOr<std::vector<std::string>> PlaceTablet(std::vector<Candidate>* candidates,
                                                        int num_replicas);
+
+  // Moves to the front of a new tablet's `replicas` the one leading the fewest tablets by
+  // `leaders` (ties: the earliest), and counts it there. The first replica listed campaigns at
+  // once when the tablet starts (CreateTabletRequestPB.config), so it is the tablet's first
+  // leader: without this every new tablet was led by the server with the smallest uuid.
+  static void PutLeaderFirst(std::vector<std::string>* replicas,
+                             std::map<std::string, int64_t>* leaders);
 
  private:
   Random rng_;

@@ -133,7 +133,7 @@ absl::StatusOr<std::shared_ptr<TabletReplica>> TabletReplica::Open(const TabletR
       new TabletReplica(ctx, std::move(opened.meta), std::move(opened.tablet)));
 }
 
-absl::Status TabletReplica::Start() {
+absl::Status TabletReplica::Start(const PeerId& first_campaigner) {
   absl::MutexLock lifecycle(&lifecycle_mu_);
   RaftNodeOptions o;
   o.group_id = tablet_id_;
@@ -144,6 +144,7 @@ absl::Status TabletReplica::Start() {
   o.tick_interval_ms = ctx_.raft_tick_interval_ms;
   if (ctx_.raft_election_ticks > 0) o.raft.election_ticks = ctx_.raft_election_ticks;
   o.raft.fast_first_election = true;  // A new table is writable ~0.2 s after its creation.
+  o.raft.fast_first_election_peer = first_campaigner;
   o.safe_time_source = [this] { return LeaderSafeTime(); };
   o.safe_time_sink = [this](uint64_t term, uint64_t time, uint64_t index) {
     OnLeaderSafeTime(term, time, index);

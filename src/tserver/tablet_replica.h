@@ -118,8 +118,10 @@ class TabletReplica : public StateMachine {
   ~TabletReplica() override;
 
   // Opens and starts the RaftNode (replaying the log), registers maintenance ops. On error the
-  // replica is FAILED.
-  absl::Status Start() ABSL_LOCKS_EXCLUDED(mu_, lifecycle_mu_);
+  // replica is FAILED. `first_campaigner`: the voter that campaigns at once if the group is
+  // fresh (RaftOptions::fast_first_election_peer; the master's choice when it creates a tablet).
+  absl::Status Start(const PeerId& first_campaigner = PeerId())
+      ABSL_LOCKS_EXCLUDED(mu_, lifecycle_mu_);
   // Stops the node and unregisters maintenance. Idempotent.
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_, lifecycle_mu_);
 

@@ -35,7 +35,9 @@ class SafeTimeTest : public ::testing::Test {
  protected:
   // Election timeouts are drawn from [election_ticks, 2 x election_ticks) ticks of 20 ms: the
   // default 15 is 300-600 ms, with rare spurious elections on a busy machine.
-  void StartCluster(int num_servers, int election_ticks = 15) {
+  // `first_peer`: the server listed first in the tablet's configuration (the master's choice of
+  // its first leader); -1 lists them in order.
+  void StartCluster(int num_servers, int election_ticks = 15, int first_peer = -1) {
     for (int i = 0; i < num_servers; ++i) {
       dirs_.push_back(std::make_unique<TestDir>(StrCat("tablet_replica_test_", i)));
       TabletServerOptions o = TestServerOptions(dirs_.back()->path());
@@ -50,6 +52,7 @@ class SafeTimeTest : public ::testing::Test {
     }
     std::vector<std::pair<std::string, HostPort>> peers;
     for (const auto& s : servers_) peers.push_back({s->uuid(), s->advertised_address()});
+    if (first_peer >= 0) std::rotate(peers.begin(), peers.begin() + first_peer, peers.end());
     pb::CreateTabletRequestPB req = CreateTabletRequest(kTablet, peers);
     for (int i = 0; i < num_servers; ++i) {
       req.set_dest_uuid(servers_[i]->uuid());
@@ -112,6 +115,35 @@ class SafeTimeTest : public ::testing::Test {
 
 // A snapshot taken on the leader after the last write: no later op exists for a follower to
 // apply, yet every follower serves it once the leader's safe time arrives, with the leader's rows.
+// The replica listed first in CreateTablet's configuration campaigns at once and leads, whatever
+// its uuid (before, the smallest uuid led every new tablet). The others' election timeouts are
+// 20-40 s here, so nobody else can win first.
+TEST_F(SafeTimeTest, TheFirstListedReplicaLeadsANewTablet) {
+  StartCluster(3, /*election_ticks=*/1000);
+  int largest = 0;
+  for (int i = 1; i < 3; ++i) {
+    if (servers_[i]->uuid() > servers_[largest]->uuid()) largest = i;
+  }
+  // A second tablet, listing the server with the largest uuid first.
+  std::vector<std::pair<std::string, HostPort>> peers;
+  for (const auto& s : servers_) peers.push_back({s->uuid(), s->advertised_address()});
+  std::rotate(peers.begin(), peers.begin() + largest, peers.end());
+  pb::CreateTabletRequestPB req = CreateTabletRequest("tablet-first-listed", peers);
+  for (int i = 0; i < 3; ++i) {
+    req.set_dest_uuid(servers_[i]->uuid());
+    BASALT_ASSERT_OK(clients_[i]->CreateTablet(req));
+  }
+  WaitFor([&] {
+    auto r = servers_[largest]->tablet_manager()->Lookup("tablet-first-listed");
+    return r.ok() && (*r)->raft() != nullptr && (*r)->raft()->role() == RaftCore::Role::kLeader;
+  });
+  auto r = servers_[largest]->tablet_manager()->Lookup("tablet-first-listed");
+  BASALT_ASSERT_OK(r.status());
+  EXPECT_EQ((*r)->raft()->role(), RaftCore::Role::kLeader) << "the first-listed replica leads";
+  // The first tablet lists the servers in their order: server 0 leads it.
+  EXPECT_EQ(WaitForLeader(), 0) << "server 0 is listed first in " << kTablet;
+}
+
 TEST_F(SafeTimeTest, FollowerServesASnapshotAfterTheLastWrite) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(3));
   const int leader = WaitForLeader();

@@ -319,8 +319,11 @@ class TabletServerAdminServiceImpl final : public pb::TabletServerAdminService::
     meta.table_name = request.table_name();
     meta.partition = std::move(*partition);
     meta.partition_schema = std::move(*ps);
-    BASALT_RETURN_IF_ERROR(
-        ctx_.tablet_manager->CreateTablet(std::move(meta), *schema, config, addresses));
+    // The master lists first the replica it wants to lead (PlacementPolicy::PutLeaderFirst).
+    const PeerId first_campaigner =
+        request.config().peers_size() > 0 ? request.config().peers(0).uuid() : PeerId();
+    BASALT_RETURN_IF_ERROR(ctx_.tablet_manager->CreateTablet(std::move(meta), *schema, config,
+                                                             addresses, first_campaigner));
     LOG(INFO) << "created tablet " << request.tablet_id() << " of table " << request.table_name()
               << " with " << ConfigToString(config);
     return absl::OkStatus();

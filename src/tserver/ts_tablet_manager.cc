@@ -248,7 +248,8 @@ void TsTabletManager::OpenOne(const std::string& id) {
 
 absl::Status TsTabletManager::CreateTablet(TabletReplicaMeta meta, const Schema& schema,
                                            const RaftConfig& config,
-                                           const std::map<PeerId, std::string>& addresses) {
+                                           const std::map<PeerId, std::string>& addresses,
+                                           const PeerId& first_campaigner) {
   const std::string id = meta.tablet_id;
   {
     absl::MutexLock l(&mu_);
@@ -279,7 +280,7 @@ absl::Status TsTabletManager::CreateTablet(TabletReplicaMeta meta, const Schema&
   }
   absl::StatusOr<std::shared_ptr<TabletReplica>> r =
       TabletReplica::Create(ctx_, std::move(meta), schema, config, addresses);
-  absl::Status s = r.ok() ? (*r)->Start() : r.status();
+  absl::Status s = r.ok() ? (*r)->Start(first_campaigner) : r.status();
   {
     absl::MutexLock l(&mu_);
     busy_.erase(id);

@@ -46,9 +46,10 @@ class TsTabletManager {
   absl::Status OpenAll() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Creates and starts a new replica. ALREADY_EXISTS if present (or being created).
+  // `first_campaigner`: as TabletReplica::Start.
   absl::Status CreateTablet(TabletReplicaMeta meta, const Schema& schema, const RaftConfig& config,
-                            const std::map<PeerId, std::string>& addresses)
-      ABSL_LOCKS_EXCLUDED(mu_);
+                            const std::map<PeerId, std::string>& addresses,
+                            const PeerId& first_campaigner = PeerId()) ABSL_LOCKS_EXCLUDED(mu_);
   enum class DeleteMode {
     kDelete,     // Every file of the replica, its directory included (the table was dropped).
     kTombstone,  // Data deleted, replica file and cmeta kept (replica_tombstone.h).
