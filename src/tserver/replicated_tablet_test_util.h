@@ -37,7 +37,9 @@ class ReplicatedTabletTest : public ::testing::Test {
   void SetUp() override {
     for (int i = 0; i < num_servers_; ++i) StartServer(i);
     pb::CreateTabletRequestPB req = CreateTabletRequest(kTablet, Peers());
-    for (int i = 0; i < num_replicas_; ++i) {
+    // The first-listed replica (server 0) campaigns one 20 ms tick after it starts: it is
+    // created last, so that the others are there to vote and to take its first appends.
+    for (int i = num_replicas_ - 1; i >= 0; --i) {
       req.set_dest_uuid(servers_[i]->uuid());
       absl::Status s = clients_[i]->CreateTablet(req);
       BASALT_ASSERT_OK(s);

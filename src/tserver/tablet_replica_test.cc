@@ -35,9 +35,7 @@ class SafeTimeTest : public ::testing::Test {
  protected:
   // Election timeouts are drawn from [election_ticks, 2 x election_ticks) ticks of 20 ms: the
   // default 15 is 300-600 ms, with rare spurious elections on a busy machine.
-  // `first_peer`: the server listed first in the tablet's configuration (the master's choice of
-  // its first leader); -1 lists them in order.
-  void StartCluster(int num_servers, int election_ticks = 15, int first_peer = -1) {
+  void StartCluster(int num_servers, int election_ticks = 15) {
     for (int i = 0; i < num_servers; ++i) {
       dirs_.push_back(std::make_unique<TestDir>(StrCat("tablet_replica_test_", i)));
       TabletServerOptions o = TestServerOptions(dirs_.back()->path());
@@ -52,9 +50,10 @@ class SafeTimeTest : public ::testing::Test {
     }
     std::vector<std::pair<std::string, HostPort>> peers;
     for (const auto& s : servers_) peers.push_back({s->uuid(), s->advertised_address()});
-    if (first_peer >= 0) std::rotate(peers.begin(), peers.begin() + first_peer, peers.end());
     pb::CreateTabletRequestPB req = CreateTabletRequest(kTablet, peers);
-    for (int i = 0; i < num_servers; ++i) {
+    // The first-listed replica (server 0) campaigns one 20 ms tick after it starts: created
+    // last, it finds the others there to vote.
+    for (int i = num_servers - 1; i >= 0; --i) {
       req.set_dest_uuid(servers_[i]->uuid());
       absl::Status s = clients_[i]->CreateTablet(req);
       BASALT_ASSERT_OK(s);
@@ -129,7 +128,8 @@ TEST_F(SafeTimeTest, TheFirstListedReplicaLeadsANewTablet) {
   for (const auto& s : servers_) peers.push_back({s->uuid(), s->advertised_address()});
   std::rotate(peers.begin(), peers.begin() + largest, peers.end());
   pb::CreateTabletRequestPB req = CreateTabletRequest("tablet-first-listed", peers);
-  for (int i = 0; i < 3; ++i) {
+  for (int j = 1; j <= 3; ++j) {  // The first listed last.
+    const int i = (largest + j) % 3;
     req.set_dest_uuid(servers_[i]->uuid());
     BASALT_ASSERT_OK(clients_[i]->CreateTablet(req));
   }
