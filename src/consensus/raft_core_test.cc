@@ -286,6 +286,22 @@ TEST(RaftCoreTest, ElectionTimeoutIsRandomizedBetweenTAnd2T) {
   EXPECT_GT(seen.size(), 3u) << "timeouts are not randomized";
 }
 
+// In a fresh group of a, b and c with fast_first_election (timeouts of 10 ticks): only
+// `campaigner` is armed; the others stay quiet for two ticks, `campaigner` asks for votes at its
+// first and wins.
+void ExpectOnlyFastCampaignerWins(Network* net, const std::string& campaigner) {
+  for (const std::string id : {"a", "b", "c"}) {
+    EXPECT_EQ(net->core(id).fast_first_election_armed(), id == campaigner) << id;
+    if (id == campaigner) continue;
+    net->Tick(id, 2);
+    EXPECT_FALSE(net->SentVoteRequest(id)) << id;
+  }
+  net->Tick(campaigner);
+  EXPECT_TRUE(net->SentVoteRequest(campaigner));
+  net->Deliver();
+  EXPECT_EQ(net->core(campaigner).role(), Role::kLeader);
+}
+
 // fast_first_election: in a fresh group only the smallest voter campaigns at its first tick (and
 // wins); the others, and every member of a group with history, wait a full timeout.
 TEST(RaftCoreTest, FastFirstElectionOnlyForTheSmallestVoterOfAFreshGroup) {
@@ -293,16 +309,7 @@ TEST(RaftCoreTest, FastFirstElectionOnlyForTheSmallestVoterOfAFreshGroup) {
     o->election_ticks = 10;
     o->fast_first_election = true;
   });
-  EXPECT_TRUE(net.core("a").fast_first_election_armed());
-  EXPECT_FALSE(net.core("b").fast_first_election_armed());
-  net.Tick("b", 2);
-  net.Tick("c", 2);
-  EXPECT_FALSE(net.SentVoteRequest("b"));
-  EXPECT_FALSE(net.SentVoteRequest("c"));
-  net.Tick("a");
-  EXPECT_TRUE(net.SentVoteRequest("a"));
-  net.Deliver();
-  EXPECT_EQ(net.core("a").role(), Role::kLeader);
+  ExpectOnlyFastCampaignerWins(&net, "a");
 
   // After a restart (term 1, entries in the log) the usual timeout applies again.
   net.Restart("a");
@@ -319,17 +326,7 @@ TEST(RaftCoreTest, FastFirstElectionByTheNamedVoter) {
     o->fast_first_election = true;
     o->fast_first_election_peer = "b";
   });
-  EXPECT_FALSE(net.core("a").fast_first_election_armed());
-  EXPECT_TRUE(net.core("b").fast_first_election_armed());
-  EXPECT_FALSE(net.core("c").fast_first_election_armed());
-  net.Tick("a", 2);
-  net.Tick("c", 2);
-  EXPECT_FALSE(net.SentVoteRequest("a"));
-  EXPECT_FALSE(net.SentVoteRequest("c"));
-  net.Tick("b");
-  EXPECT_TRUE(net.SentVoteRequest("b"));
-  net.Deliver();
-  EXPECT_EQ(net.core("b").role(), Role::kLeader);
+  ExpectOnlyFastCampaignerWins(&net, "b");
 
   Network other(Voters({"a", "b", "c"}), [](RaftOptions* o) {
     o->fast_first_election = true;
