@@ -5,7 +5,8 @@
 // candidates at random among the live servers not yet holding a replica of the tablet and take
 // the one with fewer replicas (ties: the first pick). Each choice increases the chosen server's
 // load, so placing many tablets in a row spreads them. A tablet never gets two replicas on one
-// server.
+// server. PutLeaderFirst then orders a tablet's replicas so that its first leader (the first
+// listed) spreads too.
 //
 // Not thread-safe; the caller serializes (the catalog manager places under its DDL lock).
 
