@@ -58,6 +58,10 @@ ClientBuilder& ClientBuilder::use_frame_rpc(bool use) {
   use_frame_rpc_ = use;
   return *this;
 }
+ClientBuilder& ClientBuilder::reply_spin(std::chrono::microseconds spin) {
+  reply_spin_ = spin;
+  return *this;
+}
 ClientBuilder& ClientBuilder::num_rpc_threads(int n) {
   num_rpc_threads_ = n;
   return *this;
@@ -74,6 +78,7 @@ absl::Status ClientBuilder::Build(std::shared_ptr<Client>* client) {
   if (admin_timeout_.count() <= 0 || rpc_timeout_.count() <= 0) {
     return absl::InvalidArgumentError("timeouts must be positive");
   }
+  if (reply_spin_.count() < 0) return absl::InvalidArgumentError("reply_spin must not be negative");
   if (disable_deadlock_detection_) {
     // The packaged Abseil is built without NDEBUG, so every absl::Mutex operation feeds a
     // deadlock-detection graph by default, which costs the write path about 40% of its CPU.
@@ -84,7 +89,8 @@ absl::Status ClientBuilder::Build(std::shared_ptr<Client>* client) {
   data->admin_timeout = absl::FromChrono(admin_timeout_);
   data->rpc_timeout = absl::FromChrono(rpc_timeout_);
   data->master = std::make_unique<MasterProxy>(std::move(addresses));
-  data->frames = std::make_unique<internal::FrameTargets>(use_frame_rpc_);
+  data->frames =
+      std::make_unique<internal::FrameTargets>(use_frame_rpc_, absl::FromChrono(reply_spin_));
   data->meta_cache = std::make_unique<internal::MetaCache>(data->master.get(), data->frames.get());
   data->pool = std::make_unique<ThreadPool>(std::max(1, num_rpc_threads_));
   data->pool->Start();

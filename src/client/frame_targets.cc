@@ -22,7 +22,7 @@ void FrameTargets::Learn(const std::string& address, const std::string& frame_ad
   Target& t = targets_[address];
   if (t.frame_address == frame_address) return;
   t.frame_address = frame_address;
-  t.channel = std::make_shared<FrameChannel>(frame_address);
+  t.channel = std::make_shared<FrameChannel>(frame_address, /*max_idle=*/16, reply_spin_);
   t.grpc_only_until = absl::InfinitePast();
 }
 

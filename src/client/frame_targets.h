@@ -38,8 +38,10 @@ class FrameTargets {
   // How long a server whose frame port could not be connected is called over gRPC only.
   static constexpr absl::Duration kRetryAfter = absl::Seconds(30);
 
-  // `enabled` false: Call() always returns std::nullopt.
-  explicit FrameTargets(bool enabled) : enabled_(enabled) {}
+  // `enabled` false: Call() always returns std::nullopt. `reply_spin`: the channels' polling
+  // for replies (FrameChannel).
+  explicit FrameTargets(bool enabled, absl::Duration reply_spin = absl::ZeroDuration())
+      : enabled_(enabled), reply_spin_(reply_spin) {}
   ~FrameTargets();
   FrameTargets(const FrameTargets&) = delete;
   FrameTargets& operator=(const FrameTargets&) = delete;
@@ -67,6 +69,7 @@ class FrameTargets {
   };
 
   const bool enabled_;
+  const absl::Duration reply_spin_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, Target> targets_ ABSL_GUARDED_BY(mu_);
 };

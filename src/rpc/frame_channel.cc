@@ -10,11 +10,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstring>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
@@ -124,10 +126,29 @@ absl::Status SendAll(int fd, iovec* iov, int iovcnt, absl::Time deadline, bool* 
   return absl::OkStatus();
 }
 
+// Calls of this process waiting for their reply (FrameChannel::Call), for the polling rule in
+// frame_channel.h.
+std::atomic<int> g_calls_in_flight{0};
+
 // One recv of up to `n` bytes (at least 1) before `deadline`. EOF is an error: the caller always
-// expects more bytes. `*peer_closed` as for SendAll.
-absl::StatusOr<size_t> RecvSome(int fd, char* dst, size_t n, absl::Time deadline,
-                                bool* peer_closed) {
+// expects more bytes. `*peer_closed` as for SendAll. Until `poll_until` (InfinitePast(): not at
+// all) the socket is polled with non-blocking recvs instead of a blocking one.
+// `*polled` (may be null) is set when the bytes came from polling.
+absl::StatusOr<size_t> RecvSome(int fd, char* dst, size_t n, absl::Time deadline, bool* peer_closed,
+                                absl::Time poll_until = absl::InfinitePast(),
+                                bool* polled = nullptr) {
+  if (poll_until > absl::InfinitePast()) {
+    const int64_t until_ns = absl::ToUnixNanos(poll_until);
+    do {
+      const ssize_t got = recv(fd, dst, n, MSG_DONTWAIT);
+      if (got > 0) {
+        if (polled != nullptr) *polled = true;
+        return static_cast<size_t>(got);
+      }
+      // EOF and errors other than "nothing yet" are reported by the blocking recv below.
+      if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) break;
+    } while (absl::GetCurrentTimeNanos() < until_ns);
+  }
   for (;;) {
     const ssize_t got = recv(fd, dst, n, 0);
     if (got > 0) return static_cast<size_t>(got);
@@ -147,13 +168,15 @@ struct FrameChannel::Attempt {
   bool from_server = false;   // `status` is the server's (a complete, well-formed response).
   bool reusable = false;      // The connection can serve another call.
   bool closed_early = false;  // EOF/ECONNRESET/EPIPE before any byte of the response.
+  bool polled = false;        // The reply's first bytes were caught by polling.
 };
 
 namespace {
 
 // Reads the response to the request just sent on `fd` into `*a`: the server's status, with the
-// body in `*response` for OK.
-void ReadResponse(int fd, absl::Time deadline, std::string* response, FrameChannel::Attempt* a) {
+// body in `*response` for OK. The first read polls until `poll_until` (RecvSome).
+void ReadResponse(int fd, absl::Time deadline, absl::Time poll_until, std::string* response,
+                  FrameChannel::Attempt* a) {
   // The header (and usually the whole reply) in one blocking recv.
   char buf[kFirstReadSize];
   size_t have = 0;
@@ -161,7 +184,8 @@ void ReadResponse(int fd, absl::Time deadline, std::string* response, FrameChann
   a->status = absl::OkStatus();
   while (a->status.ok() && have < kFrameResponseHeaderSize) {
     absl::StatusOr<size_t> got =
-        RecvSome(fd, buf + have, sizeof(buf) - have, deadline, &peer_closed);
+        RecvSome(fd, buf + have, sizeof(buf) - have, deadline, &peer_closed,
+                 have == 0 ? poll_until : absl::InfinitePast(), &a->polled);
     a->status = got.status();
     if (got.ok()) have += *got;
   }
@@ -207,9 +231,9 @@ void ReadResponse(int fd, absl::Time deadline, std::string* response, FrameChann
   }
 }
 
-// One call on connection `fd`.
+// One call on connection `fd`; the reply is polled for during `poll_for` (RecvSome).
 FrameChannel::Attempt CallOn(int fd, uint8_t method, std::string_view request, absl::Time deadline,
-                             std::string* response) {
+                             absl::Duration poll_for, std::string* response) {
   FrameChannel::Attempt a;
   const absl::Time now = absl::Now();
   if (now >= deadline) {
@@ -229,7 +253,15 @@ FrameChannel::Attempt CallOn(int fd, uint8_t method, std::string_view request, a
       {static_cast<uint32_t>(request.size()), method, FrameTimeoutMs(deadline, now)}, header);
   iovec iov[2] = {{header, sizeof(header)}, {const_cast<char*>(request.data()), request.size()}};
   a.status = SendAll(fd, iov, 2, deadline, &a.closed_early);
-  if (a.status.ok()) ReadResponse(fd, deadline, response, &a);
+  if (a.status.ok()) {
+    // Polling only when the deadline is over a socket timeout beyond it: the blocking wait that
+    // follows may take a whole kIoTick and must still end by the deadline.
+    const absl::Time poll_until =
+        poll_for > absl::ZeroDuration() && !near && deadline - absl::Now() >= kIoTick + poll_for
+            ? absl::Now() + poll_for
+            : absl::InfinitePast();
+    ReadResponse(fd, deadline, poll_until, response, &a);
+  }
   // Shortened for a near deadline, here or by a wait that timed out (which took a full tick).
   const bool shortened = near || absl::Now() - now >= kIoTick;
   if (shortened && a.reusable && !SetIoTimeout(fd, kIoTick)) a.reusable = false;
@@ -238,8 +270,8 @@ FrameChannel::Attempt CallOn(int fd, uint8_t method, std::string_view request, a
 
 }  // namespace
 
-FrameChannel::FrameChannel(std::string address, int max_idle)
-    : address_(std::move(address)), max_idle_(max_idle) {
+FrameChannel::FrameChannel(std::string address, int max_idle, absl::Duration reply_spin)
+    : address_(std::move(address)), max_idle_(max_idle), reply_spin_(reply_spin) {
   absl::StatusOr<HostPort> hp = ParseHostPort(address_, 0);
   if (!hp.ok()) {
     address_status_ = hp.status();
@@ -253,6 +285,13 @@ FrameChannel::~FrameChannel() {
   absl::MutexLock l(&mu_);
   for (int fd : idle_) close(fd);
   idle_.clear();
+}
+
+void FrameChannel::RecordCallTime(absl::Duration took) {
+  const int64_t sample = absl::ToInt64Nanoseconds(took);
+  const int64_t old = average_call_ns_.load(std::memory_order_relaxed);
+  // A weight of 1/8: a few slow calls do not stop the polling, a change of regime does.
+  average_call_ns_.store(old < 0 ? sample : old + (sample - old) / 8, std::memory_order_relaxed);
 }
 
 int FrameChannel::num_idle() const {
@@ -312,7 +351,16 @@ FrameChannel::Attempt FrameChannel::CallOnce(int fd, uint8_t method, std::string
     Release(fd, /*reusable=*/true);  // Nothing was sent on it.
     return a;
   }
-  a = CallOn(fd, method, request, deadline, response);
+  // The polling rule of the class comment.
+  absl::Duration poll_for;
+  if (reply_spin_ > absl::ZeroDuration()) {
+    const int64_t average = average_call_ns_.load(std::memory_order_relaxed);
+    if (average >= 0 && average <= 2 * absl::ToInt64Nanoseconds(reply_spin_) &&
+        g_calls_in_flight.load(std::memory_order_relaxed) == 1) {
+      poll_for = reply_spin_;
+    }
+  }
+  a = CallOn(fd, method, request, deadline, poll_for, response);
   if (cancel != nullptr) {
     cancel->Detach();
     if (cancel->cancelled()) {
@@ -339,6 +387,9 @@ absl::Status FrameChannel::Call(uint8_t method, std::string_view request, absl::
         absl::StrFormat("%s: request of %d bytes exceeds the frame limit of %d", context(),
                         request.size(), kMaxRpcMessageBytes));
   }
+  g_calls_in_flight.fetch_add(1, std::memory_order_relaxed);
+  absl::Cleanup done = [] { g_calls_in_flight.fetch_sub(1, std::memory_order_relaxed); };
+  const absl::Time start = absl::Now();
   int fd = TakeIdle();
   const bool pooled = fd >= 0;
   if (!pooled) {
@@ -362,6 +413,8 @@ absl::Status FrameChannel::Call(uint8_t method, std::string_view request, absl::
     }
     a = CallOnce(*fresh, method, request, deadline, response, cancel);
   }
+  if (a.from_server) RecordCallTime(absl::Now() - start);
+  if (a.polled) polled_replies_.fetch_add(1, std::memory_order_relaxed);
   // The server's own statuses arrive as sent; only transport errors get the call's context.
   if (a.from_server) return a.status;
   return WithContext(a.status, context());

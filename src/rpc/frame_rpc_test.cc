@@ -269,6 +269,7 @@ constexpr uint8_t kEcho = 1;      // Replies with the request.
 constexpr uint8_t kFail = 2;      // UNAVAILABLE with an ErrorDetailPB.
 constexpr uint8_t kBlock = 3;     // Waits for release_, then echoes.
 constexpr uint8_t kDeadline = 4;  // Records the deadline it was given.
+constexpr uint8_t kSlow = 5;      // Sleeps 20 ms, then echoes.
 
 std::string Address(int port) { return StrCat("127.0.0.1:", port); }
 absl::Time In(absl::Duration d) { return absl::Now() + d; }
@@ -334,7 +335,10 @@ bool ClosedWithoutReply(int fd) {
   return n == 0 || (n < 0 && errno == ECONNRESET);
 }
 
-class FrameRpcTest : public ::testing::Test {
+// Every test runs twice: with channels that block for their replies, and with channels that
+// poll for them (FrameChannel's `reply_spin`, long enough that any reply in time is polled for
+// when the rule allows), so that both ways of reading a reply see every case.
+class FrameRpcTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override { StartServer(FrameServerOptions{}); }
 
@@ -347,10 +351,24 @@ class FrameRpcTest : public ::testing::Test {
     server_ = std::make_unique<FrameServer>(std::move(options));
     RegisterHandlers(server_.get());
     BASALT_ASSERT_OK(server_->Start());
-    channel_ = std::make_unique<FrameChannel>(Address(server_->port()));
+    channel_ = NewChannel(Address(server_->port()));
+    // A channel polls only once a reply has shown how fast the server answers.
+    if (GetParam()) {
+      BASALT_ASSERT_OK(Echo(channel_.get(), "warm up"));
+    }
+  }
+
+  static std::unique_ptr<FrameChannel> NewChannel(const std::string& address) {
+    return std::make_unique<FrameChannel>(address, /*max_idle=*/16,
+                                          GetParam() ? absl::Seconds(2) : absl::ZeroDuration());
   }
 
   void RegisterHandlers(FrameServer* server) {
+    server->Register(kSlow, [](std::string_view request, absl::Time, std::string* response) {
+      absl::SleepFor(absl::Milliseconds(20));
+      response->assign(request);
+      return absl::OkStatus();
+    });
     server->Register(kEcho, [](std::string_view request, absl::Time, std::string* response) {
       response->assign(request);
       return absl::OkStatus();
@@ -411,7 +429,7 @@ class FrameRpcTest : public ::testing::Test {
   std::unique_ptr<FrameChannel> channel_;
 };
 
-TEST_F(FrameRpcTest, EchoRoundTripsAndReusesTheConnection) {
+TEST_P(FrameRpcTest, EchoRoundTripsAndReusesTheConnection) {
   Random rng(1);
   for (const std::string& body : {std::string(), std::string("x"), rng.Bytes(5 << 20)}) {
     std::string response = "stale contents";
@@ -422,9 +440,10 @@ TEST_F(FrameRpcTest, EchoRoundTripsAndReusesTheConnection) {
   }
   EXPECT_EQ(server_->connections_accepted(), 1);  // One connection, reused from the pool.
   EXPECT_EQ(channel_->num_idle(), 1);
+  EXPECT_EQ(channel_->polled_replies(), GetParam() ? 3 : 0);
 }
 
-TEST_F(FrameRpcTest, ErrorStatusWithDetailArrivesIntact) {
+TEST_P(FrameRpcTest, ErrorStatusWithDetailArrivesIntact) {
   std::string response;
   absl::Status s = channel_->Call(kFail, "req", In(absl::Seconds(5)), &response);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
@@ -443,7 +462,7 @@ TEST_F(FrameRpcTest, ErrorStatusWithDetailArrivesIntact) {
   EXPECT_EQ(server_->connections_accepted(), 1);
 }
 
-TEST_F(FrameRpcTest, UnknownMethodIsUnimplemented) {
+TEST_P(FrameRpcTest, UnknownMethodIsUnimplemented) {
   std::string response;
   absl::Status s = channel_->Call(99, "req", In(absl::Seconds(5)), &response);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
@@ -452,7 +471,7 @@ TEST_F(FrameRpcTest, UnknownMethodIsUnimplemented) {
   EXPECT_TRUE(s.ok()) << s;
 }
 
-TEST_F(FrameRpcTest, DeadlineExceededThenNextCallUsesANewConnection) {
+TEST_P(FrameRpcTest, DeadlineExceededThenNextCallUsesANewConnection) {
   std::string response;
   absl::Duration took;
   absl::Status s = BlockedCall(absl::Milliseconds(50), &took);
@@ -470,7 +489,7 @@ TEST_F(FrameRpcTest, DeadlineExceededThenNextCallUsesANewConnection) {
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
 }
 
-TEST_F(FrameRpcTest, CancelWakesACallInFlightAndTheChannelGoesOn) {
+TEST_P(FrameRpcTest, CancelWakesACallInFlightAndTheChannelGoesOn) {
   FrameCancel cancel;
   absl::Status s;
   std::thread caller([&] {
@@ -489,7 +508,7 @@ TEST_F(FrameRpcTest, CancelWakesACallInFlightAndTheChannelGoesOn) {
   EXPECT_TRUE(s.ok()) << s;
 }
 
-TEST_F(FrameRpcTest, AWaitNeverOutlastsTheDeadline) {
+TEST_P(FrameRpcTest, AWaitNeverOutlastsTheDeadline) {
   // Over a second left: the first wait is the usual 1 s socket timeout, the next one must be
   // shortened to what is left.
   absl::Duration took;
@@ -500,7 +519,7 @@ TEST_F(FrameRpcTest, AWaitNeverOutlastsTheDeadline) {
   Release();
 }
 
-TEST_F(FrameRpcTest, AHugeBodyAnnouncedButNotSentIsNotAllocated) {
+TEST_P(FrameRpcTest, AHugeBodyAnnouncedButNotSentIsNotAllocated) {
   // The header announces 200 MiB; a few bytes follow, then the client goes away. The server
   // must neither allocate the announced size up front nor stop serving.
   const int fd = ConnectRaw(server_->port());
@@ -514,7 +533,7 @@ TEST_F(FrameRpcTest, AHugeBodyAnnouncedButNotSentIsNotAllocated) {
   BASALT_EXPECT_OK(Echo(channel_.get(), "still serving"));
 }
 
-TEST_F(FrameRpcTest, CancelAbortsAConnectThatHangs) {
+TEST_P(FrameRpcTest, CancelAbortsAConnectThatHangs) {
   // A listener whose accept queue (backlog 0: one connection) is full and never accepted: the
   // kernel drops further SYNs, so a new connection hangs as behind a firewall.
   int port = 0;
@@ -523,12 +542,12 @@ TEST_F(FrameRpcTest, CancelAbortsAConnectThatHangs) {
   ASSERT_EQ(listen(listener, 0), 0);
   std::vector<int> fillers;
   fillers.push_back(ConnectRaw(port));  // Fills the queue; a second would hang.
-  FrameChannel channel(Address(port));
+  std::unique_ptr<FrameChannel> channel = NewChannel(Address(port));
   FrameCancel cancel;
   absl::Status s;
   std::thread caller([&] {
     std::string response;
-    s = channel.Call(kEcho, "x", In(absl::Seconds(30)), &response, &cancel);
+    s = channel->Call(kEcho, "x", In(absl::Seconds(30)), &response, &cancel);
   });
   absl::SleepFor(absl::Milliseconds(200));
   const absl::Time start = absl::Now();
@@ -543,7 +562,7 @@ TEST_F(FrameRpcTest, CancelAbortsAConnectThatHangs) {
   close(listener);
 }
 
-TEST_F(FrameRpcTest, CancelBeforeTheCallSendsNothing) {
+TEST_P(FrameRpcTest, CancelBeforeTheCallSendsNothing) {
   BASALT_ASSERT_OK(Echo(channel_.get(), "warm"));  // One pooled connection.
   FrameCancel cancel;
   cancel.Cancel();
@@ -559,7 +578,7 @@ TEST_F(FrameRpcTest, CancelBeforeTheCallSendsNothing) {
   EXPECT_EQ(server_->connections_accepted(), 1);
 }
 
-TEST_F(FrameRpcTest, HandlerSeesTheClientDeadline) {
+TEST_P(FrameRpcTest, HandlerSeesTheClientDeadline) {
   std::string response;
   const absl::Time deadline = In(absl::Seconds(2));
   absl::Status s = channel_->Call(kDeadline, "", deadline, &response);
@@ -576,7 +595,7 @@ TEST_F(FrameRpcTest, HandlerSeesTheClientDeadline) {
   EXPECT_EQ(seen_deadline_, absl::InfiniteFuture());
 }
 
-TEST_F(FrameRpcTest, ConcurrentCallsFromEightThreads) {
+TEST_P(FrameRpcTest, ConcurrentCallsFromEightThreads) {
   std::vector<std::thread> threads;
   std::vector<int> failures(8, 0);
   for (int t = 0; t < 8; ++t) {
@@ -597,28 +616,28 @@ TEST_F(FrameRpcTest, ConcurrentCallsFromEightThreads) {
   EXPECT_LE(server_->connections_accepted(), 8);
 }
 
-TEST_F(FrameRpcTest, ConnectRefusedIsUnavailableWithConnectFailedPayload) {
+TEST_P(FrameRpcTest, ConnectRefusedIsUnavailableWithConnectFailedPayload) {
   // A port bound but not listening refuses connections, and no one else can take it meanwhile.
   int port = 0;
   const int fd = BindLoopback(&port);
   ASSERT_GE(fd, 0) << std::strerror(errno);
   const std::string address = Address(port);
 
-  FrameChannel channel(address);
+  std::unique_ptr<FrameChannel> channel = NewChannel(address);
   std::string response;
-  absl::Status s = channel.Call(kEcho, "x", In(absl::Seconds(5)), &response);
+  absl::Status s = channel->Call(kEcho, "x", In(absl::Seconds(5)), &response);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
   auto payload = s.GetPayload(kFrameConnectFailedUrl);
   ASSERT_TRUE(payload.has_value()) << s;
   EXPECT_EQ(std::string(*payload), address);
   close(fd);
 
-  FrameChannel bad("127.0.0.1:port");
-  s = bad.Call(kEcho, "x", In(absl::Seconds(5)), &response);
+  std::unique_ptr<FrameChannel> bad = NewChannel("127.0.0.1:port");
+  s = bad->Call(kEcho, "x", In(absl::Seconds(5)), &response);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
 }
 
-TEST_F(FrameRpcTest, StaleConnectionRetriedAfterServerRestart) {
+TEST_P(FrameRpcTest, StaleConnectionRetriedAfterServerRestart) {
   absl::Status s = Echo(channel_.get(), "before");
   ASSERT_TRUE(s.ok()) << s;
   ASSERT_EQ(channel_->num_idle(), 1);
@@ -637,7 +656,7 @@ TEST_F(FrameRpcTest, StaleConnectionRetriedAfterServerRestart) {
   EXPECT_EQ(channel_->num_idle(), 1);
 }
 
-TEST_F(FrameRpcTest, ShutdownDropsTheReplyOfARunningHandler) {
+TEST_P(FrameRpcTest, ShutdownDropsTheReplyOfARunningHandler) {
   absl::Status s;
   std::thread call([&] {
     std::string response;
@@ -652,7 +671,7 @@ TEST_F(FrameRpcTest, ShutdownDropsTheReplyOfARunningHandler) {
   shutdown.join();
 }
 
-TEST_F(FrameRpcTest, GarbageClientIsDisconnectedOthersServed) {
+TEST_P(FrameRpcTest, GarbageClientIsDisconnectedOthersServed) {
   int fd = ConnectRaw(server_->port());
   const std::string http = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
   ASSERT_EQ(send(fd, http.data(), http.size(), MSG_NOSIGNAL), static_cast<ssize_t>(http.size()));
@@ -673,7 +692,7 @@ TEST_F(FrameRpcTest, GarbageClientIsDisconnectedOthersServed) {
   EXPECT_TRUE(s.ok()) << s;
 }
 
-TEST_F(FrameRpcTest, MaxConnectionsClosesTheConnectionBeyond) {
+TEST_P(FrameRpcTest, MaxConnectionsClosesTheConnectionBeyond) {
   FrameServerOptions options;
   options.max_connections = 1;
   server_.reset();
@@ -681,8 +700,8 @@ TEST_F(FrameRpcTest, MaxConnectionsClosesTheConnectionBeyond) {
   absl::Status s = Echo(channel_.get(), "first");
   ASSERT_TRUE(s.ok()) << s;  // Its connection stays open, idle in channel_'s pool.
 
-  FrameChannel second(Address(server_->port()));
-  s = Echo(&second, "second");
+  std::unique_ptr<FrameChannel> second = NewChannel(Address(server_->port()));
+  s = Echo(second.get(), "second");
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
   EXPECT_FALSE(s.GetPayload(kFrameConnectFailedUrl).has_value()) << s;  // Connect worked.
 
@@ -692,7 +711,7 @@ TEST_F(FrameRpcTest, MaxConnectionsClosesTheConnectionBeyond) {
   EXPECT_EQ(server_->num_connections(), 1);
 }
 
-TEST_F(FrameRpcTest, IdleTimeoutClosesConnectionsChannelRecovers) {
+TEST_P(FrameRpcTest, IdleTimeoutClosesConnectionsChannelRecovers) {
   FrameServerOptions options;
   options.idle_timeout = absl::Milliseconds(200);
   server_.reset();
@@ -705,6 +724,59 @@ TEST_F(FrameRpcTest, IdleTimeoutClosesConnectionsChannelRecovers) {
   EXPECT_TRUE(s.ok()) << s;
   EXPECT_EQ(server_->connections_accepted(), 2);
 }
+
+TEST_P(FrameRpcTest, PollingCatchesFastRepliesOnly) {
+  if (!GetParam()) GTEST_SKIP() << "runs once, in the polling instance";
+  FrameChannel fast(Address(server_->port()), /*max_idle=*/16, absl::Seconds(1));
+  BASALT_ASSERT_OK(Echo(&fast, "first"));
+  EXPECT_EQ(fast.polled_replies(), 0);  // No reply yet said how fast this server answers.
+  Random rng(2);
+  for (int i = 0; i < 20; ++i) {
+    // Small replies, and ones larger than the first read (the rest is read blocking).
+    BASALT_ASSERT_OK(Echo(&fast, i % 2 == 0 ? "x" : rng.Bytes(100 << 10)));
+  }
+  EXPECT_EQ(fast.polled_replies(), 20);
+  std::string response;
+  absl::Status s = fast.Call(kFail, "req", In(absl::Seconds(5)), &response);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;  // An error reply polled intact.
+  EXPECT_EQ(s.message(), "not the leader");
+  EXPECT_EQ(fast.polled_replies(), 21);
+
+  // Replies slower than twice the polling time: the caller sleeps instead.
+  FrameChannel slow(Address(server_->port()), /*max_idle=*/16, absl::Milliseconds(1));
+  for (int i = 0; i < 4; ++i) {
+    s = slow.Call(kSlow, "z", In(absl::Seconds(5)), &response);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(response, "z");
+  }
+  EXPECT_EQ(slow.polled_replies(), 0);
+}
+
+TEST_P(FrameRpcTest, NoPollingWhileAnotherCallWaits) {
+  if (!GetParam()) GTEST_SKIP() << "runs once, in the polling instance";
+  FrameChannel fast(Address(server_->port()), /*max_idle=*/16, absl::Seconds(1));
+  BASALT_ASSERT_OK(Echo(&fast, "first"));
+  BASALT_ASSERT_OK(Echo(&fast, "polled"));
+  ASSERT_EQ(fast.polled_replies(), 1);
+  absl::Status blocked;
+  std::thread other([&] {
+    absl::Duration took;
+    blocked = BlockedCall(absl::Seconds(10), &took);
+  });
+  AwaitBlocked(1);
+  BASALT_EXPECT_OK(Echo(&fast, "while another call waits"));
+  EXPECT_EQ(fast.polled_replies(), 1);
+  Release();
+  other.join();
+  BASALT_EXPECT_OK(blocked);
+  BASALT_EXPECT_OK(Echo(&fast, "alone again"));
+  EXPECT_EQ(fast.polled_replies(), 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(BlockingAndPolling, FrameRpcTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Polling" : "Blocking";
+                         });
 
 }  // namespace frame_rpc_test_file
 }  // namespace

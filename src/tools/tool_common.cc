@@ -26,6 +26,11 @@ DEFINE_bool(frame_rpc, true,
             "Whether writes and scans of a cluster action use the tablet servers' frame RPC "
             "ports where they offer one (docs/frame_rpc.md); false: gRPC only.");
 
+DEFINE_int32(reply_spin_us, 200,
+             "How long a frame call of a cluster action may poll for its reply before sleeping, "
+             "in microseconds (0: never). Polling happens only while the server answers within "
+             "about twice this time and no other call of the process waits (docs/frame_rpc.md).");
+
 namespace basalt::tools {
 
 using client::ColumnSchema;
@@ -44,6 +49,7 @@ absl::Status ConnectToCluster(const std::string& master_addresses,
   }
   return builder.num_rpc_threads(4)
       .use_frame_rpc(FLAGS_frame_rpc)
+      .reply_spin(std::chrono::microseconds(std::max(FLAGS_reply_spin_us, 0)))
       .default_admin_operation_timeout(OperationTimeout())
       .default_rpc_timeout(OperationTimeout())
       .Build(client);
