@@ -168,6 +168,7 @@ struct FrameChannel::Attempt {
   bool from_server = false;   // `status` is the server's (a complete, well-formed response).
   bool reusable = false;      // The connection can serve another call.
   bool closed_early = false;  // EOF/ECONNRESET/EPIPE before any byte of the response.
+  bool poll_tried = false;    // The reply was polled for.
   bool polled = false;        // The reply's first bytes were caught by polling.
 };
 
@@ -256,10 +257,9 @@ FrameChannel::Attempt CallOn(int fd, uint8_t method, std::string_view request, a
   if (a.status.ok()) {
     // Polling only when the deadline is over a socket timeout beyond it: the blocking wait that
     // follows may take a whole kIoTick and must still end by the deadline.
-    const absl::Time poll_until =
-        poll_for > absl::ZeroDuration() && !near && deadline - absl::Now() >= kIoTick + poll_for
-            ? absl::Now() + poll_for
-            : absl::InfinitePast();
+    a.poll_tried =
+        poll_for > absl::ZeroDuration() && !near && deadline - absl::Now() >= kIoTick + poll_for;
+    const absl::Time poll_until = a.poll_tried ? absl::Now() + poll_for : absl::InfinitePast();
     ReadResponse(fd, deadline, poll_until, response, &a);
   }
   // Shortened for a near deadline, here or by a wait that timed out (which took a full tick).
@@ -285,6 +285,20 @@ FrameChannel::~FrameChannel() {
   absl::MutexLock l(&mu_);
   for (int fd : idle_) close(fd);
   idle_.clear();
+}
+
+absl::Duration FrameChannel::PollFor() {
+  if (reply_spin_ <= absl::ZeroDuration()) return absl::ZeroDuration();
+  const int64_t average = average_call_ns_.load(std::memory_order_relaxed);
+  if (average < 0 || average > 2 * absl::ToInt64Nanoseconds(reply_spin_) ||
+      g_calls_in_flight.load(std::memory_order_relaxed) != 1) {
+    return absl::ZeroDuration();
+  }
+  if (poll_misses_in_a_row_.load(std::memory_order_relaxed) >= kMaxPollMissesInARow &&
+      (skipped_polls_.fetch_add(1, std::memory_order_relaxed) + 1) % kPollProbeEvery != 0) {
+    return absl::ZeroDuration();
+  }
+  return reply_spin_;
 }
 
 void FrameChannel::RecordCallTime(absl::Duration took) {
@@ -351,16 +365,16 @@ FrameChannel::Attempt FrameChannel::CallOnce(int fd, uint8_t method, std::string
     Release(fd, /*reusable=*/true);  // Nothing was sent on it.
     return a;
   }
-  // The polling rule of the class comment.
-  absl::Duration poll_for;
-  if (reply_spin_ > absl::ZeroDuration()) {
-    const int64_t average = average_call_ns_.load(std::memory_order_relaxed);
-    if (average >= 0 && average <= 2 * absl::ToInt64Nanoseconds(reply_spin_) &&
-        g_calls_in_flight.load(std::memory_order_relaxed) == 1) {
-      poll_for = reply_spin_;
+  a = CallOn(fd, method, request, deadline, PollFor(), response);
+  if (a.poll_tried && a.from_server) {
+    if (a.polled) {
+      polled_replies_.fetch_add(1, std::memory_order_relaxed);
+      poll_misses_in_a_row_.store(0, std::memory_order_relaxed);
+    } else {
+      missed_polls_.fetch_add(1, std::memory_order_relaxed);
+      poll_misses_in_a_row_.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  a = CallOn(fd, method, request, deadline, poll_for, response);
   if (cancel != nullptr) {
     cancel->Detach();
     if (cancel->cancelled()) {
@@ -414,7 +428,6 @@ absl::Status FrameChannel::Call(uint8_t method, std::string_view request, absl::
     a = CallOnce(*fresh, method, request, deadline, response, cancel);
   }
   if (a.from_server) RecordCallTime(absl::Now() - start);
-  if (a.polled) polled_replies_.fetch_add(1, std::memory_order_relaxed);
   // The server's own statuses arrive as sent; only transport errors get the call's context.
   if (a.from_server) return a.status;
   return WithContext(a.status, context());

@@ -28,7 +28,10 @@
 //    twice `reply_spin` (a new channel's first call blocks and sets it);
 //  - no other call of the process is waiting for a reply: one poller never takes a core that a
 //    concurrent call's server or caller needs (with many calls in flight, replies arrive while
-//    the others are served anyway).
+//    the others are served anyway);
+//  - polling has been catching the replies: after kMaxPollMissesInARow replies in a row that
+//    came only after the polling ended (a busy machine, where the poller takes the core the
+//    server needs), only every kPollProbeEvery-th call polls, until one catches its reply.
 // What must stay true: polling reads exactly what the blocking first read would (the header and
 // what came with it), so the frame logic after it is the same either way.
 //
@@ -118,8 +121,13 @@ class FrameChannel {
   struct Attempt;
   // Idle connections in the pool, for tests.
   int num_idle() const ABSL_LOCKS_EXCLUDED(mu_);
-  // Replies caught by polling ("Waiting for the reply"), for tests.
+  // Replies caught by polling, and replies polled for that came later ("Waiting for the
+  // reply"), for tests.
   int64_t polled_replies() const { return polled_replies_.load(std::memory_order_relaxed); }
+  int64_t missed_polls() const { return missed_polls_.load(std::memory_order_relaxed); }
+
+  static constexpr int kMaxPollMissesInARow = 4;
+  static constexpr int kPollProbeEvery = 32;
 
  private:
   // A new connected socket (blocking, TCP_NODELAY, I/O timeouts set), connected within
@@ -133,6 +141,8 @@ class FrameChannel {
                    std::string* response, FrameCancel* cancel);
   // An idle connection, or -1.
   int TakeIdle() ABSL_LOCKS_EXCLUDED(mu_);
+  // How long the next call polls for its reply (the rule of "Waiting for the reply"); zero: not.
+  absl::Duration PollFor();
   // Adds a call's duration (to a complete reply) to average_call_ns_.
   void RecordCallTime(absl::Duration took);
 
@@ -148,6 +158,9 @@ class FrameChannel {
   // updates may lose a sample; it only decides whether to poll.
   std::atomic<int64_t> average_call_ns_{-1};
   std::atomic<int64_t> polled_replies_{0};
+  std::atomic<int64_t> missed_polls_{0};
+  std::atomic<int> poll_misses_in_a_row_{0};
+  std::atomic<uint64_t> skipped_polls_{0};  // Calls not polled for misses, counting to a probe.
 
   mutable absl::Mutex mu_;
   std::vector<int> idle_ ABSL_GUARDED_BY(mu_);  // Most recently used last.

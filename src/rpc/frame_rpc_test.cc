@@ -269,7 +269,7 @@ constexpr uint8_t kEcho = 1;      // Replies with the request.
 constexpr uint8_t kFail = 2;      // UNAVAILABLE with an ErrorDetailPB.
 constexpr uint8_t kBlock = 3;     // Waits for release_, then echoes.
 constexpr uint8_t kDeadline = 4;  // Records the deadline it was given.
-constexpr uint8_t kSlow = 5;      // Sleeps 20 ms, then echoes.
+constexpr uint8_t kSlow = 5;      // Sleeps the request's decimal number of µs, then echoes.
 
 std::string Address(int port) { return StrCat("127.0.0.1:", port); }
 absl::Time In(absl::Duration d) { return absl::Now() + d; }
@@ -365,7 +365,7 @@ class FrameRpcTest : public ::testing::TestWithParam<bool> {
 
   void RegisterHandlers(FrameServer* server) {
     server->Register(kSlow, [](std::string_view request, absl::Time, std::string* response) {
-      absl::SleepFor(absl::Milliseconds(20));
+      absl::SleepFor(absl::Microseconds(std::stoi(std::string(request))));
       response->assign(request);
       return absl::OkStatus();
     });
@@ -745,11 +745,32 @@ TEST_P(FrameRpcTest, PollingCatchesFastRepliesOnly) {
   // Replies slower than twice the polling time: the caller sleeps instead.
   FrameChannel slow(Address(server_->port()), /*max_idle=*/16, absl::Milliseconds(1));
   for (int i = 0; i < 4; ++i) {
-    s = slow.Call(kSlow, "z", In(absl::Seconds(5)), &response);
+    s = slow.Call(kSlow, "20000", In(absl::Seconds(5)), &response);
     ASSERT_TRUE(s.ok()) << s;
-    EXPECT_EQ(response, "z");
+    EXPECT_EQ(response, "20000");
   }
   EXPECT_EQ(slow.polled_replies(), 0);
+  EXPECT_EQ(slow.missed_polls(), 0);
+}
+
+TEST_P(FrameRpcTest, PollingStopsWhileItMissesAndAProbeResumesIt) {
+  if (!GetParam()) GTEST_SKIP() << "runs once, in the polling instance";
+  // Replies within twice the polling time but after it: each poll misses.
+  FrameChannel channel(Address(server_->port()), /*max_idle=*/16, absl::Milliseconds(5));
+  std::string response;
+  for (int i = 0; i < 20; ++i) {
+    absl::Status s = channel.Call(kSlow, "6000", In(absl::Seconds(5)), &response);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  // The first call had no average yet; the next kMaxPollMissesInARow polled and missed; the
+  // others did not poll (no probe yet: a probe comes every kPollProbeEvery-th skipped call).
+  EXPECT_EQ(channel.missed_polls(), FrameChannel::kMaxPollMissesInARow);
+  EXPECT_EQ(channel.polled_replies(), 0);
+  // Fast replies now: the next probe catches one, and polling resumes.
+  for (int i = 0; i < FrameChannel::kPollProbeEvery + 10; ++i) {
+    BASALT_ASSERT_OK(Echo(&channel, "fast"));
+  }
+  EXPECT_GE(channel.polled_replies(), 1);
 }
 
 TEST_P(FrameRpcTest, NoPollingWhileAnotherCallWaits) {
