@@ -61,6 +61,16 @@ def machine():
     }
 
 
+def host_probe(basalt, probe_dir, probe_ms):
+    """`basalt perf host`: this hour's wakeups, loopback round trips and disk syncs."""
+    p = subprocess.run([basalt, "perf", "host", f"--probe_dir={probe_dir}",
+                        f"--probe_ms={probe_ms}", "--format=json"],
+                       capture_output=True, text=True, check=True)
+    probe = json.loads(p.stdout.strip().splitlines()[-1])
+    probe.pop("workload", None)
+    return probe
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -180,6 +190,11 @@ def run(args):
     root = tempfile.mkdtemp(prefix="basalt-perf-", dir=args.work_dir)
     rows = scale["rows"]
     result = {"scale": args.scale, "machine": machine()}
+    # The host's speed varies by the hour on a shared VM: each run says how fast it was, before
+    # and after the workloads (docs/performance.md "How to measure").
+    probe_ms = 500 if args.scale == "full" else 20
+    log("probing the host (basalt perf host)")
+    result["machine"]["host_before"] = host_probe(basalt, root, probe_ms)
     small_flags = ["--flush_threshold_secs=2"] if args.scale == "small" else []
     # History kept for snapshot reads: long enough for W5's first measurement to see W1's UNDO
     # files at full scale, short enough for the second to see them collected.
@@ -271,6 +286,7 @@ def run(args):
             "peak_tserver_rss_bytes": sampler.finish(),
             "one_writer_peak_tserver_rss_bytes": alone_rss,
         }
+        result["machine"]["host_after"] = host_probe(basalt, root, probe_ms)
     finally:
         for cl in clusters:
             cl.destroy()

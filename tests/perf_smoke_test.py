@@ -51,6 +51,12 @@ def main():
     assert w6["rows"] == 2 * rows and w6["share_of_one_writer"] > 0, w6
     assert w6["peak_tserver_rss_bytes"] > 0, w6
     assert r["machine"]["cores"] >= 1 and r["machine"]["kernel"], r["machine"]
+    for when in ("host_before", "host_after"):
+        host = r["machine"][when]
+        for k in ("syscall_us", "thread_round_trip_us", "loopback_round_trips_per_sec",
+                  "loopback_round_trips_per_sec_polling", "fdatasync_p50_us",
+                  "fdatasyncs_per_sec"):
+            assert host[k] > 0, (when, k, host)
 
 
 if __name__ == "__main__":

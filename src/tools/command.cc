@@ -14,7 +14,7 @@ namespace {
 
 constexpr char kTool[] = "basalt";
 // Flags not tied to one action (defined in tool_common.cc), listed by `basalt --help`.
-constexpr const char* kGlobalFlags[] = {"timeout_ms", "frame_rpc"};
+constexpr const char* kGlobalFlags[] = {"timeout_ms", "frame_rpc", "reply_spin_us"};
 
 // A (name, summary) pair of a help listing.
 using NamedSummary = std::pair<std::string, std::string>;

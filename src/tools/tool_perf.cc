@@ -5,6 +5,8 @@
 //   perf lookup <masters> <table>   random point lookups by primary key (W4): ops/s, p50/p99/p999
 //   perf scan <masters> <table>     a full scan of --columns, integers summed (W3): rows/s, MB/s;
 //                                   with --aggregate, the same computed in the tablet servers
+//   perf host                       this machine's wakeups, loopback round trips and disk syncs
+//                                   (tools/host_probe.h), no cluster needed
 //
 // Each prints one human-readable line, or with --format=json one JSON object (bench/perf.py
 // collects those for `make perf`), or with --format=csv a header and a row.
@@ -27,6 +29,7 @@
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
+#include "tools/host_probe.h"
 #include "tools/latency_stats.h"
 #include "tools/output.h"
 #include "tools/scan_predicates.h"
@@ -67,6 +70,11 @@ DEFINE_string(aggregate, "",
               "perf scan: instead of fetching the rows, compute this aggregate (count, sum, min, "
               "max, avg) of each of --columns plus COUNT(*) in the tablet servers "
               "(docs/aggregates.md).");
+DEFINE_string(probe_dir, ".",
+              "perf host: directory whose disk the fdatasync probe writes to (a 1 MiB file, "
+              "removed afterwards); point it at the tablet servers' --fs_wal_dir to measure their "
+              "disk.");
+DEFINE_int32(probe_ms, 500, "perf host: how long each probe runs, in milliseconds.");
 DECLARE_string(columns);     // tool_table.cc
 DECLARE_string(predicates);  // tool_table.cc
 
@@ -590,6 +598,30 @@ absl::Status Scan(const ActionContext& ctx) {
                      ctx.out);
 }
 
+absl::Status Host(const ActionContext& ctx) {
+  if (FLAGS_probe_ms <= 0) return absl::InvalidArgumentError("--probe_ms must be positive");
+  BASALT_ASSIGN_OR_RETURN(HostProbeResult r,
+                          ProbeHost(FLAGS_probe_dir, absl::Milliseconds(FLAGS_probe_ms)));
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "system call %.2f us; thread round trip %.1f us; loopback round trips %.0f /s "
+                "(reader sleeping), %.0f /s (reader polling); 4 KiB pwrite + fdatasync in %s: "
+                "p50 %.0f us, %.0f /s\n",
+                r.syscall_us, r.thread_round_trip_us, r.loopback_round_trips_per_sec_blocking,
+                r.loopback_round_trips_per_sec_polling, FLAGS_probe_dir.c_str(), r.fdatasync_p50_us,
+                r.fdatasyncs_per_sec);
+  return PrintResult(
+      line,
+      {{"workload", Cell::String("host")},
+       {"syscall_us", Num(r.syscall_us)},
+       {"thread_round_trip_us", Num(r.thread_round_trip_us)},
+       {"loopback_round_trips_per_sec", Num(r.loopback_round_trips_per_sec_blocking)},
+       {"loopback_round_trips_per_sec_polling", Num(r.loopback_round_trips_per_sec_polling)},
+       {"fdatasync_p50_us", Num(r.fdatasync_p50_us)},
+       {"fdatasyncs_per_sec", Num(r.fdatasyncs_per_sec)}},
+      ctx.out);
+}
+
 }  // namespace
 
 Command PerfCommand() {
@@ -625,6 +657,17 @@ Command PerfCommand() {
        {MasterAddressesArg(), TableNameArg()},
        {"columns", "predicates", "scan_tablets_at_once", "aggregate", "format"},
        Scan});
+  c.actions.push_back(
+      {"host",
+       "Measure this machine's wakeups, loopback round trips and disk syncs",
+       "Without a cluster: a system call, a round trip between two threads, 16-byte round trips "
+       "over loopback TCP with the reader sleeping in recv and polling, and 4 KiB writes each "
+       "followed by fdatasync in --probe_dir, each for --probe_ms. These are what a write's or a "
+       "lookup's latency is made of; `make perf` records them before and after its workloads so "
+       "that runs on a host whose speed varies can be compared (docs/performance.md).",
+       {},
+       {"probe_dir", "probe_ms", "format"},
+       Host});
   return c;
 }
 
