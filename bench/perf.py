@@ -242,56 +242,59 @@ def run(args):
                 result["W2"] = loadgen(c, "w2", rows, "background")
             c.destroy()
             clusters.remove(c)
-        if "W6" not in want:
-            return result
-
-        limit_flags = small_flags + [f"--memory_limit_bytes={W6_MEMORY_LIMIT}"]
-        w6_rows = scale["w6_rows"]
-        # The two runs get clusters of their own at full scale; the small scale shares one.
-        c = Cluster(basalt, root, "w6", limit_flags)
-        clusters.append(c)
-        c.create_table("alone")
-        log(f"W6: one writer alone, {w6_rows} rows at the memory limit")
-        sampler = RssSampler(c)
-        alone = loadgen(c, "alone", w6_rows, "background")
-        alone_rss = sampler.finish()
-        if args.scale == "full":
-            c.destroy()
-            clusters.remove(c)
-            c = Cluster(basalt, root, "w6-two", limit_flags)
-            clusters.append(c)
-        c.create_table("a")
-        c.create_table("b")
-        log(f"W6: two writers, {w6_rows} rows each, at the memory limit")
-        sampler = RssSampler(c)
-        outs = {}
-        start = time.time()
-        threads = [threading.Thread(target=lambda t=t: outs.__setitem__(
-            t, loadgen(c, t, w6_rows, "background"))) for t in ("a", "b")]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        secs = time.time() - start
-        if len(outs) != 2:
-            raise RuntimeError("a W6 writer failed (see above)")
-        together = 2 * w6_rows / secs
-        result["W6"] = {
-            "rows": 2 * w6_rows,
-            "seconds": round(secs, 3),
-            "rows_per_sec_together": round(together),
-            "writer_seconds": [outs["a"]["seconds"], outs["b"]["seconds"]],
-            "one_writer_alone_rows_per_sec": alone["rows_per_sec"],
-            "share_of_one_writer": round(together / alone["rows_per_sec"], 3),
-            "peak_tserver_rss_bytes": sampler.finish(),
-            "one_writer_peak_tserver_rss_bytes": alone_rss,
-        }
+        if "W6" in want:
+            run_w6(args, basalt, root, scale, small_flags, clusters, result)
         result["machine"]["host_after"] = host_probe(basalt, root, probe_ms)
     finally:
         for cl in clusters:
             cl.destroy()
         subprocess.run(["rm", "-rf", root])
     return result
+
+
+def run_w6(args, basalt, root, scale, small_flags, clusters, result):
+    """W6: two writers at the memory limit against one alone; adds result["W6"]."""
+    limit_flags = small_flags + [f"--memory_limit_bytes={W6_MEMORY_LIMIT}"]
+    w6_rows = scale["w6_rows"]
+    # The two runs get clusters of their own at full scale; the small scale shares one.
+    c = Cluster(basalt, root, "w6", limit_flags)
+    clusters.append(c)
+    c.create_table("alone")
+    log(f"W6: one writer alone, {w6_rows} rows at the memory limit")
+    sampler = RssSampler(c)
+    alone = loadgen(c, "alone", w6_rows, "background")
+    alone_rss = sampler.finish()
+    if args.scale == "full":
+        c.destroy()
+        clusters.remove(c)
+        c = Cluster(basalt, root, "w6-two", limit_flags)
+        clusters.append(c)
+    c.create_table("a")
+    c.create_table("b")
+    log(f"W6: two writers, {w6_rows} rows each, at the memory limit")
+    sampler = RssSampler(c)
+    outs = {}
+    start = time.time()
+    threads = [threading.Thread(target=lambda t=t: outs.__setitem__(
+        t, loadgen(c, t, w6_rows, "background"))) for t in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    secs = time.time() - start
+    if len(outs) != 2:
+        raise RuntimeError("a W6 writer failed (see above)")
+    together = 2 * w6_rows / secs
+    result["W6"] = {
+        "rows": 2 * w6_rows,
+        "seconds": round(secs, 3),
+        "rows_per_sec_together": round(together),
+        "writer_seconds": [outs["a"]["seconds"], outs["b"]["seconds"]],
+        "one_writer_alone_rows_per_sec": alone["rows_per_sec"],
+        "share_of_one_writer": round(together / alone["rows_per_sec"], 3),
+        "peak_tserver_rss_bytes": sampler.finish(),
+        "one_writer_peak_tserver_rss_bytes": alone_rss,
+    }
 
 
 def main():
