@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
@@ -46,13 +47,16 @@ std::string ColumnSchema::TypeToString() const {
 }
 
 bool ColumnSchema::SameType(const ColumnSchema& other) const {
-  if (type_ != other.type_) return false;
+  return SameType(other.type_, other.attributes_);
+}
+
+bool ColumnSchema::SameType(DataType type, const TypeAttributes& attributes) const {
+  if (type_ != type) return false;
   // The attributes TypeToString shows, and only those.
   if (GetTypeInfo(type_).is_decimal()) {
-    return attributes_.precision == other.attributes_.precision &&
-           attributes_.scale == other.attributes_.scale;
+    return attributes_.precision == attributes.precision && attributes_.scale == attributes.scale;
   }
-  if (type_ == DataType::kVarchar) return attributes_.length == other.attributes_.length;
+  if (type_ == DataType::kVarchar) return attributes_.length == attributes.length;
   return true;
 }
 
@@ -153,15 +157,17 @@ absl::StatusOr<Schema> Schema::CreateInternal(std::vector<ColumnSchema> columns,
   }
   Schema s;
   s.version_ = version;
+  absl::flat_hash_set<std::string_view> names;
+  absl::flat_hash_set<ColumnId> seen_ids;
   for (size_t i = 0; i < columns.size(); i++) {
     const ColumnSchema& col = columns[i];
     bool is_key = static_cast<int>(i) < num_key_columns;
     BASALT_RETURN_IF_ERROR_PREPEND(ValidateColumn(col, is_key),
                                    StrCat("column '", col.name(), "'"));
-    if (!s.name_to_index_.emplace(col.name(), static_cast<int>(i)).second) {
+    if (!names.insert(col.name()).second) {
       return absl::InvalidArgumentError(StrCat("duplicate column name '", col.name(), "'"));
     }
-    if (!s.id_to_index_.emplace(ids[i], static_cast<int>(i)).second) {
+    if (!seen_ids.insert(ids[i]).second) {
       return absl::InvalidArgumentError(StrCat("duplicate column id ", ids[i]));
     }
     s.next_column_id_ = std::max<ColumnId>(s.next_column_id_, ids[i] + 1);
@@ -170,8 +176,19 @@ absl::StatusOr<Schema> Schema::CreateInternal(std::vector<ColumnSchema> columns,
   s.columns_ = std::move(columns);
   s.ids_ = std::move(ids);
   s.num_key_columns_ = num_key_columns;
+  s.BuildIndex();
   s.ComputeLayout();
   return s;
+}
+
+void Schema::BuildIndex() {
+  name_to_index_.clear();
+  id_to_index_.clear();
+  if (num_columns() <= kLinearLookupColumns) return;
+  for (int i = 0; i < num_columns(); i++) {
+    name_to_index_.emplace(columns_[i].name(), i);
+    id_to_index_.emplace(ids_[i], i);
+  }
 }
 
 namespace {
@@ -201,11 +218,23 @@ void Schema::ComputeLayout() {
 }
 
 int Schema::find_column(std::string_view name) const {
+  if (num_columns() <= kLinearLookupColumns) {
+    for (int i = 0; i < num_columns(); i++) {
+      if (columns_[i].name() == name) return i;
+    }
+    return -1;
+  }
   auto it = name_to_index_.find(ToAbsl(name));
   return it == name_to_index_.end() ? -1 : it->second;
 }
 
 int Schema::find_column_by_id(ColumnId id) const {
+  if (num_columns() <= kLinearLookupColumns) {
+    for (int i = 0; i < num_columns(); i++) {
+      if (ids_[i] == id) return i;
+    }
+    return -1;
+  }
   auto it = id_to_index_.find(id);
   return it == id_to_index_.end() ? -1 : it->second;
 }
@@ -236,11 +265,8 @@ absl::StatusOr<Schema> Schema::Project(const std::vector<std::string>& names) co
   s.num_key_columns_ = num_key;
   s.version_ = version_;
   s.next_column_id_ = next_column_id_;
-  for (int i = 0; i < s.num_columns(); i++) {
-    s.name_to_index_.emplace(s.columns_[i].name(), i);
-    s.id_to_index_.emplace(s.ids_[i], i);
-    s.has_nullables_ |= s.columns_[i].is_nullable();
-  }
+  for (int i = 0; i < s.num_columns(); i++) s.has_nullables_ |= s.columns_[i].is_nullable();
+  s.BuildIndex();
   s.ComputeLayout();
   return s;
 }

@@ -99,6 +99,9 @@ class ColumnSchema {
   // Whether `other` has the same type with the same attributes, i.e. the same TypeToString(),
   // without formatting it (scans check every projected column this way).
   bool SameType(const ColumnSchema& other) const;
+  // The same for a type and attributes given apart (a request's column, not built as a
+  // ColumnSchema).
+  bool SameType(DataType type, const TypeAttributes& attributes) const;
   bool Equals(const ColumnSchema& other) const;
 
   void set_name(std::string name) { name_ = std::move(name); }
@@ -182,10 +185,17 @@ class Schema {
                                                int num_key_columns, std::vector<ColumnId> ids,
                                                uint32_t version);
   void ComputeLayout();
+  // Fills name_to_index_ and id_to_index_ for a schema of more than kLinearLookupColumns
+  // columns; smaller ones are searched linearly (a point lookup builds two projections, and
+  // hashing each name into two maps was a tenth of its server CPU).
+  void BuildIndex();
+
+  static constexpr int kLinearLookupColumns = 16;
 
   std::vector<ColumnSchema> columns_;
   std::vector<ColumnId> ids_;
   std::vector<size_t> offsets_;
+  // Empty unless num_columns() > kLinearLookupColumns (BuildIndex).
   absl::flat_hash_map<std::string, int> name_to_index_;
   absl::flat_hash_map<ColumnId, int> id_to_index_;
   int num_key_columns_ = 0;

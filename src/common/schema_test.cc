@@ -187,6 +187,59 @@ TEST(SchemaTest, ProjectionKeepsIds) {
   EXPECT_EQ(s.KeyProjection().num_columns(), 2);
 }
 
+// Schemas of up to 16 columns are searched linearly, larger ones through hash maps: both find
+// every column by name and id, miss unknown ones, reject duplicates, and project into each other.
+TEST(SchemaTest, LookupsOnSmallAndLargeSchemas) {
+  for (int n : {1, 3, 16, 17, 40}) {
+    SCOPED_TRACE(StrCat(n, " columns"));
+    std::vector<ColumnSchema> cols;
+    std::vector<ColumnId> ids;
+    for (int i = 0; i < n; i++) {
+      cols.emplace_back(StrCat("c", i), DataType::kInt32, /*is_nullable=*/i > 0);
+      ids.push_back(static_cast<ColumnId>(100 + 3 * i));
+    }
+    absl::StatusOr<Schema> s = Schema::Create(cols, 1, ids);
+    BASALT_ASSERT_OK(s);
+    for (int i = 0; i < n; i++) {
+      EXPECT_EQ(s->find_column(StrCat("c", i)), i);
+      EXPECT_EQ(s->find_column_by_id(static_cast<ColumnId>(100 + 3 * i)), i);
+    }
+    EXPECT_EQ(s->find_column("c"), -1);
+    EXPECT_EQ(s->find_column(StrCat("c", n)), -1);
+    EXPECT_EQ(s->find_column_by_id(101), -1);
+    EXPECT_EQ(s->find_column_by_id(100 + 3 * n), -1);
+
+    // A copy keeps its lookups.
+    const Schema copy = *s;
+    EXPECT_EQ(copy.find_column(StrCat("c", n - 1)), n - 1);
+
+    // Projections of every size, in reverse order.
+    std::vector<std::string> names;
+    for (int i = n - 1; i >= 0; i--) names.push_back(StrCat("c", i));
+    absl::StatusOr<Schema> p = s->Project(names);
+    BASALT_ASSERT_OK(p);
+    for (int i = 0; i < n; i++) {
+      EXPECT_EQ(p->find_column(StrCat("c", i)), n - 1 - i);
+      EXPECT_EQ(p->find_column_by_id(static_cast<ColumnId>(100 + 3 * i)), n - 1 - i);
+    }
+
+    std::vector<ColumnSchema> dup_name = cols;
+    dup_name.push_back(ColumnSchema("c0", DataType::kInt32, true));
+    std::vector<ColumnId> more_ids = ids;
+    more_ids.push_back(1);
+    EXPECT_EQ(Schema::Create(dup_name, 1, more_ids).status().code(),
+              absl::StatusCode::kInvalidArgument);
+    std::vector<ColumnSchema> extra = cols;
+    extra.push_back(ColumnSchema("x", DataType::kInt32, true));
+    std::vector<ColumnId> dup_ids = ids;
+    dup_ids.push_back(ids.back());
+    absl::StatusOr<Schema> bad = Schema::Create(extra, 1, dup_ids);
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << bad.status();
+    EXPECT_NE(bad.status().message().find("duplicate column id"), std::string_view::npos)
+        << bad.status();
+  }
+}
+
 TEST(SchemaTest, SchemaChangesNeverReuseIds) {
   Schema s = TestSchema();
   auto dropped = s.DropColumn("tag");

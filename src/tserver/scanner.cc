@@ -81,7 +81,19 @@ absl::StatusOr<std::string> Scanner::CheckProjectedColumn(const Schema& schema,
                                                           const pb::NewScanRequestPB& request,
                                                           int i) {
   // Called for every column of every scan (a point lookup's too): nothing is formatted unless
-  // it is an error.
+  // it is an error, and the usual case (the named column has the request's type and
+  // nullability) builds no ColumnSchema from the request (a copy of the name, a parsed default).
+  const pb::ColumnSchemaPB& pb = request.projected_columns(i);
+  if (const int idx = schema.find_column(pb.name()); idx >= 0 && IsValidDataType(pb.type())) {
+    const ColumnSchema& actual = schema.column(idx);
+    const TypeAttributes attrs{pb.type_attributes().precision(), pb.type_attributes().scale(),
+                               pb.type_attributes().length()};
+    if (actual.SameType(static_cast<DataType>(pb.type()), attrs) &&
+        actual.is_nullable() == pb.is_nullable()) {
+      return actual.name();
+    }
+  }
+  // Otherwise the same checks on a ColumnSchema, which say what is wrong.
   auto field = [i] { return StrCat("projected_columns[", i, "]"); };
   absl::StatusOr<ColumnSchema> col = Schema::ColumnFromPB(request.projected_columns(i));
   if (!col.ok()) return FieldError(field(), col.status());
