@@ -118,7 +118,7 @@ absl::Status Log::AsyncAppend(const std::vector<LogEntry>& entries, StatusCallba
   task->callback = std::move(callback);
   absl::MutexLock l(&mu_);
   BASALT_RETURN_IF_ERROR(QueueAppendLocked(std::move(task)));
-  if (server_ != nullptr) server_->MarkReady(this);
+  if (server_ != nullptr) server_->MarkReady(this, /*caller_runs=*/false);
   return absl::OkStatus();
 }
 
@@ -222,12 +222,13 @@ absl::Status Log::EnqueueAndWait(std::unique_ptr<Task> task) {
 // blocked caller) runs the task: it drains the whole queue.
 void Log::RunOrWaitLocked(absl::Notification* done) {
   if (server_ != nullptr) {
-    // The same, one level up: the server log's writer takes every group's queued tasks. Marked
-    // ready under mu_, as AsyncAppend does, so that a log closing (which waits for an empty
-    // queue under mu_) is never marked afterwards.
-    server_->MarkReady(this);
+    // The same, one level up: the server log's writer takes every group's queued tasks, and
+    // this thread is that writer if nobody else is (so the writer thread is not woken for
+    // them). Marked ready under mu_, as AsyncAppend does, so that a log closing (which waits for
+    // an empty queue under mu_) is never marked afterwards.
+    server_->MarkReady(this, /*caller_runs=*/true);
     mu_.Unlock();
-    server_->RunOrWait(nullptr, done);
+    server_->RunOrWait(done);
     mu_.Lock();
     return;
   }

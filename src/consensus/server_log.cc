@@ -250,21 +250,25 @@ std::vector<uint64_t> ServerLog::SegmentSeqs() const {
 
 // ---- The writer ----
 
-void ServerLog::MarkReady(Log* log) {
+void ServerLog::MarkReady(Log* log, bool caller_runs) {
   absl::MutexLock l(&mu_);
   ready_.insert(log);
+  if (caller_runs) ++waiting_callers_;
 }
 
-void ServerLog::RunOrWait(Log* log, absl::Notification* done) {
+void ServerLog::RunOrWait(absl::Notification* done) {
   absl::MutexLock l(&mu_);
-  if (log != nullptr) ready_.insert(log);
   // Conditions are evaluated when mu_ is released, which the writer does after each round.
   auto done_or_free = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return done->HasBeenNotified() || !writing_;
   };
   while (true) {
     mu_.Await(absl::Condition(&done_or_free));
-    if (done->HasBeenNotified()) return;
+    if (done->HasBeenNotified()) {
+      // Released with mu_: the writer thread may now run work nobody waits for.
+      --waiting_callers_;
+      return;
+    }
     writing_ = true;
     mu_.Unlock();
     WriteOnce();
@@ -278,15 +282,18 @@ absl::Status ServerLog::RunOp(std::function<absl::Status()> fn) {
   {
     absl::MutexLock l(&mu_);
     ops_.push_back(&op);
+    ++waiting_callers_;
   }
-  RunOrWait(nullptr, &op.done);
+  RunOrWait(&op.done);
   return op.result;
 }
 
 void ServerLog::WriterLoop() {
   while (true) {
+    // Work whose threads wait for it is theirs to write (MarkReady).
     auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return !writing_ && (!ready_.empty() || !ops_.empty() || stopping_);
+      return !writing_ &&
+             (stopping_ || (waiting_callers_ == 0 && (!ready_.empty() || !ops_.empty())));
     };
     mu_.LockWhen(absl::Condition(&has_work));
     if (ready_.empty() && ops_.empty()) {

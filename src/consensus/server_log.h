@@ -128,13 +128,17 @@ class ServerLog {
   ServerLog(Env* env, std::string dir, LogOptions options);
 
   // ---- Called by a group's Log ----
-  // Marks `log` as having queued tasks and wakes the writer thread.
-  void MarkReady(Log* log) ABSL_LOCKS_EXCLUDED(mu_);
-  // Marks `log` (may be null) as having queued tasks and returns once `done` is notified. While
-  // it is not, whenever nobody is writing, this thread writes one round (WriteOnce): a caller
-  // writes the round that holds its own tasks and leaves the next ones to whoever waits for them
-  // (another caller or the writer thread), so no caller's reply waits for others' syncs.
-  void RunOrWait(Log* log, absl::Notification* done) ABSL_LOCKS_EXCLUDED(mu_);
+  // Marks `log` as having queued tasks. With `caller_runs`, the calling thread goes on to
+  // RunOrWait, which writes them if nobody else does, so the writer thread is not woken for them:
+  // it would be a wakeup per Raft batch for nothing, or take the round from the caller, whose
+  // reply then waits for the hand-off back. Otherwise the writer thread is woken.
+  void MarkReady(Log* log, bool caller_runs) ABSL_LOCKS_EXCLUDED(mu_);
+  // Returns once `done` is notified. While it is not, whenever nobody is writing, this thread
+  // writes one round (WriteOnce): a caller writes the round that holds its own tasks and leaves
+  // the next ones to whoever waits for them (another caller or the writer thread), so no
+  // caller's reply waits for others' syncs. REQUIRES: the caller counted itself in
+  // waiting_callers_ when it queued its work (MarkReady with caller_runs, RunOp).
+  void RunOrWait(absl::Notification* done) ABSL_LOCKS_EXCLUDED(mu_);
   // Takes back the state of `log`, which is shutting down, to keep while the group is closed.
   void CloseGroup(Log* log) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -194,6 +198,9 @@ class ServerLog {
   std::deque<Op*> ops_ ABSL_GUARDED_BY(mu_);
   // A thread is the writer (WriteOnce): one at a time.
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  // Threads that queued work and will write it themselves if nobody else does (RunOrWait):
+  // while there are any, the writer thread is not woken for ready_ or ops_.
+  int waiting_callers_ ABSL_GUARDED_BY(mu_) = 0;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // Set when a sync failed (what reached the disk is unknown until a restart replays it);
