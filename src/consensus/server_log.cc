@@ -234,6 +234,7 @@ ServerLog::Stats ServerLog::stats() const {
   absl::MutexLock l(&mu_);
   Stats s;
   s.rounds = num_rounds_;
+  s.writer_thread_turns = num_writer_thread_turns_;
   s.records = num_records_;
   s.rewrites = num_rewrites_;
   s.segments = static_cast<int64_t>(segments_.size());
@@ -301,6 +302,7 @@ void ServerLog::WriterLoop() {
       return;
     }
     writing_ = true;
+    ++num_writer_thread_turns_;
     mu_.Unlock();
     WriteOnce();
   }

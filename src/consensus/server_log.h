@@ -109,6 +109,8 @@ class ServerLog {
     int64_t rewrites = 0;  // Groups whose entries were rewritten to free old segments.
     int64_t segments = 0;  // Segment files now.
     int64_t groups = 0;    // Groups held, open or closed.
+    // Times the writer thread wrote (WriteOnce), rather than a thread waiting for its work.
+    int64_t writer_thread_turns = 0;
   };
   Stats stats() const ABSL_LOCKS_EXCLUDED(mu_);
   // Sequence numbers of the segments, oldest first.
@@ -210,6 +212,7 @@ class ServerLog {
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   int64_t num_syncs_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t num_rounds_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t num_writer_thread_turns_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t num_records_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t num_rewrites_ ABSL_GUARDED_BY(mu_) = 0;
 

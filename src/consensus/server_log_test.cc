@@ -372,6 +372,35 @@ TEST(ServerLogTest, GroupCommitAcrossGroups) {
   }
 }
 
+// Appends whose callers wait are written by those callers: the writer thread is not woken for
+// them (docs/wal.md "Writing"), only for work nobody waits for.
+TEST(ServerLogTest, WaitingCallersWriteTheirRoundsThemselves) {
+  MemoryEnv env;
+  Server server(&env, Options(1 << 20), {"a", "b", "c"});
+  ASSERT_TRUE(server.opened());
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (const std::string id : {"a", "b", "c"}) {
+    threads.emplace_back([&, id] {
+      for (uint64_t i = 1; i <= 50; ++i) {
+        if (!server[id].Append(MakeTestEntries(i, 1, 1)).ok()) ++failures;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(server.log->stats().writer_thread_turns, 0);
+  EXPECT_GT(server.log->stats().rounds, 0);
+
+  absl::Notification done;
+  BASALT_ASSERT_OK(server["a"].AsyncAppend(MakeTestEntries(51, 1, 1), [&](const absl::Status& st) {
+    BASALT_EXPECT_OK(st);
+    done.Notify();
+  }));
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_GE(server.log->stats().writer_thread_turns, 1);
+}
+
 // ---- Truncation, replacement, reset ----
 
 TEST(ServerLogTest, TruncateReplaceAndResetSurviveReopen) {

@@ -154,8 +154,8 @@ class FrameChannel {
   std::string host_;             // Parsed from `address_` (brackets removed).
   std::string port_;
 
-  // Moving average of the successful calls' durations in nanoseconds (-1: none yet). Racy
-  // updates may lose a sample; it only decides whether to poll.
+  // Moving average of the durations of the calls that got a reply, in nanoseconds (-1: none yet).
+  // Racy updates may lose a sample; it only decides whether to poll.
   std::atomic<int64_t> average_call_ns_{-1};
   std::atomic<int64_t> polled_replies_{0};
   std::atomic<int64_t> missed_polls_{0};
