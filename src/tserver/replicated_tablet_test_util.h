@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include <glog/logging.h>
 #include <gtest/gtest.h>
 
 #include "common/status_test_util.h"
@@ -77,8 +78,21 @@ class ReplicatedTabletTest : public ::testing::Test {
     return peers;
   }
 
+  // The replica on server i, which must have one (the test fails with the status otherwise).
   std::shared_ptr<TabletReplica> Replica(int i) {
-    return *servers_[i]->tablet_manager()->Lookup(kTablet);
+    absl::StatusOr<std::shared_ptr<TabletReplica>> r =
+        servers_[i]->tablet_manager()->Lookup(kTablet);
+    CHECK(r.ok()) << "server " << i << " has no replica of " << kTablet << ": " << r.status();
+    return *r;
+  }
+
+  // The replica on server i, or null while it has none (stopped, or its replica is being
+  // replaced by a tablet copy): what loops that wait for a state use.
+  std::shared_ptr<TabletReplica> MaybeReplica(int i) {
+    if (servers_[i] == nullptr) return nullptr;
+    absl::StatusOr<std::shared_ptr<TabletReplica>> r =
+        servers_[i]->tablet_manager()->Lookup(kTablet);
+    return r.ok() ? *r : nullptr;
   }
 
   // The index of the server whose replica leads (and is ready), or -1.
@@ -86,7 +100,8 @@ class ReplicatedTabletTest : public ::testing::Test {
     int leader = -1;
     WaitFor([&] {
       for (int i : alive) {
-        auto r = Replica(i);
+        auto r = MaybeReplica(i);
+        if (r == nullptr) continue;
         if (r->raft()->role() == RaftCore::Role::kLeader && r->GetStatus().last_applied_index > 0 &&
             r->raft()->commit_index() == r->raft()->applied_index()) {
           leader = i;
@@ -138,7 +153,10 @@ class ReplicatedTabletTest : public ::testing::Test {
   }
 
   bool WaitForApplied(int i, uint64_t index) {
-    return WaitFor([&] { return Replica(i)->GetStatus().last_applied_index >= index; });
+    return WaitFor([&] {
+      auto r = MaybeReplica(i);
+      return r != nullptr && r->GetStatus().last_applied_index >= index;
+    });
   }
 
   absl::StatusOr<pb::ChecksumResponsePB> Checksum(int i, uint64_t snap) {

@@ -52,13 +52,6 @@ class TabletCopyTest : public ReplicatedTabletTest {
     ReplicatedTabletTest::SetUp();
   }
 
-  std::shared_ptr<TabletReplica> MaybeReplica(int i) {
-    if (servers_[i] == nullptr) return nullptr;
-    absl::StatusOr<std::shared_ptr<TabletReplica>> r =
-        servers_[i]->tablet_manager()->Lookup(kTablet);
-    return r.ok() ? *r : nullptr;
-  }
-
   // The leader among every server that hosts a running replica (-1 if none is ready).
   int Leader() {
     std::set<int> hosts;
