@@ -223,13 +223,20 @@ absl::StatusOr<std::vector<std::vector<std::string>>> CatalogManager::PlaceRepli
                                              " live"));
   }
   std::map<std::string, int64_t> load;
-  std::map<std::string, int64_t> leaders;  // First-listed replicas: the tablets' first leaders.
+  // Tablets led by each server: the leader its replicas reported, else (a tablet whose leader
+  // has not been reported yet) the first-listed replica, which campaigns first.
+  std::map<std::string, int64_t> leaders;
   {
     absl::MutexLock l(&mu_);
     for (const auto& [id, tablet] : tablets_) {
       if (tablet->deleted()) continue;
       for (const auto& peer : tablet->pb.config().peers()) ++load[peer.uuid()];
-      if (tablet->pb.config().peers_size() > 0) ++leaders[tablet->pb.config().peers(0).uuid()];
+      std::string leader;
+      if (LeaderReportLocked(id, &leader) != nullptr) {
+        ++leaders[leader];
+      } else if (tablet->pb.config().peers_size() > 0) {
+        ++leaders[tablet->pb.config().peers(0).uuid()];
+      }
     }
   }
   std::vector<PlacementPolicy::Candidate> candidates;

@@ -610,6 +610,26 @@ TEST_F(CatalogManagerTest, NewestLeaderWinsOverStaleLeaderReports) {
   EXPECT_EQ(creates[0].dest_uuid, tablet->pb.config().peers(2).uuid());
 }
 
+// New tablets' first-listed replicas (their first leaders) avoid the servers that lead the most
+// tablets as the heartbeats report them, not as the tablets were first listed.
+TEST_F(CatalogManagerTest, NewTabletsFirstLeadersAvoidTheServersThatLeadNow) {
+  const std::string a = CreateOk("a", {10, 20});
+  const auto tablets = cm_->GetTablets(a);
+  ASSERT_EQ(tablets.size(), 3u);
+  // Every tablet of `a` is now led by one server (term 2), whichever was listed first.
+  const std::string busy = tablets[0]->pb.config().peers(0).uuid();
+  for (int i = 0; i < kNumServers; ++i) {
+    pb::TSHeartbeatRequestPB hb = Heartbeat(i);
+    for (const auto& t : tablets) AddReport(&hb, t->id(), hb.ts_uuid() == busy, 0, /*term=*/2);
+    BASALT_ASSERT_OK(SendHeartbeat(hb));
+  }
+  const std::string b = CreateOk("b", {10, 20});
+  std::map<std::string, int> first;
+  for (const auto& t : cm_->GetTablets(b)) ++first[t->pb.config().peers(0).uuid()];
+  EXPECT_EQ(first.count(busy), 0u) << busy << " leads all of a's tablets";
+  EXPECT_EQ(first.size(), 2u);  // The other two servers share b's first leaders.
+}
+
 TEST_F(CatalogManagerTest, CatalogSurvivesRestart) {
   const std::string id = CreateOk("t", {10});
   pb::AlterTableRequestPB req;
