@@ -257,7 +257,8 @@ void BindScan(py::module_& m) {
       .def("set_max_concurrent_tablets", Chain([](PyScanner& s, py::args a) {
              CheckStatus(s.scanner->SetMaxConcurrentTablets(a[0].cast<int>()));
            }),
-           "Tablets an unordered scan reads at once (default 1).")
+           "Tablets an unordered scan reads at once (default 2; 1: one at a time, in "
+           "partition-key order).")
       .def("open",
            [](py::object self) {
              self.cast<PyScanner&>().Open();

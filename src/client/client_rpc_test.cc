@@ -858,8 +858,10 @@ TEST_F(ClientScanTest, FaultTolerantScanResumesOnAnotherReplica) {
   EXPECT_FALSE(resumed.last_primary_key().empty());
 }
 
+// One tablet at a time (the concurrent scan's keep-alive: ConcurrentKeepAliveReachesEvery...).
 TEST_F(ClientScanTest, KeepAliveReachesTheServerHoldingTheScanner) {
   Scanner scanner(table_.get());
+  BASALT_ASSERT_OK(scanner.SetMaxConcurrentTablets(1));
   BASALT_EXPECT_OK(scanner.KeepAlive());  // Not open: nothing to keep alive.
   BASALT_ASSERT_OK(scanner.Open());
   BASALT_ASSERT_OK(scanner.KeepAlive());
@@ -879,6 +881,8 @@ TEST_F(ClientScanTest, NonFaultTolerantScanReportsAFailedContinuation) {
     tservers_[0]->scan_failures_.push_back(absl::UnavailableError("server went away"));
   }
   Scanner scanner(table_.get());
+  // One tablet at a time (a concurrent scan's failure: ConcurrentScanReturnsTheBatchesBefore...).
+  BASALT_ASSERT_OK(scanner.SetMaxConcurrentTablets(1));
   BASALT_ASSERT_OK(scanner.Open());
   ScanBatch batch;
   BASALT_ASSERT_OK(scanner.NextBatch(&batch));
@@ -888,9 +892,10 @@ TEST_F(ClientScanTest, NonFaultTolerantScanReportsAFailedContinuation) {
 }
 
 // The buffers of a batch the caller is done with take the next answer: no fresh memory (and
-// page faults) per batch.
+// page faults) per batch. One tablet at a time, so that the count of buffers is exact.
 TEST_F(ClientScanTest, BatchesReuseTheBuffersOfTheBatchBefore) {
   Scanner scanner(table_.get());
+  BASALT_ASSERT_OK(scanner.SetMaxConcurrentTablets(1));
   BASALT_ASSERT_OK(scanner.Open());
   ScanBatch batch;
   std::set<const void*> buffers;

@@ -24,11 +24,13 @@ namespace basalt::client {
 
 using internal::Access;
 
-// The default of SetMaxConcurrentTablets: one at a time. On a 2-core machine that also runs the
-// servers, reading tablets at once was slower (W3: 131-154 M rows/s one at a time, 110-119 M with
-// two or four at once), the client's own CPU being the bound; it pays where the servers are on
-// other machines and idle while the client waits for one of them.
-constexpr int kDefaultConcurrentTablets = 1;
+// The default of SetMaxConcurrentTablets: two at a time. A tablet's batches come from one server
+// thread, which bounds a scan read one tablet at a time (W3 on the 2-core VM that also runs the
+// servers, 2026-12-04: 129-153 M rows/s one at a time, 158-322 M two at a time; prefetching the
+// next batch of the same tablet did not help). Two, not more: before the servers' scans got
+// cheaper, reading tablets at once lost to one at a time on this machine (docs/performance.md,
+// change 35).
+constexpr int kDefaultConcurrentTablets = 2;
 // Result rows of an aggregate scan per batch.
 constexpr int64_t kAggregateRowsPerBatch = 64 * 1024;
 

@@ -9,9 +9,10 @@
 // The scanner visits the tablets whose partitions can hold matching rows (partition pruning from
 // the predicates and key bounds). An ordered scan (SetOrderMode(ORDERED) or SetFaultTolerant())
 // or one with a limit reads them one at a time in partition-key order, and rows come back in
-// primary key order within a tablet. Any other scan with SetMaxConcurrentTablets(n > 1) reads up
-// to n tablets at once on background threads, fetching their batches ahead of the caller;
-// batches then come in the order they arrive, tablets interleaved.
+// primary key order within a tablet. Any other scan reads up to SetMaxConcurrentTablets(n)
+// tablets at once (2 by default) on background threads, fetching their batches ahead of the
+// caller; batches then come in the order they arrive, tablets interleaved (n = 1: one tablet at a
+// time, in partition-key order).
 //
 // Read modes: READ_LATEST (the default) reads what each replica has applied; READ_AT_SNAPSHOT
 // reads a repeatable snapshot (SetSnapshotMicros/Raw, or one picked by the first tablet and used
@@ -85,8 +86,8 @@ class BASALT_EXPORT Scanner {
   // At most this many rows in total (0: no limit).
   absl::Status SetLimit(int64_t limit);
   // How many tablets an unordered scan without a limit reads at once, in [1,
-  // kMaxConcurrentTablets] (default 1: one at a time). Each costs a thread and up
-  // to two batches of memory while the scan is open. Aggregate scans default to
+  // kMaxConcurrentTablets] (default 2; 1: one at a time, in partition-key order). Each costs a
+  // thread and up to two batches of memory while the scan is open. Aggregate scans default to
   // kDefaultAggregateTablets.
   static constexpr int kMaxConcurrentTablets = 64;
   static constexpr int kDefaultAggregateTablets = 8;

@@ -65,7 +65,7 @@ DEFINE_int64(key_range, 0,
 DEFINE_uint64(perf_seed, 0, "Seed of perf lookup's random keys; 0: a random seed (printed).");
 DEFINE_int32(scan_tablets_at_once, 0,
              "How many tablets perf scan reads at once (1: one at a time, in partition order); 0: "
-             "the client's default (1 for rows, 8 for --aggregate).");
+             "the client's default (2 for rows, 8 for --aggregate).");
 DEFINE_string(aggregate, "",
               "perf scan: instead of fetching the rows, compute this aggregate (count, sum, min, "
               "max, avg) of each of --columns plus COUNT(*) in the tablet servers "
