@@ -403,7 +403,9 @@ absl::Status Scanner::Open() {
     Close();
     return s;
   }
-  if (d.Parallel() && d.tablet != nullptr) {
+  // Workers only when other tablets remain: a scan of one tablet (a point lookup) gains nothing
+  // from them and would pay a thread hand-off per batch.
+  if (d.Parallel() && d.tablet != nullptr && d.pruner->HasMorePartitionKeyRanges()) {
     d.config.snapshot_fixed = true;
     // A block per worker queued and in flight, and the caller's.
     d.blocks.SetCapacity(2 * d.max_concurrent_tablets + 2);
