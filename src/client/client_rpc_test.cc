@@ -17,6 +17,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
+#include "client/client_internal.h"
+#include "client/elastic_thread_pool.h"
 #include "common/arena.h"
 #include "common/bitmap.h"
 #include "common/key_encoder.h"
@@ -832,6 +834,23 @@ TEST_F(ClientScanTest, ScansEveryTabletWithContinuationsAndLimits) {
   absl::MutexLock l(&tservers_[0]->mu_);
   EXPECT_EQ(static_cast<int>(tservers_[0]->new_scans_.size()), scans_before + 1);
   EXPECT_TRUE(tservers_[0]->new_scans_.back().predicates(0).has_equality());
+}
+
+// A scan of one tablet (a point lookup) runs on the caller's thread: scan workers would only add
+// thread hand-offs. A scan of every tablet starts them (two tablets at once by default).
+TEST_F(ClientScanTest, AScanOfOneTabletStartsNoWorkers) {
+  internal::ElasticThreadPool* workers = internal::Access::Data(client_.get())->scan_workers.get();
+  ASSERT_EQ(workers->num_threads(), 0);
+  Scanner point(table_.get());
+  BASALT_ASSERT_OK(point.AddConjunctPredicate(
+      table_->NewComparisonPredicate("key", Predicate::EQUAL, Value::FromInt(17))));
+  BASALT_ASSERT_OK(point.Open());
+  EXPECT_EQ(ScanKeys(&point), std::vector<int32_t>{17});
+  EXPECT_EQ(workers->num_threads(), 0);
+  Scanner all(table_.get());
+  BASALT_ASSERT_OK(all.Open());
+  EXPECT_EQ(ScanKeys(&all).size(), 250u);
+  EXPECT_GE(workers->num_threads(), 1);
 }
 
 TEST_F(ClientScanTest, FaultTolerantScanResumesOnAnotherReplica) {
