@@ -67,8 +67,9 @@ class BASALT_EXPORT ClientBuilder {
   ClientBuilder& use_frame_rpc(bool use);
   // How long a frame call may poll its socket for the reply before sleeping in recv (default
   // 200 µs; zero: never). Polling is done only while the calls to that server answer within
-  // about twice this time and no other call of the process is waiting, and trades up to this
-  // much CPU per call for not paying the wakeup (docs/frame_rpc.md "Polling for the reply").
+  // about twice this time, no other call of the process is waiting, and polls keep catching
+  // their replies; it trades up to this much CPU per call for not paying the wakeup
+  // (docs/frame_rpc.md "Polling for the reply").
   ClientBuilder& reply_spin(std::chrono::microseconds spin);
 
   // INVALID_ARGUMENT for no or a malformed master address. Does not contact the cluster.

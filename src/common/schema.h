@@ -187,7 +187,7 @@ class Schema {
   void ComputeLayout();
   // Fills name_to_index_ and id_to_index_ for a schema of more than kLinearLookupColumns
   // columns; smaller ones are searched linearly (a point lookup builds two projections, and
-  // hashing each name into two maps was a tenth of its server CPU).
+  // filling the two maps was about 40% of Schema::Project, 2% of the tablet servers' CPU in W4).
   void BuildIndex();
 
   static constexpr int kLinearLookupColumns = 16;

@@ -403,7 +403,10 @@ absl::Status FrameChannel::Call(uint8_t method, std::string_view request, absl::
   }
   g_calls_in_flight.fetch_add(1, std::memory_order_relaxed);
   absl::Cleanup done = [] { g_calls_in_flight.fetch_sub(1, std::memory_order_relaxed); };
-  const absl::Time start = absl::Now();
+  // Call times feed only the polling rule: a channel that never polls (the servers' Raft
+  // traffic) reads no clock for them.
+  const bool polls = reply_spin_ > absl::ZeroDuration();
+  const absl::Time start = polls ? absl::Now() : absl::InfinitePast();
   int fd = TakeIdle();
   const bool pooled = fd >= 0;
   if (!pooled) {
@@ -427,9 +430,11 @@ absl::Status FrameChannel::Call(uint8_t method, std::string_view request, absl::
     }
     a = CallOnce(*fresh, method, request, deadline, response, cancel);
   }
-  if (a.from_server) RecordCallTime(absl::Now() - start);
   // The server's own statuses arrive as sent; only transport errors get the call's context.
-  if (a.from_server) return a.status;
+  if (a.from_server) {
+    if (polls) RecordCallTime(absl::Now() - start);
+    return a.status;
+  }
   return WithContext(a.status, context());
 }
 
