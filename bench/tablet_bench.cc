@@ -26,7 +26,10 @@
 //       batches of --batch_rows: UPDATE_IGNORE of --lookups random present keys (tree, blooms,
 //       key index, then a REDO into the DeltaMemStore); UPDATE_IGNORE of random absent keys
 //       2*j+1 (within the rowsets' ranges; the blooms reject them); INSERT_IGNORE of random
-//       present keys (the uniqueness check of a duplicate insert). Lookups/s = ops/s.
+//       present keys (the uniqueness check of a duplicate insert). Lookups/s = ops/s. Before
+//       those, point_read: --lookups reads of random present keys as a tablet server answers a
+//       lookup by key (Tablet::NewIterator over every column with an equality on the key, one
+//       read at a time), with this thread's CPU per read.
 //   scan: a tablet of (key INT64 sequential, v INT64 uniform in [0, 10^12)) with --scan_rows
 //       rows flushed to DiskRowSets; an unordered Tablet::NewIterator scan projecting only v
 //       with the range predicate v < 10^10 (1%), in batches of 1024 and of 8192 rows, best and
@@ -472,6 +475,51 @@ std::string LookupFigure(BenchTablet* bt, const Workload& w, const char* layout,
       n / r.writer_cpu_seconds, Percentiles(r.batch_seconds), w.prepare_seconds);
 }
 
+// Point reads as a tablet server answers a lookup by the whole key (W4 of docs/performance.md,
+// without the RPC and the scanner): an unordered Tablet::NewIterator over every column with an
+// equality on the key, of --lookups random present keys, one at a time on this thread.
+std::string PointReadFigure(BenchTablet* bt, int64_t total, const char* layout) {
+  const Schema schema = bt->tablet()->schema();
+  Random rng(FLAGS_seed + 1);
+  std::vector<std::unique_ptr<ColumnBlockBuffer>> bufs;
+  std::vector<ColumnBlock*> blocks;
+  for (int c = 0; c < schema.num_columns(); ++c) {
+    bufs.push_back(std::make_unique<ColumnBlockBuffer>(schema.column(c).type(), 1,
+                                                       schema.column(c).is_nullable()));
+    blocks.push_back(bufs.back()->block());
+  }
+  const int64_t n = FLAGS_lookups;
+  int64_t found = 0;
+  const auto start = SteadyClock::now();
+  const double cpu0 = ThreadCpuSeconds();
+  for (int64_t i = 0; i < n; ++i) {
+    const auto key = static_cast<int32_t>(2 * rng.Uniform(static_cast<uint64_t>(total)));
+    ScanSpec spec;
+    auto eq = ColumnPredicate::Comparison(schema.column(0), ColumnPredicate::Op::kEqual,
+                                          Datum::Int32(key));
+    BENCH_CHECK_OK(eq.status());
+    spec.predicates.push_back(*std::move(eq));
+    auto it =
+        bt->tablet()->NewIterator(schema, bt->tablet()->mvcc()->SnapshotForRead(), spec, false);
+    BENCH_CHECK_OK(it.status());
+    BENCH_CHECK_OK((*it)->Init());
+    while ((*it)->HasNext()) {
+      auto got = (*it)->NextBlock(blocks, 1);
+      BENCH_CHECK_OK(got.status());
+      found += static_cast<int64_t>(*got);
+    }
+  }
+  const double cpu = ThreadCpuSeconds() - cpu0;
+  const double secs = SecondsSince(start);
+  CHECK_EQ(found, n) << "point reads missed present keys";
+  const double rate = static_cast<double>(n) / secs;
+  AddToSummary(absl::StrCat("lookup_", layout, "_point_read"), "ops_per_sec", rate, kLookupTarget);
+  return absl::StrFormat(
+      "\"point_read\": {%s, \"ops\": %d, \"seconds\": %.3f, \"cpu_seconds\": %.3f, "
+      "\"cpu_us_per_op\": %.2f}",
+      Figure("ops_per_sec", rate, kLookupTarget), n, secs, cpu, cpu * 1e6 / static_cast<double>(n));
+}
+
 std::string RunLookup(const std::string& dir, bool interleaved) {
   Schema schema = InsertSchema();
   const int64_t sets = FLAGS_lookup_rowsets;
@@ -512,6 +560,8 @@ std::string RunLookup(const std::string& dir, bool interleaved) {
   std::string out = absl::StrFormat(
       "{\"layout\": \"%s\", \"rowsets\": %d, \"rows\": %d, \"build_seconds\": %.3f, ", layout, sets,
       total, build_secs);
+  // Reads first: W4's table has no updates (the update figures below leave a delta per row).
+  out += PointReadFigure(&bt, total, layout) + ", ";
   out += LookupFigure(&bt, *present_update, layout, "update_ignore_present") + ", ";
   out += LookupFigure(&bt, *absent_update, layout, "update_ignore_absent") + ", ";
   out += LookupFigure(&bt, *present_insert, layout, "insert_ignore_present");

@@ -176,7 +176,9 @@ absl::StatusOr<size_t> DiskRowSetIterator::NextBlock(absl::Span<ColumnBlock* con
 
 void DiskRowSetIterator::EnsureScratch(size_t k) {
   if (k <= scratch_capacity_) return;
-  scratch_capacity_ = std::max(k, size_t{1024});
+  // Room for later chunks too (1024 rows), but no more than the scan can still read: a point
+  // lookup's one row must not allocate and clear 1024 cells per column.
+  scratch_capacity_ = std::max(k, std::min(size_t{1024}, static_cast<size_t>(end_ - next_)));
   scratch_blocks_.clear();
   for (int j = 0; j < projection_->num_columns(); ++j) {
     cols_[j].scratch =

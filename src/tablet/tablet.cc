@@ -443,6 +443,15 @@ absl::StatusOr<std::unique_ptr<RowBlockIterator>> Tablet::NewIterator(const Sche
   BASALT_RETURN_IF_ERROR(health());  // A failed tablet may hold part of an op: nothing is read.
   std::shared_ptr<const Components> c = GetComponents();
   const Schema& schema = *c->schema;
+  for (const ColumnPredicate& p : spec.predicates) {
+    if (schema.find_column(p.column().name()) < 0) {
+      return absl::InvalidArgumentError(StrCat("predicate on unknown column ", p.column().name()));
+    }
+  }
+  // Predicates on the key narrow the key range, so that stores seek instead of filtering (and a
+  // lookup by the whole key drops its equalities: the range implies them).
+  ScanSpec narrowed = spec;
+  NarrowKeyRange(schema, &narrowed);
   // The internal projection: key columns first when ordered, then the caller's columns, then
   // columns only predicates need.
   std::vector<std::string> names;
@@ -468,20 +477,12 @@ absl::StatusOr<std::unique_ptr<RowBlockIterator>> Tablet::NewIterator(const Sche
     }
     add(schema.column(idx).name(), u);
   }
-  for (const ColumnPredicate& p : spec.predicates) {
-    if (schema.find_column(p.column().name()) < 0) {
-      return absl::InvalidArgumentError(StrCat("predicate on unknown column ", p.column().name()));
-    }
-    add(p.column().name(), -1);
-  }
+  for (const ColumnPredicate& p : narrowed.predicates) add(p.column().name(), -1);
   BASALT_ASSIGN_OR_RETURN(Schema internal, schema.Project(names));
   auto iter = std::make_unique<Iterator>(c, std::make_unique<Schema>(std::move(internal)),
                                          std::move(to_user), projection.num_columns());
   const Schema* proj = iter->internal();
 
-  // Predicates on the key narrow the key range, so that stores seek instead of filtering.
-  ScanSpec narrowed = spec;
-  NarrowKeyRange(schema, &narrowed);
   std::vector<std::unique_ptr<RowBlockIterator>> children;
   for (const auto& store : {c->frozen, c->mrs}) {
     if (store == nullptr) continue;
