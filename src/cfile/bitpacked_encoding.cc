@@ -141,6 +141,33 @@ void UnpackBlock(const uint8_t* in, int width, U ref, U* out) {
   Table<U, false>()[width](in, ref, out);
 }
 
+template <typename U>
+U UnpackOne(const uint8_t* in, int width, U ref, size_t i) {
+  DCHECK(width >= 0 && width <= kBits<U> && i < kBlockValues);
+  if (width == 0) return ref;
+  // Value i is position i / L of lane i % L: bits [p * width, p * width + width) of the lane's
+  // stream, whose word r is the lane's cell in row r (as UnpackImpl reads them).
+  constexpr int L = kLanes<U>;
+  constexpr int B = kBits<U>;
+  const size_t lane = i % L;
+  const size_t bit = (i / L) * static_cast<size_t>(width);
+  const size_t word = bit / B;
+  const int shift = static_cast<int>(bit % B);
+  auto cell = [&](size_t w) {
+    U v;
+    std::memcpy(&v, in + w * kRowBytes + lane * sizeof(U), sizeof(U));
+    return v;
+  };
+  U v = U(cell(word) >> shift);
+  if (shift + width > B) v = U(v | U(cell(word + 1) << (B - shift)));
+  return U(U(v & LowMask<U>(width)) + ref);
+}
+
+template uint8_t UnpackOne<uint8_t>(const uint8_t*, int, uint8_t, size_t);
+template uint16_t UnpackOne<uint16_t>(const uint8_t*, int, uint16_t, size_t);
+template uint32_t UnpackOne<uint32_t>(const uint8_t*, int, uint32_t, size_t);
+template uint64_t UnpackOne<uint64_t>(const uint8_t*, int, uint64_t, size_t);
+
 template void PackBlock<uint8_t>(const uint8_t*, int, uint8_t*);
 template void PackBlock<uint16_t>(const uint16_t*, int, uint8_t*);
 template void PackBlock<uint32_t>(const uint32_t*, int, uint8_t*);
@@ -413,6 +440,67 @@ void BitPackedPageDecoder<T>::DecodeBlock(size_t b, U* out) const {
 }
 
 template <typename T>
+absl::StatusOr<typename BitPackedPageDecoder<T>::U> BitPackedPageDecoder<T>::ValueAt(size_t b,
+                                                                                     size_t i) {
+  if (scratch_block_ == b) return scratch_[i];
+  BASALT_RETURN_IF_ERROR(EnsureWalked(b));
+  const char* p = data_ + offsets_[b];
+  const uint8_t desc = static_cast<uint8_t>(*p++);
+  const int width = desc & kWidthMask;
+  const U ref = GetCell<U>(p);
+  p += sizeof(U);
+  if (!(desc & kDeltaFlag)) {
+    return bitpacking::UnpackOne<U>(reinterpret_cast<const uint8_t*>(p), width, ref, i);
+  }
+  if (i == 0) {  // The first value is the reference plus the first delta.
+    const U min_delta = GetCell<U>(p);
+    p += sizeof(U);
+    return U(ref +
+             bitpacking::UnpackOne<U>(reinterpret_cast<const uint8_t*>(p), width, min_delta, 0));
+  }
+  BASALT_ASSIGN_OR_RETURN(const U* block, ScratchBlock(b));  // Later values need every delta.
+  return block[i];
+}
+
+template <typename T>
+absl::Status BitPackedPageDecoder<T>::SeekAtOrAfterValue(const void* value, bool* exact) {
+  // The page is sorted (REQUIRES of the interface). First the block: the first one whose first
+  // value is >= the target, found from first values alone (no block decoded); the position is
+  // then in the block before it, the only one decoded. The generic search compared values
+  // through whole-block decodes, one per probe.
+  T target;
+  std::memcpy(&target, value, sizeof(T));
+  size_t lo = 0, hi = num_blocks_;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    BASALT_ASSIGN_OR_RETURN(const U first, ValueAt(mid, 0));
+    if (static_cast<T>(first) < target) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  size_t pos = lo * kBlockValues;  // Block lo starts at or after the target (or is the end).
+  if (lo > 0) {
+    const size_t b = lo - 1;
+    BASALT_ASSIGN_OR_RETURN(const U* block, ScratchBlock(b));
+    const size_t n = std::min(kBlockValues, count_ - b * kBlockValues);
+    const U* it =
+        std::lower_bound(block, block + n, target, [](U v, T t) { return static_cast<T>(v) < t; });
+    pos = b * kBlockValues + static_cast<size_t>(it - block);
+  }
+  pos = std::min(pos, count_);
+  SeekToPositionInPage(pos);
+  if (pos == count_) {
+    *exact = false;
+    return absl::NotFoundError("every value in the page is smaller than the sought value");
+  }
+  BASALT_ASSIGN_OR_RETURN(const U v, ValueAt(pos / kBlockValues, pos % kBlockValues));
+  *exact = static_cast<T>(v) == target;
+  return absl::OkStatus();
+}
+
+template <typename T>
 absl::StatusOr<const typename BitPackedPageDecoder<T>::U*> BitPackedPageDecoder<T>::ScratchBlock(
     size_t b) {
   if (scratch_block_ != b) {
@@ -435,6 +523,9 @@ absl::StatusOr<size_t> BitPackedPageDecoder<T>::DecodeValues(size_t n, T* out) {
     if (take == kBlockValues) {
       BASALT_RETURN_IF_ERROR(EnsureWalked(b));
       DecodeBlock(b, dst + done);  // Whole block straight into the output.
+    } else if (take == 1 && scratch_block_ != b) {
+      // One value (a point lookup's cell): unpacked alone where the block allows it.
+      BASALT_ASSIGN_OR_RETURN(dst[done], ValueAt(b, in_block));
     } else {
       BASALT_ASSIGN_OR_RETURN(const U* block, ScratchBlock(b));
       std::memcpy(dst + done, block + in_block, take * sizeof(U));

@@ -51,6 +51,9 @@ void PackBlock(const U* residuals, int width, uint8_t* out);
 // Inverse of PackBlock, adding `ref` to every residual (mod 2^bits): writes 128 values to `out`.
 template <typename U>
 void UnpackBlock(const uint8_t* in, int width, U ref, U* out);
+// Value i (REQUIRES: i < 128) of what UnpackBlock would write, alone.
+template <typename U>
+U UnpackOne(const uint8_t* in, int width, U ref, size_t i);
 
 }  // namespace bitpacking
 
@@ -104,6 +107,8 @@ class BitPackedPageDecoder final : public PageDecoder {
   size_t count() const override { return count_; }
   size_t position() const override { return pos_; }
   void SeekToPositionInPage(size_t pos) override;
+  // A search by block first values: one block decoded instead of one per probe.
+  absl::Status SeekAtOrAfterValue(const void* value, bool* exact) override;
   absl::StatusOr<size_t> DecodeNext(size_t n, ColumnBlock* out, size_t dst_offset) override;
   // DecodeNext into a plain array: writes min(n, count() - position()) values and returns it.
   absl::StatusOr<size_t> DecodeValues(size_t n, T* out);
@@ -128,6 +133,9 @@ class BitPackedPageDecoder final : public PageDecoder {
   // Decodes block `b` (all 128 slots, padding included) into `out`. REQUIRES: b < walked_.
   void DecodeBlock(size_t b, U* out) const;
   absl::StatusOr<const U*> ScratchBlock(size_t b);
+  // Value i of block b: unpacked alone from a FOR block or the first of a DELTA block, else
+  // through ScratchBlock.
+  absl::StatusOr<U> ValueAt(size_t b, size_t i);
 
   const BlockValidation validation_;
   const char* data_ = nullptr;  // The blocks (the page past its header).

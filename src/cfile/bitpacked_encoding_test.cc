@@ -1,5 +1,6 @@
 #include "cfile/bitpacked_encoding.h"
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -37,6 +38,7 @@ void CheckAllWidths(Random* rng) {
     for (size_t i = 0; i < kBlockValues; i++) {
       ASSERT_EQ(portable[i], U(residuals[i] + ref)) << i;
       ASSERT_EQ(fast[i], portable[i]) << i;
+      ASSERT_EQ(bitpacking::UnpackOne<U>(packed.data(), width, ref, i), portable[i]) << i;
     }
   }
 }
@@ -239,6 +241,91 @@ TEST(BitPackedDecoderTest, LazyAndEagerDecodeTheSame) {
       ASSERT_EQ(b[j], values[pos + j]) << "position " << pos + j;
     }
   }
+}
+
+// Sorted values as key columns hold them: runs of consecutive values (DELTA blocks of width 0),
+// duplicates, gaps of every size and both signs, so FOR and DELTA blocks of many widths mix.
+template <typename T>
+std::vector<T> SortedMixedValues(size_t n, Random* rng) {
+  std::vector<T> values(n);
+  using U = std::make_unsigned_t<T>;
+  for (size_t i = 0; i < n; i++) values[i] = static_cast<T>(U(rng->Next64()));
+  // Runs: copy a value forward with a step of 0 or 1 for a while.
+  for (size_t i = 1; i < n; i++) {
+    if (rng->OneIn(3)) {
+      const size_t len = 1 + rng->Uniform(300);
+      const U step = U(rng->Uniform(2));
+      for (size_t j = i; j < std::min(n, i + len); j++)
+        values[j] = static_cast<T>(U(U(values[j - 1]) + step));
+      i += len;
+    }
+  }
+  std::sort(values.begin(), values.end());
+  return values;
+}
+
+// A sorted page searched by value lands where std::lower_bound does, for targets below, among,
+// between and above the values, on a fresh decoder and after other seeks; single values read at
+// any position match.
+template <typename T>
+void CheckSortedSeeks(Random* rng) {
+  for (size_t n : {size_t{1}, size_t{127}, size_t{128}, size_t{129}, size_t{3000}}) {
+    SCOPED_TRACE(testing::Message() << sizeof(T) << "-byte values, " << n << " of them");
+    const std::vector<T> values = SortedMixedValues<T>(n, rng);
+    BitPackedPageBuilder<T> builder{PageBuilderOptions{}};
+    ASSERT_EQ(builder.Add(values.data(), values.size()), values.size());
+    const std::string page(builder.Finish());
+    BitPackedPageDecoder<T> reused(Validation::kOnFirstUse);
+    BASALT_ASSERT_OK(reused.Init(page));
+    for (int i = 0; i < 300; i++) {
+      T target;
+      switch (rng->Uniform(3)) {
+        case 0:
+          target = values[rng->Uniform(n)];
+          break;
+        case 1:
+          target = static_cast<T>(values[rng->Uniform(n)] + static_cast<T>(rng->Uniform(3)) - 1);
+          break;
+        default:
+          target = static_cast<T>(rng->Next64());
+      }
+      const size_t want = static_cast<size_t>(
+          std::lower_bound(values.begin(), values.end(), target) - values.begin());
+      BitPackedPageDecoder<T> fresh(Validation::kOnFirstUse);
+      BASALT_ASSERT_OK(fresh.Init(page));
+      for (BitPackedPageDecoder<T>* d : {&fresh, &reused}) {
+        bool exact = true;
+        absl::Status s = d->SeekAtOrAfterValue(&target, &exact);
+        ASSERT_EQ(d->position(), want) << "target " << int64_t{target};
+        if (want == n) {
+          EXPECT_TRUE(absl::IsNotFound(s)) << s;
+          EXPECT_FALSE(exact);
+        } else {
+          BASALT_ASSERT_OK(s);
+          EXPECT_EQ(exact, values[want] == target) << "target " << int64_t{target};
+        }
+      }
+      const size_t pos = rng->Uniform(n);
+      BitPackedPageDecoder<T> one(Validation::kOnFirstUse);
+      BASALT_ASSERT_OK(one.Init(page));
+      for (BitPackedPageDecoder<T>* d : {&one, &reused}) {
+        d->SeekToPositionInPage(pos);
+        T got = 0;
+        absl::StatusOr<size_t> k = d->DecodeValues(1, &got);
+        BASALT_ASSERT_OK(k);
+        ASSERT_EQ(*k, 1u);
+        ASSERT_EQ(got, values[pos]) << "position " << pos;
+      }
+    }
+  }
+}
+
+TEST(BitPackedDecoderTest, SortedPagesSeekLikeLowerBound) {
+  Random rng(SeedFromEnvOrTime());
+  CheckSortedSeeks<int8_t>(&rng);
+  CheckSortedSeeks<int16_t>(&rng);
+  CheckSortedSeeks<int32_t>(&rng);
+  CheckSortedSeeks<int64_t>(&rng);
 }
 
 // A layout (every block's offset, computed once per cached page) gives the same values as
