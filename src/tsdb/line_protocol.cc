@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <numeric>
+#include <optional>
 #include <system_error>
 
 #include "absl/base/macros.h"
@@ -27,6 +29,28 @@ constexpr std::string_view kBooleans[] = {"t", "T", "true",  "True",  "TRUE",
                                           "f", "F", "false", "False", "FALSE"};
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// The bytes that end a run ScanName copies as is: the stops, a backslash and the line-end
+// bytes. Built once per kind of name (it was built on every call: a fifth of ScanName's work).
+struct ByteSet {
+  uint64_t words[4] = {};
+  constexpr explicit ByteSet(std::string_view stops) {
+    for (char c : stops) Add(c);
+    Add('\\');
+    Add('\n');
+    Add('\r');
+  }
+  constexpr void Add(char c) {
+    const auto b = static_cast<uint8_t>(c);
+    words[b >> 6] |= uint64_t{1} << (b & 63);
+  }
+  bool Has(char c) const {
+    const auto b = static_cast<uint8_t>(c);
+    return (words[b >> 6] >> (b & 63)) & 1;
+  }
+};
+constexpr ByteSet kMeasurementSpecial(kMeasurementStops);
+constexpr ByteSet kKeySpecial(kKeyStops);
 bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 
 // User text for an error message: quoted, C-escaped (it may hold any byte) and cut at 64 bytes
@@ -79,7 +103,38 @@ bool ScanFloat(std::string_view text, int64_t* magnitude) {
   return i == text.size();
 }
 
+// Plain decimals ("-12.34": no exponent, at most 15 digits) as an exact integer scaled by an
+// exact power of ten: one IEEE division, correctly rounded, so the same double from_chars gives
+// (Clinger's fast path), at a fraction of its cost. nullopt: not such a decimal.
+std::optional<double> ParsePlainDecimal(std::string_view text) {
+  static constexpr double kPow10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                      1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+  size_t i = 0;
+  const bool negative = !text.empty() && text[0] == '-';
+  if (negative) ++i;
+  uint64_t mantissa = 0;
+  int digits = 0;
+  int fraction_digits = 0;
+  bool point = false;
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    if (IsDigit(c)) {
+      if (++digits > 15) return std::nullopt;  // Beyond 2^53 is not exact any more.
+      mantissa = mantissa * 10 + static_cast<uint64_t>(c - '0');
+      if (point) ++fraction_digits;
+    } else if (c == '.' && !point) {
+      point = true;
+    } else {
+      return std::nullopt;  // An exponent, or anything ScanFloat must judge.
+    }
+  }
+  if (digits == 0) return std::nullopt;
+  const double value = static_cast<double>(mantissa) / kPow10[fraction_digits];
+  return negative ? -value : value;
+}
+
 absl::StatusOr<double> ParseFloat(std::string_view text) {
+  if (const std::optional<double> plain = ParsePlainDecimal(text)) return *plain;
   int64_t magnitude = 0;
   if (!ScanFloat(text, &magnitude)) {
     return absl::InvalidArgumentError(StrCat("invalid number ", Quote(text)));
@@ -118,34 +173,36 @@ absl::StatusOr<T> ParseInteger(std::string_view digits, std::string_view whole,
   return value;
 }
 
-// Reads an unquoted field value (`token` is not empty): a boolean, an integer, an unsigned
-// integer or a float. Errors carry no position; the caller adds it.
-absl::StatusOr<FieldValue> ParseScalar(std::string_view token) {
-  FieldValue v;
-  for (std::string_view spelling : kBooleans) {
-    if (token == spelling) {
-      v.type = FieldValue::kBool;
-      v.b = spelling[0] == 't' || spelling[0] == 'T';
-      return v;
-    }
-  }
+// Reads an unquoted field value (`token` is not empty) into *v (a default FieldValue): a
+// boolean, an integer, an unsigned integer or a float. Errors carry no position; the caller adds
+// it.
+absl::Status ParseScalar(std::string_view token, FieldValue* v) {
   const char first = token.front();
   if (!IsDigit(first) && first != '-' && first != '.') {
+    // No boolean spelling starts like a number: numbers, by far the most common values, skip
+    // these comparisons.
+    for (std::string_view spelling : kBooleans) {
+      if (token == spelling) {
+        v->type = FieldValue::kBool;
+        v->b = spelling[0] == 't' || spelling[0] == 'T';
+        return absl::OkStatus();
+      }
+    }
     return absl::InvalidArgumentError(
         StrCat("invalid field value ", Quote(token), " (a number, a quoted string or a boolean)"));
   }
   const std::string_view digits = token.substr(0, token.size() - 1);
   if (token.back() == 'i') {
-    v.type = FieldValue::kInteger;
-    BASALT_ASSIGN_OR_RETURN(v.i, ParseInteger<int64_t>(digits, token, "integer"));
+    v->type = FieldValue::kInteger;
+    BASALT_ASSIGN_OR_RETURN(v->i, ParseInteger<int64_t>(digits, token, "integer"));
   } else if (token.back() == 'u') {
-    v.type = FieldValue::kUnsigned;
-    BASALT_ASSIGN_OR_RETURN(v.u, ParseInteger<uint64_t>(digits, token, "unsigned integer"));
+    v->type = FieldValue::kUnsigned;
+    BASALT_ASSIGN_OR_RETURN(v->u, ParseInteger<uint64_t>(digits, token, "unsigned integer"));
   } else {
-    v.type = FieldValue::kFloat;
-    BASALT_ASSIGN_OR_RETURN(v.f, ParseFloat(token));
+    v->type = FieldValue::kFloat;
+    BASALT_ASSIGN_OR_RETURN(v->f, ParseFloat(token));
   }
-  return v;
+  return absl::OkStatus();
 }
 
 // Converts a timestamp in `precision` units to microseconds; nullopt when that overflows.
@@ -179,33 +236,50 @@ std::optional<int64_t> ToMicros(int64_t value, Precision precision) {
   return micros;
 }
 
-// Sorts the tags (given in line order) by key. When a key repeats, leaves them unsorted and
-// returns the index of the first one, in line order, that repeats an earlier key.
-std::optional<size_t> SortTags(std::vector<std::pair<std::string, std::string>>* tags) {
-  const size_t n = tags->size();
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  // Stable, so equal keys stay in line order and the later one of a pair is order[k].
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return (*tags)[a].first < (*tags)[b].first; });
+// Sorts the tags (given in line order) by key, and `positions` (the byte offset of each tag key,
+// increasing in line order) with them. When a key repeats, returns the index, in the sorted
+// order, of the repetition that comes first in the line. Stable: equal keys keep their line
+// order, so in a run of one key every member after the first repeats it. An insertion sort in
+// place: a line has a handful of tags, and this ran for every point of a /write.
+std::optional<size_t> SortTags(std::vector<std::pair<std::string, std::string>>* tags,
+                               std::vector<size_t>* positions) {
+  auto& t = *tags;
+  auto& pos = *positions;
+  const size_t n = t.size();
+  for (size_t i = 1; i < n; ++i) {
+    if (!(t[i].first < t[i - 1].first)) continue;
+    auto tag = std::move(t[i]);
+    const size_t p = pos[i];
+    size_t j = i;
+    for (; j > 0 && tag.first < t[j - 1].first; --j) {
+      t[j] = std::move(t[j - 1]);
+      pos[j] = pos[j - 1];
+    }
+    t[j] = std::move(tag);
+    pos[j] = p;
+  }
   std::optional<size_t> duplicate;
   for (size_t k = 1; k < n; ++k) {
-    if ((*tags)[order[k]].first == (*tags)[order[k - 1]].first) {
-      duplicate = std::min(duplicate.value_or(order[k]), order[k]);
+    if (t[k].first == t[k - 1].first && (!duplicate.has_value() || pos[k] < pos[*duplicate])) {
+      duplicate = k;
     }
   }
-  if (duplicate.has_value()) return duplicate;
-  std::vector<std::pair<std::string, std::string>> sorted;
-  sorted.reserve(n);
-  for (size_t i : order) sorted.push_back(std::move((*tags)[i]));
-  *tags = std::move(sorted);
-  return std::nullopt;
+  return duplicate;
 }
 
 // Removes repeated field keys: the first occurrence keeps its slot and takes the last value.
 void DedupFields(std::vector<std::pair<std::string, FieldValue>>* fields) {
   const size_t n = fields->size();
   if (n < 2) return;
+  // Repeats are rare: a pairwise check of a line's few keys costs less than sorting them.
+  constexpr size_t kPairwiseCheck = 32;
+  if (n <= kPairwiseCheck) {
+    bool any = false;
+    for (size_t i = 1; i < n && !any; ++i) {
+      for (size_t j = 0; j < i && !any; ++j) any = (*fields)[i].first == (*fields)[j].first;
+    }
+    if (!any) return;
+  }
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
@@ -267,16 +341,17 @@ class LineParser {
 
   absl::Status ParseLine(Point* point);
   absl::Status ParseSeriesKey(Point* point);
-  absl::Status ParseTag(Point* point, std::vector<size_t>* key_positions);
+  absl::Status ParseTag(Point* point);
   absl::Status ParseField(Point* point);
-  absl::StatusOr<FieldValue> ParseFieldValue();
-  absl::StatusOr<FieldValue> ParseString();
+  // Parse a value into *value, a default FieldValue.
+  absl::Status ParseFieldValue(FieldValue* value);
+  absl::Status ParseString(FieldValue* value);
   absl::Status ParseTimestamp(Point* point);
 
   // Reads a name from `i` up to a line end or an unescaped byte of `stops` into *out, turning
   // the pairs `\x` with x in `escapes` into x. Returns where it stopped.
   size_t ScanName(size_t i, std::string_view escapes, std::string_view stops,
-                  std::string* out) const;
+                  const ByteSet& special, std::string* out) const;
   absl::Status CheckNameLength(size_t start, const std::string& name, std::string_view what);
 
   // The 1-based line of `pos`, counting '\n' bytes incrementally from the last call.
@@ -290,6 +365,11 @@ class LineParser {
   // LineOf's memo: the line of byte counted_to_.
   size_t counted_to_ = 0;
   int counted_line_ = 1;
+  // The current line's tag key offsets, in tag order (reused from line to line).
+  std::vector<size_t> key_positions_;
+  // The previous point's tag and field counts: the next point's likely capacity.
+  size_t last_tags_ = 0;
+  size_t last_fields_ = 0;
 };
 
 absl::Status LineParser::ParseBody(std::vector<Point>* points) {
@@ -299,11 +379,15 @@ absl::Status LineParser::ParseBody(std::vector<Point>* points) {
       pos_ = NextLine(start);
       continue;
     }
-    Point point;
+    // Parsed in place: on an error the caller drops every point anyway.
+    Point& point = points->emplace_back();
     point.line = LineOf(start);
+    point.tags.reserve(last_tags_);
+    point.fields.reserve(last_fields_);
     pos_ = start;
     BASALT_RETURN_IF_ERROR(ParseLine(&point));
-    points->push_back(std::move(point));
+    last_tags_ = point.tags.size();
+    last_fields_ = point.fields.size();
     pos_ = NextLine(pos_);
   }
   return absl::OkStatus();
@@ -332,75 +416,71 @@ absl::Status LineParser::ParseLine(Point* point) {
 
 absl::Status LineParser::ParseSeriesKey(Point* point) {
   const size_t start = pos_;
-  pos_ = ScanName(start, kMeasurementEscapes, kMeasurementStops, &point->measurement);
+  pos_ = ScanName(start, kMeasurementEscapes, kMeasurementStops, kMeasurementSpecial,
+                  &point->measurement);
   if (point->measurement.empty()) return Error(start, "missing measurement");
   BASALT_RETURN_IF_ERROR(CheckNameLength(start, point->measurement, "measurement"));
-  std::vector<size_t> key_positions;
+  key_positions_.clear();
   while (!AtLineEnd(pos_) && At(pos_) == ',') {
     ++pos_;
-    BASALT_RETURN_IF_ERROR(ParseTag(point, &key_positions));
+    BASALT_RETURN_IF_ERROR(ParseTag(point));
   }
-  const std::optional<size_t> duplicate = SortTags(&point->tags);
+  const std::optional<size_t> duplicate = SortTags(&point->tags, &key_positions_);
   if (duplicate.has_value()) {
-    return Error(key_positions[*duplicate],
+    return Error(key_positions_[*duplicate],
                  StrCat("duplicate tag key ", Quote(point->tags[*duplicate].first)));
   }
   return absl::OkStatus();
 }
 
-absl::Status LineParser::ParseTag(Point* point, std::vector<size_t>* key_positions) {
+absl::Status LineParser::ParseTag(Point* point) {
   const size_t key_start = pos_;
-  std::string key;
-  pos_ = ScanName(pos_, kKeyEscapes, kKeyStops, &key);
+  // Filled in place (an error drops the point).
+  auto& [key, value] = point->tags.emplace_back();
+  pos_ = ScanName(pos_, kKeyEscapes, kKeyStops, kKeySpecial, &key);
   if (key.empty()) return Error(key_start, "empty tag key");
   BASALT_RETURN_IF_ERROR(CheckNameLength(key_start, key, "tag key"));
   if (AtLineEnd(pos_) || At(pos_) != '=') return Error(pos_, "missing '=' after tag key");
   ++pos_;
   const size_t value_start = pos_;
-  std::string value;
-  pos_ = ScanName(pos_, kKeyEscapes, kKeyStops, &value);
+  pos_ = ScanName(pos_, kKeyEscapes, kKeyStops, kKeySpecial, &value);
   if (value.empty()) return Error(value_start, "empty tag value");
   if (!AtLineEnd(pos_) && At(pos_) == '=') return Error(pos_, "unescaped '=' in tag value");
-  point->tags.emplace_back(std::move(key), std::move(value));
-  key_positions->push_back(key_start);
+  key_positions_.push_back(key_start);
   return absl::OkStatus();
 }
 
 absl::Status LineParser::ParseField(Point* point) {
   const size_t key_start = pos_;
-  std::string key;
-  pos_ = ScanName(pos_, kKeyEscapes, kKeyStops, &key);
+  // Filled in place (an error drops the point).
+  auto& [key, value] = point->fields.emplace_back();
+  pos_ = ScanName(pos_, kKeyEscapes, kKeyStops, kKeySpecial, &key);
   if (key.empty()) return Error(key_start, "empty field key");
   BASALT_RETURN_IF_ERROR(CheckNameLength(key_start, key, "field key"));
   if (AtLineEnd(pos_) || At(pos_) != '=') return Error(pos_, "missing '=' after field key");
   ++pos_;
-  BASALT_ASSIGN_OR_RETURN(FieldValue value, ParseFieldValue());
-  point->fields.emplace_back(std::move(key), std::move(value));
-  return absl::OkStatus();
+  return ParseFieldValue(&value);
 }
 
-absl::StatusOr<FieldValue> LineParser::ParseFieldValue() {
+absl::Status LineParser::ParseFieldValue(FieldValue* value) {
   const size_t start = pos_;
   if (AtLineEnd(start) || At(start) == ',' || At(start) == ' ') {
     return Error(start, "missing field value");
   }
-  if (At(start) == '"') return ParseString();
+  if (At(start) == '"') return ParseString(value);
   // Unquoted values hold no escapes: the token runs to the next ',', space or line end.
   size_t end = start;
   while (!AtLineEnd(end) && At(end) != ',' && At(end) != ' ') ++end;
   pos_ = end;
-  absl::StatusOr<FieldValue> value = ParseScalar(body_.substr(start, end - start));
-  if (!value.ok()) {
-    const absl::string_view message = value.status().message();
-    return Error(start, std::string_view(message.data(), message.size()));
-  }
-  return value;
+  const absl::Status s = ParseScalar(body_.substr(start, end - start), value);
+  if (!s.ok()) return Error(start, std::string_view(s.message().data(), s.message().size()));
+  return absl::OkStatus();
 }
 
 // REQUIRES: pos_ is at the opening quote.
-absl::StatusOr<FieldValue> LineParser::ParseString() {
+absl::Status LineParser::ParseString(FieldValue* out) {
   const size_t open = pos_;
-  FieldValue value;
+  FieldValue& value = *out;
   value.type = FieldValue::kString;
   bool too_long = false;
   size_t i = open + 1;
@@ -428,7 +508,7 @@ absl::StatusOr<FieldValue> LineParser::ParseString() {
   if (!AtLineEnd(pos_) && At(pos_) != ',' && At(pos_) != ' ') {
     return Error(pos_, "unexpected text after the string field value");
   }
-  return value;
+  return absl::OkStatus();
 }
 
 absl::Status LineParser::ParseTimestamp(Point* point) {
@@ -451,27 +531,13 @@ absl::Status LineParser::ParseTimestamp(Point* point) {
 }
 
 size_t LineParser::ScanName(size_t i, std::string_view escapes, std::string_view stops,
-                            std::string* out) const {
+                            const ByteSet& special, std::string* out) const {
   out->clear();
-  // Bytes that end a run copied as is: the stops, a backslash and the line-end bytes. A name is
-  // mostly such a run, appended at once (a per-byte search of `stops` cost a fifth of
-  // basalt-tsdbd's CPU under a /write load).
-  uint64_t special[4] = {};
-  auto mark = [&special](char c) {
-    const auto b = static_cast<uint8_t>(c);
-    special[b >> 6] |= uint64_t{1} << (b & 63);
-  };
-  for (char c : stops) mark(c);
-  mark('\\');
-  mark('\n');
-  mark('\r');
-  auto is_special = [&special](char c) {
-    const auto b = static_cast<uint8_t>(c);
-    return (special[b >> 6] >> (b & 63)) & 1;
-  };
+  // A name is mostly a run of bytes outside `special` (ByteSet), appended at once (a per-byte
+  // search of `stops` cost a fifth of basalt-tsdbd's CPU under a /write load).
   while (true) {
     size_t j = i;
-    while (j < body_.size() && !is_special(body_[j])) ++j;
+    while (j < body_.size() && !special.Has(body_[j])) ++j;
     out->append(body_.data() + i, j - i);
     i = j;
     if (AtLineEnd(i)) break;
@@ -502,8 +568,15 @@ int LineParser::LineOf(size_t pos) {
     counted_to_ = 0;
     counted_line_ = 1;
   }
-  counted_line_ += static_cast<int>(
-      std::count(body_.begin() + counted_to_, body_.begin() + std::min(pos, body_.size()), '\n'));
+  // memchr jumps from line end to line end (a byte-by-byte count was a tenth of the parse).
+  const char* p = body_.data() + counted_to_;
+  const char* const end = body_.data() + std::min(pos, body_.size());
+  while (p < end) {
+    const void* nl = std::memchr(p, '\n', static_cast<size_t>(end - p));
+    if (nl == nullptr) break;
+    ++counted_line_;
+    p = static_cast<const char*>(nl) + 1;
+  }
   counted_to_ = std::min(pos, body_.size());
   return counted_line_;
 }

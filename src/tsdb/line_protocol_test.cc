@@ -300,6 +300,31 @@ TEST(LineProtocolTest, Floats) {
   ExpectFloat("0e999999", 0.0);
 }
 
+// Plain decimals (no exponent) of every length around the 15-digit fast path, with and without
+// a sign and a point anywhere, read as the correctly rounded double strtod gives, bit for bit.
+TEST(LineProtocolTest, PlainDecimalsRoundLikeStrtod) {
+  const uint64_t seed = SeedFromEnvOrTime();
+  Random rng(seed);
+  for (int round = 0; round < 20000; ++round) {
+    const int digits = 1 + static_cast<int>(rng.Uniform(19));
+    std::string text = rng.OneIn(2) ? "-" : "";
+    std::string number;
+    for (int d = 0; d < digits; ++d) number.push_back(static_cast<char>('0' + rng.Uniform(10)));
+    const size_t point = rng.Uniform(static_cast<uint64_t>(digits) + 2);  // digits + 1: none.
+    if (point <= number.size()) number.insert(point, ".");
+    text += number;
+    SCOPED_TRACE(StrCat("seed ", seed, " round ", round, ": ", text));
+    const double want = std::strtod(text.c_str(), nullptr);
+    const absl::StatusOr<FieldValue> v = ValueOf(text);
+    BASALT_ASSERT_OK(v);
+    ASSERT_EQ(v->type, FieldValue::kFloat);
+    uint64_t got_bits, want_bits;
+    std::memcpy(&got_bits, &v->f, sizeof(double));
+    std::memcpy(&want_bits, &want, sizeof(double));
+    ASSERT_EQ(got_bits, want_bits) << v->f << " against " << want;
+  }
+}
+
 TEST(LineProtocolTest, BadFloats) {
   for (std::string_view text : {"1.2.3", "1e", "1e+", "1e3.5", "--1", "-", ".", "-.", ".e5", "1f",
                                 "0x10", "1_000", "1ee3", "-+1", "1-"}) {
