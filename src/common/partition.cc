@@ -304,7 +304,10 @@ void PartitionSchema::ToPB(pb::PartitionSchemaPB* pb) const {
 int32_t PartitionSchema::HashBucketForCells(int level, absl::Span<const void* const> cells) const {
   const HashLevel& h = hash_levels_[level];
   DCHECK_EQ(cells.size(), h.column_indexes.size());
-  std::string encoded;
+  // Reused: a row's hashed key cells (ten string tags of a TSBS point) outgrow the inline
+  // buffer, and this runs for every row a client writes.
+  thread_local std::string encoded;
+  encoded.clear();
   for (size_t i = 0; i < cells.size(); i++) {
     EncodeKeyCell(key_types_[h.column_indexes[i]], cells[i], i + 1 == cells.size(), &encoded);
   }
