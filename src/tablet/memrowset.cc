@@ -267,7 +267,6 @@ absl::Status MemRowSetIterator::Init() {
   for (int j = 0; j < projection_->num_columns(); ++j) {
     const ColumnSchema& pcol = projection_->column(j);
     ColumnId id = projection_->column_id(j);
-    id_to_proj_[id] = j;
     ProjectedColumn pc{-1, 0, pcol.type_info().size(), pcol.is_nullable(), nullptr};
     int idx = base.find_column_by_id(id);
     if (idx >= 0) {
@@ -380,9 +379,10 @@ void MemRowSetIterator::ApplyChanges(std::string_view changelist,
   while (dec.HasNext()) {
     ColumnUpdate u;
     CHECK(dec.ReadNext(&u).ok());
-    auto it = id_to_proj_.find(u.column_id);
-    if (it == id_to_proj_.end()) continue;
-    ColumnBlock* b = blocks[it->second];
+    // A linear search on the few columns of most projections (Schema::find_column_by_id).
+    const int j = projection_->find_column_by_id(u.column_id);
+    if (j < 0) continue;
+    ColumnBlock* b = blocks[j];
     if (b->null_bitmap != nullptr) b->SetNull(out, u.is_null);
     if (u.is_null) continue;
     if (GetTypeInfo(b->type).is_variable_length()) {

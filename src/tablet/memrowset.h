@@ -275,7 +275,6 @@ class MemRowSetIterator : public RowBlockIterator {
   const EncodedKeyRange range_;
   std::vector<ProjectedColumn> cols_;
   std::vector<Datum> defaults_;  // Sized once in Init(); cols_ point into it.
-  absl::flat_hash_map<ColumnId, int> id_to_proj_;
   std::vector<ColumnPredicate> prefilter_predicates_;
   // The predicates of prefilter_predicates_ on columns the MRS has, with their cells.
   struct Prefilter {
