@@ -418,21 +418,32 @@ void BitPackedPageDecoder<T>::SeekToPositionInPage(size_t pos) {
 }
 
 template <typename T>
-void BitPackedPageDecoder<T>::DecodeBlock(size_t b, U* out) const {
+typename BitPackedPageDecoder<T>::BlockHeader BitPackedPageDecoder<T>::HeaderOf(size_t b) const {
   DCHECK_LT(b, walked_);
   const char* p = data_ + offsets_[b];
   const uint8_t desc = static_cast<uint8_t>(*p++);
-  const int width = desc & kWidthMask;
-  const U ref = GetCell<U>(p);
+  BlockHeader h;
+  h.width = desc & kWidthMask;
+  h.delta = (desc & kDeltaFlag) != 0;
+  h.ref = GetCell<U>(p);
   p += sizeof(U);
-  if (!(desc & kDeltaFlag)) {
-    bitpacking::UnpackBlock<U>(reinterpret_cast<const uint8_t*>(p), width, ref, out);
+  if (h.delta) {
+    h.min_delta = GetCell<U>(p);
+    p += sizeof(U);
+  }
+  h.residuals = reinterpret_cast<const uint8_t*>(p);
+  return h;
+}
+
+template <typename T>
+void BitPackedPageDecoder<T>::DecodeBlock(size_t b, U* out) const {
+  const BlockHeader h = HeaderOf(b);
+  if (!h.delta) {
+    bitpacking::UnpackBlock<U>(h.residuals, h.width, h.ref, out);
     return;
   }
-  const U min_delta = GetCell<U>(p);
-  p += sizeof(U);
-  bitpacking::UnpackBlock<U>(reinterpret_cast<const uint8_t*>(p), width, min_delta, out);
-  U acc = ref;
+  bitpacking::UnpackBlock<U>(h.residuals, h.width, h.min_delta, out);
+  U acc = h.ref;
   for (size_t i = 0; i < kBlockValues; i++) {
     acc = U(acc + out[i]);
     out[i] = acc;
@@ -444,19 +455,10 @@ absl::StatusOr<typename BitPackedPageDecoder<T>::U> BitPackedPageDecoder<T>::Val
                                                                                      size_t i) {
   if (scratch_block_ == b) return scratch_[i];
   BASALT_RETURN_IF_ERROR(EnsureWalked(b));
-  const char* p = data_ + offsets_[b];
-  const uint8_t desc = static_cast<uint8_t>(*p++);
-  const int width = desc & kWidthMask;
-  const U ref = GetCell<U>(p);
-  p += sizeof(U);
-  if (!(desc & kDeltaFlag)) {
-    return bitpacking::UnpackOne<U>(reinterpret_cast<const uint8_t*>(p), width, ref, i);
-  }
+  const BlockHeader h = HeaderOf(b);
+  if (!h.delta) return bitpacking::UnpackOne<U>(h.residuals, h.width, h.ref, i);
   if (i == 0) {  // The first value is the reference plus the first delta.
-    const U min_delta = GetCell<U>(p);
-    p += sizeof(U);
-    return U(ref +
-             bitpacking::UnpackOne<U>(reinterpret_cast<const uint8_t*>(p), width, min_delta, 0));
+    return U(h.ref + bitpacking::UnpackOne<U>(h.residuals, h.width, h.min_delta, 0));
   }
   BASALT_ASSIGN_OR_RETURN(const U* block, ScratchBlock(b));  // Later values need every delta.
   return block[i];
@@ -548,13 +550,10 @@ template <typename T>
 bool BitPackedPageDecoder<T>::ConstantRun(size_t n, T* value, size_t* run) const {
   DCHECK(validation_ == BlockValidation::kAtInit);
   if (pos_ >= count_ || n == 0) return false;
-  const size_t b = pos_ / kBlockValues;
-  const char* p = data_ + offsets_[b];
-  const uint8_t desc = static_cast<uint8_t>(*p++);
-  if ((desc & kWidthMask) != 0) return false;
-  const U ref = GetCell<U>(p);
-  if ((desc & kDeltaFlag) && GetCell<U>(p + sizeof(U)) != 0) return false;
-  *value = static_cast<T>(ref);
+  // A width-0 FOR block, or a width-0 DELTA block whose deltas are 0 (min_delta 0).
+  const BlockHeader h = HeaderOf(pos_ / kBlockValues);
+  if (h.width != 0 || h.min_delta != 0) return false;
+  *value = static_cast<T>(h.ref);
   *run = std::min({n, kBlockValues - pos_ % kBlockValues, count_ - pos_});
   return true;
 }

@@ -130,6 +130,16 @@ class BitPackedPageDecoder final : public PageDecoder {
   // after them. REQUIRES: b < num_blocks_.
   absl::Status EnsureWalked(size_t b) { return b < walked_ ? absl::OkStatus() : WalkTo(b); }
   absl::Status WalkTo(size_t b);
+  // A block's header, and where its residuals start.
+  struct BlockHeader {
+    int width = 0;
+    bool delta = false;
+    U ref = 0;
+    U min_delta = 0;  // 0 in a FOR block.
+    const uint8_t* residuals = nullptr;
+  };
+  // REQUIRES: b < walked_.
+  BlockHeader HeaderOf(size_t b) const;
   // Decodes block `b` (all 128 slots, padding included) into `out`. REQUIRES: b < walked_.
   void DecodeBlock(size_t b, U* out) const;
   absl::StatusOr<const U*> ScratchBlock(size_t b);
