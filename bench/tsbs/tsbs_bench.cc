@@ -129,7 +129,8 @@ struct LoadResult {
 
 // The /write bodies of the whole load, batch by batch: formatted before the load is timed, as
 // TSBS's generator writes its data file before its loader runs (formatting the lines took about
-// a tenth of this 2-core machine while the load ran when it was done on the fly).
+// a tenth of this 2-core machine while the load ran when it was done on the fly). They are held
+// in memory: about 380 bytes a point, 330 MB for the default 100 hosts over 24 hours.
 std::vector<std::string> MakeBodies(int64_t total) {
   std::vector<std::string> tags;
   for (int h = 0; h < FLAGS_hosts; h++) tags.push_back(Tags(h));

@@ -48,11 +48,9 @@ void NarrowKeyRange(const Schema& schema, ScanSpec* spec) {
     // The range now holds at most the one key whose columns equal `prefix`, and every store
     // reads exactly its range: an equality on a key column with that same value holds for every
     // row the scan can see, so evaluating it again per row is wasted (for a point lookup it was
-    // most of the predicate work, and it made the stores read the key columns). Not for floating
-    // point keys: 0.0 and -0.0 are equal but encode apart (the range holds one of them).
-    for (int c = 0; c < schema.num_key_columns(); ++c) {
-      if (schema.column(c).type_info().is_floating_point()) return;
-    }
+    // most of the predicate work, and it made the stores read the key columns). What must stay
+    // true: equal cells encode alike and only they do. Floats included: predicates compare them
+    // in IEEE total order (-0.0 < 0.0, each NaN its own value), the order the key encoding keeps.
     std::erase_if(spec->predicates, [&](const ColumnPredicate& p) {
       if (p.kind() != PredicateKind::kEquality) return false;
       const int c = schema.find_column(p.column().name());

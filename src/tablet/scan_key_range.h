@@ -12,8 +12,8 @@
 //
 // The narrowed range is always a superset of the matching rows, and the predicates stay in the
 // spec and are still evaluated, so the narrowing only saves work and never changes a result.
-// One exception: when equalities fix every key column (and no key column is floating point),
-// the range holds exactly the rows those equalities match, and they are dropped from the spec.
+// One exception: when equalities fix every key column, the range holds exactly the rows those
+// equalities match, and they are dropped from the spec.
 // Stateless functions; thread-safe.
 
 #include "common/schema.h"
@@ -23,9 +23,9 @@ namespace basalt {
 
 // Intersects spec->range with the key interval spec->predicates imply for `schema` (the tablet's
 // schema; predicates name its columns). Predicates on non-key columns, or on key columns after
-// the first one without an equality, do not narrow the range. When equalities fix the whole key
-// (no key column floating point), the equalities the range implies are removed from
-// spec->predicates. REQUIRES: whoever reads the narrowed spec reads exactly spec->range.
+// the first one without an equality, do not narrow the range. When equalities fix the whole key,
+// the equalities the range implies are removed from spec->predicates. REQUIRES: whoever reads
+// the narrowed spec reads exactly spec->range.
 void NarrowKeyRange(const Schema& schema, ScanSpec* spec);
 
 // Whether `range` holds exactly one encoded key (upper == KeySuccessor(lower)): a point lookup.

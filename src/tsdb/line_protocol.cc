@@ -234,24 +234,44 @@ std::optional<int64_t> ToMicros(int64_t value, Precision precision) {
 // Sorts the tags (given in line order) by key, and `positions` (the byte offset of each tag key,
 // increasing in line order) with them. When a key repeats, returns the index, in the sorted
 // order, of the repetition that comes first in the line. Stable: equal keys keep their line
-// order, so in a run of one key every member after the first repeats it. An insertion sort in
-// place: a line has a handful of tags, and this ran for every point of a /write.
+// order, so in a run of one key every member after the first repeats it. A line's handful of
+// tags is sorted in place by insertion (this runs for every point of a /write); many tags go
+// through a sort of their indices, as a body (up to 64 MiB) may hold one line of a million tags
+// in reverse order, which insertion would take hours over.
 std::optional<size_t> SortTags(std::vector<std::pair<std::string, std::string>>* tags,
                                std::vector<size_t>* positions) {
   auto& t = *tags;
   auto& pos = *positions;
   const size_t n = t.size();
-  for (size_t i = 1; i < n; ++i) {
-    if (!(t[i].first < t[i - 1].first)) continue;
-    auto tag = std::move(t[i]);
-    const size_t p = pos[i];
-    size_t j = i;
-    for (; j > 0 && tag.first < t[j - 1].first; --j) {
-      t[j] = std::move(t[j - 1]);
-      pos[j] = pos[j - 1];
+  constexpr size_t kInsertionSortMax = 32;
+  if (n <= kInsertionSortMax) {
+    for (size_t i = 1; i < n; ++i) {
+      if (!(t[i].first < t[i - 1].first)) continue;
+      auto tag = std::move(t[i]);
+      const size_t p = pos[i];
+      size_t j = i;
+      for (; j > 0 && tag.first < t[j - 1].first; --j) {
+        t[j] = std::move(t[j - 1]);
+        pos[j] = pos[j - 1];
+      }
+      t[j] = std::move(tag);
+      pos[j] = p;
     }
-    t[j] = std::move(tag);
-    pos[j] = p;
+  } else {
+    std::vector<size_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return t[a].first < t[b].first; });
+    std::vector<std::pair<std::string, std::string>> sorted;
+    std::vector<size_t> sorted_pos;
+    sorted.reserve(n);
+    sorted_pos.reserve(n);
+    for (size_t i : order) {
+      sorted.push_back(std::move(t[i]));
+      sorted_pos.push_back(pos[i]);
+    }
+    t = std::move(sorted);
+    pos = std::move(sorted_pos);
   }
   std::optional<size_t> duplicate;
   for (size_t k = 1; k < n; ++k) {
@@ -377,8 +397,10 @@ absl::Status LineParser::ParseBody(std::vector<Point>* points) {
     // Parsed in place: on an error the caller drops every point anyway.
     Point& point = points->emplace_back();
     point.line = LineOf(start);
-    point.tags.reserve(last_tags_);
-    point.fields.reserve(last_fields_);
+    // Capped: a small line after a huge one must not keep the huge one's capacity.
+    constexpr size_t kMaxCapacityHint = 64;
+    point.tags.reserve(std::min(last_tags_, kMaxCapacityHint));
+    point.fields.reserve(std::min(last_fields_, kMaxCapacityHint));
     pos_ = start;
     BASALT_RETURN_IF_ERROR(ParseLine(&point));
     last_tags_ = point.tags.size();

@@ -144,6 +144,25 @@ TEST(LineProtocolTest, TagsAreSortedByKeyInByteOrder) {
             (Tags{{"B", "3"}, {"a", "2"}, {"a0", "6"}, {"m", "5"}, {"z", "1"}, {"\xc3\xa9", "4"}}));
 }
 
+// Many tags (past the small-line insertion sort), given in reverse key order: sorted, and a
+// repeated key is reported at its first repetition in line order, as for a few tags.
+TEST(LineProtocolTest, ManyTagsSortAndReportRepeats) {
+  constexpr int kTags = 5000;
+  std::string body = "cpu";
+  for (int i = kTags - 1; i >= 0; --i) body += absl::StrFormat(",k%05d=v%d", i, i);
+  absl::StatusOr<Point> p = ParseOne(body + " f=1");
+  BASALT_ASSERT_OK(p);
+  ASSERT_EQ(p->tags.size(), static_cast<size_t>(kTags));
+  for (int i = 0; i < kTags; ++i) {
+    ASSERT_EQ(p->tags[i].first, absl::StrFormat("k%05d", i));
+    ASSERT_EQ(p->tags[i].second, absl::StrFormat("v%d", i));
+  }
+  // k02500 again, then k00007 again: the first repetition in the line is k02500's.
+  const std::string repeated = body + ",k02500=x,k00007=y f=1";
+  const size_t column = repeated.find(",k02500=x") + 2;
+  EXPECT_EQ(ErrorOf(repeated), StrCat("line 1, column ", column, ": duplicate tag key 'k02500'"));
+}
+
 TEST(LineProtocolTest, MeasurementEscapes) {
   EXPECT_EQ(One("c\\,p\\ u v=1"), "line 1: \"c,p u\" field \"v\"=float 1 no time");
   // '=' needs no escape in a measurement, so "\=" stays as written.
