@@ -364,7 +364,8 @@ class LineParser {
   absl::Status ParseTimestamp(Point* point);
 
   // Reads a name from `i` up to a line end or an unescaped byte of `stops` into *out, turning
-  // the pairs `\x` with x in `escapes` into x. Returns where it stopped.
+  // the pairs `\x` with x in `escapes` into x. Returns where it stopped. REQUIRES: `special`
+  // is ByteSet(stops) (kMeasurementSpecial or kKeySpecial).
   size_t ScanName(size_t i, std::string_view escapes, std::string_view stops,
                   const ByteSet& special, std::string* out) const;
   absl::Status CheckNameLength(size_t start, const std::string& name, std::string_view what);
