@@ -26,6 +26,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -122,6 +123,21 @@ int Query(httplib::Client* c, const std::string& q, std::string* body) {
   return res->status;
 }
 
+// Runs `fn` on `n` threads at once and waits for them all.
+void RunOnThreads(int n, const std::function<void()>& fn) {
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; i++) threads.emplace_back(fn);
+  for (auto& t : threads) t.join();
+}
+
+// Makes `c` keep its connection between requests, as TSBS's own clients (Go's net/http) do,
+// and wait long for slow answers.
+void KeepAlive(httplib::Client* c) {
+  c->set_keep_alive(true);
+  c->set_read_timeout(300, 0);
+  c->set_write_timeout(300, 0);
+}
+
 struct LoadResult {
   int64_t points = 0;
   double seconds = 0;
@@ -137,30 +153,26 @@ std::vector<std::string> MakeBodies(int64_t total) {
   const int64_t batches = (total + FLAGS_batch_lines - 1) / FLAGS_batch_lines;
   std::vector<std::string> bodies(static_cast<size_t>(batches));
   std::atomic<int64_t> next{0};
-  std::vector<std::thread> threads;
-  for (int w = 0; w < FLAGS_load_workers; w++) {
-    threads.emplace_back([&] {
-      char line[1024];
-      for (int64_t b = next.fetch_add(1); b < batches; b = next.fetch_add(1)) {
-        const int64_t begin = b * FLAGS_batch_lines;
-        const int64_t end = std::min(total, begin + FLAGS_batch_lines);
-        std::string& body = bodies[static_cast<size_t>(b)];
-        for (int64_t i = begin; i < end; i++) {
-          const int64_t step = i / FLAGS_hosts;  // Step-major: batches advance in time.
-          const int host = static_cast<int>(i % FLAGS_hosts);
-          int n = std::snprintf(line, sizeof(line), "cpu,%s ", tags[host].c_str());
-          for (int f = 0; f < kNumFields; f++) {
-            n += std::snprintf(line + n, sizeof(line) - n, "%s%s=%.2f", f ? "," : "", kFields[f],
-                               Value(FLAGS_seed, host, step, f));
-          }
-          n += std::snprintf(line + n, sizeof(line) - n, " %" PRId64 "\n",
-                             kStartSec + step * kStepSec);
-          body.append(line, n);
+  RunOnThreads(FLAGS_load_workers, [&] {
+    char line[1024];
+    for (int64_t b = next.fetch_add(1); b < batches; b = next.fetch_add(1)) {
+      const int64_t begin = b * FLAGS_batch_lines;
+      const int64_t end = std::min(total, begin + FLAGS_batch_lines);
+      std::string& body = bodies[static_cast<size_t>(b)];
+      for (int64_t i = begin; i < end; i++) {
+        const int64_t step = i / FLAGS_hosts;  // Step-major: batches advance in time.
+        const int host = static_cast<int>(i % FLAGS_hosts);
+        int n = std::snprintf(line, sizeof(line), "cpu,%s ", tags[host].c_str());
+        for (int f = 0; f < kNumFields; f++) {
+          n += std::snprintf(line + n, sizeof(line) - n, "%s%s=%.2f", f ? "," : "", kFields[f],
+                             Value(FLAGS_seed, host, step, f));
         }
+        n += std::snprintf(line + n, sizeof(line) - n, " %" PRId64 "\n",
+                           kStartSec + step * kStepSec);
+        body.append(line, n);
       }
-    });
-  }
-  for (auto& t : threads) t.join();
+    }
+  });
   return bodies;
 }
 
@@ -175,35 +187,29 @@ LoadResult Load() {
   std::string first_error;
   const std::string path = "/write?db=" + Encode(FLAGS_db) + "&precision=s";
   const int64_t start = NowMicros();
-  std::vector<std::thread> workers;
-  for (int w = 0; w < FLAGS_load_workers; w++) {
-    workers.emplace_back([&] {
-      httplib::Client c(FLAGS_host, FLAGS_port);
-      c.set_keep_alive(true);  // As TSBS's own clients (Go's net/http) do.
-      c.set_read_timeout(300, 0);
-      c.set_write_timeout(300, 0);
-      while (!failed) {
-        const size_t b = next.fetch_add(1);
-        if (b >= bodies.size()) break;
-        const int64_t lines = std::min<int64_t>(
-            FLAGS_batch_lines, total - static_cast<int64_t>(b) * FLAGS_batch_lines);
-        auto res = c.Post(path, bodies[b], "text/plain");
-        if (!res || res->status != 204) {
-          std::lock_guard<std::mutex> l(err_mu);
-          if (first_error.empty()) {
-            first_error = res ? std::to_string(res->status) + " " + res->body : "no response";
-          }
-          failed = true;
-          break;
+  RunOnThreads(FLAGS_load_workers, [&] {
+    httplib::Client c(FLAGS_host, FLAGS_port);
+    KeepAlive(&c);
+    while (!failed) {
+      const size_t b = next.fetch_add(1);
+      if (b >= bodies.size()) break;
+      const int64_t lines =
+          std::min<int64_t>(FLAGS_batch_lines, total - static_cast<int64_t>(b) * FLAGS_batch_lines);
+      auto res = c.Post(path, bodies[b], "text/plain");
+      if (!res || res->status != 204) {
+        std::lock_guard<std::mutex> l(err_mu);
+        if (first_error.empty()) {
+          first_error = res ? std::to_string(res->status) + " " + res->body : "no response";
         }
-        const int64_t d = done.fetch_add(lines) + lines;
-        if ((d / FLAGS_batch_lines) % 50 == 0) {
-          std::fprintf(stderr, "load: %" PRId64 " of %" PRId64 " points\n", d, total);
-        }
+        failed = true;
+        break;
       }
-    });
-  }
-  for (auto& t : workers) t.join();
+      const int64_t d = done.fetch_add(lines) + lines;
+      if ((d / FLAGS_batch_lines) % 50 == 0) {
+        std::fprintf(stderr, "load: %" PRId64 " of %" PRId64 " points\n", d, total);
+      }
+    }
+  });
   if (failed) Die("a /write failed: " + first_error);
   return {total, (NowMicros() - start) / 1e6};
 }
@@ -251,27 +257,22 @@ QueryResult RunQueries(const std::string& type, int threads) {
   std::string first_error;
   std::mutex mu;
   const int64_t start = NowMicros();
-  std::vector<std::thread> ts;
-  for (int t = 0; t < threads; t++) {
-    ts.emplace_back([&] {
-      httplib::Client c(FLAGS_host, FLAGS_port);
-      c.set_keep_alive(true);  // As TSBS's own clients (Go's net/http) do.
-      c.set_read_timeout(300, 0);
-      std::string body;
-      for (int i; (i = next.fetch_add(1)) < FLAGS_queries && !failed;) {
-        const std::string q = MakeQuery(type, static_cast<uint64_t>(i));
-        const int64_t t0 = NowMicros();
-        const int status = Query(&c, q, &body);
-        lat_ms[i] = (NowMicros() - t0) / 1000.0;
-        if (status != 200 || body.find("\"error\"") != std::string::npos) {
-          std::lock_guard<std::mutex> l(mu);
-          if (first_error.empty()) first_error = q + " -> " + std::to_string(status) + " " + body;
-          failed = true;
-        }
+  RunOnThreads(threads, [&] {
+    httplib::Client c(FLAGS_host, FLAGS_port);
+    KeepAlive(&c);
+    std::string body;
+    for (int i; (i = next.fetch_add(1)) < FLAGS_queries && !failed;) {
+      const std::string q = MakeQuery(type, static_cast<uint64_t>(i));
+      const int64_t t0 = NowMicros();
+      const int status = Query(&c, q, &body);
+      lat_ms[i] = (NowMicros() - t0) / 1000.0;
+      if (status != 200 || body.find("\"error\"") != std::string::npos) {
+        std::lock_guard<std::mutex> l(mu);
+        if (first_error.empty()) first_error = q + " -> " + std::to_string(status) + " " + body;
+        failed = true;
       }
-    });
-  }
-  for (auto& t : ts) t.join();
+    }
+  });
   if (failed) Die("a query failed: " + first_error);
   const double secs = (NowMicros() - start) / 1e6;
   std::sort(lat_ms.begin(), lat_ms.end());
